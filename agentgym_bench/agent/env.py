@@ -1,0 +1,276 @@
+"""``LLMAgentEnv``: turns any Gymnasium text env into an LLM-agent env (prompt text in, raw model reply out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from agentgym_bench.agent.parsing import ACTION_SEP, parse_reply
+from agentgym_bench.agent.prompts import PromptTemplate, format_reward, get_template
+from agentgym_bench.spaces import sanitize, text_space
+
+DEFAULT_MAX_OBSERVATION_LENGTH = 16_384
+MAX_REPLY_LENGTH = 1 << 20
+
+
+class LLMAgentEnv(gym.Env):
+    """An LLM-agent env built on a core text game.
+
+    Description:
+        Each ``step`` takes one raw model reply (``<think>...</think><answer>a1 || a2</answer>``), parses it, runs
+        its actions in the game and returns the text the model reads next. The game is any ``gymnasium.Env`` whose
+        actions are words (ours: ``agentgym_bench.envs``; see ``docs/core-env-contract.md``).
+
+        This class is a ``gymnasium.Env`` that *holds* the game (``self.game``) rather than a ``gymnasium.Wrapper``
+        around it, so that ``gym.make("AgentSokoban-v0").unwrapped`` is the agent env — the thing with the Text
+        spaces, the budgets and the info contract — and ``check_env`` checks exactly that.
+
+    Action Space:
+        ``Text`` over ``agentgym_bench.spaces.CHARSET``, up to 1 MiB. ``step`` accepts *any* string (characters
+        outside the charset included); a reply that cannot be parsed is a turn with no valid action.
+
+        Actions inside ``<answer>`` are separated by ``||``. At most ``max_actions_per_turn`` are taken (and no more
+        than the actions left); the rest are dropped and listed in ``info["dropped_actions"]``. An action not in the
+        game's ``valid_actions`` (matched case-insensitively) is invalid: skipped, listed in
+        ``info["invalid_actions"]``, and it does not use up the action budget. Actions after the game ends are
+        dropped. Games that list no ``valid_actions`` (open-text actions such as WebShop's ``search[...]``) get
+        every action, and the game's ``action_is_valid`` decides.
+
+    Observation Space:
+        ``Text`` over ``CHARSET`` up to ``max_observation_length`` characters: the new user message. The first one
+        carries the template's intro (instructions, symbol legend, action list, budget); each turn shows the
+        state and the actions left; after a reply it starts with that turn's reward. With the default ``"ragen"``
+        template, FrozenLake's first observation reads::
+
+            You are solving the FrozenLake puzzle. ...
+            The meaning of each symbol in the state is:
+            P: player, _: empty, O: hole, G: goal, X: player in hole, √: player on goal
+            Your available actions are:
+            Left, Down, Right, Up
+            You can make up to 10 actions, separated by the action separator " || "
+
+            Turn 1:
+            State:
+            _O__
+            _P__
+            ____
+            _G_O
+            You have 10 actions left. Always output: <think> [Your thoughts] </think> <answer> [your answer] </answer> ...
+
+        Game text outside the charset becomes ``?`` and over-long text is cut, so observations are always inside
+        the space.
+
+    Rewards:
+        Turn reward = sum of the rewards of the actions executed this turn, plus ``format_penalty`` (default −0.1)
+        if the turn executed no action (unparseable reply, or only invalid actions). RAGEN also penalises a turn
+        that mixes valid and invalid actions; we count those invalid actions in ``info`` instead and penalise only
+        turns that did nothing, which keeps the penalty a pure format/validity signal.
+
+    Episode End:
+        ``terminated=True`` when the game terminates or the agent's budget is spent (``max_turns`` turns or
+        ``max_actions_per_episode`` actions). The budget is part of the agent's observation ("You have N actions
+        left"), so its end is a terminal state of the agent MDP, not a time-limit truncation; this env never sets
+        ``truncated`` (an outer ``TimeLimit`` may). ``info["budget_exhausted"]`` tells the two ends apart.
+
+    Info:
+        On every call: ``success``, ``state_key`` (the game's, identifies the underlying state for GiGPO anchors),
+        ``valid_actions`` (if the game lists them), ``turn``, ``actions_left``. On reset also ``system_prompt``.
+        On step also ``actions`` (parsed, before limits), ``executed_actions``, ``invalid_actions``,
+        ``dropped_actions``, ``format_valid``, ``action_is_valid`` (at least one action executed and none invalid),
+        ``game_reward`` (reward without the penalty), ``format_penalty`` (applied this turn), ``budget_exhausted``.
+
+    Arguments:
+        game: the core text env (an instance).
+        max_turns: turn budget (RAGEN: 5).
+        max_actions_per_turn: actions taken from one reply (RAGEN: 5).
+        max_actions_per_episode: action budget (RAGEN: 10).
+        format_penalty: added to a turn that executed nothing (RAGEN: −0.1).
+        enable_think: require ``<think>...</think>`` before ``<answer>``.
+        prompt: ``"ragen"``, ``"compact"`` or a :class:`PromptTemplate`.
+        instructions / legend: override (or supply, for third-party games) the game's own text.
+        max_reply_words: the length hint shown in the prompt (RAGEN: 100).
+        max_observation_length: size of the observation space.
+
+    Version History:
+        * v0: initial version.
+    """
+
+    def __init__(
+        self,
+        game: gym.Env,
+        *,
+        max_turns: int = 5,
+        max_actions_per_turn: int = 5,
+        max_actions_per_episode: int = 10,
+        format_penalty: float = -0.1,
+        enable_think: bool = True,
+        prompt: str | PromptTemplate = "ragen",
+        instructions: str | None = None,
+        legend: str | None = None,
+        max_reply_words: int = 100,
+        max_observation_length: int = DEFAULT_MAX_OBSERVATION_LENGTH,
+    ):
+        for name, value in [("max_turns", max_turns), ("max_actions_per_turn", max_actions_per_turn),
+                            ("max_actions_per_episode", max_actions_per_episode),
+                            ("max_observation_length", max_observation_length)]:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer")
+        self.game = game
+        self.max_turns = max_turns
+        self.max_actions_per_turn = max_actions_per_turn
+        self.max_actions_per_episode = max_actions_per_episode
+        self.format_penalty = float(format_penalty)
+        self.enable_think = enable_think
+        self.template = get_template(prompt)
+        self._instructions_arg = instructions
+        self._legend_arg = legend
+        self.instructions = ""
+        self.legend = ""
+        self.max_reply_words = max_reply_words
+        self.max_observation_length = max_observation_length
+        self.observation_space = text_space(max_observation_length)
+        self.action_space = text_space(MAX_REPLY_LENGTH)
+        self.metadata = {"render_modes": list(game.metadata.get("render_modes", [])),
+                         "render_fps": game.metadata.get("render_fps", 4)}
+        self.render_mode = game.render_mode
+        self._turn = 0
+        self._actions_left = 0
+        self._done = True
+        self._game_info: dict[str, Any] = {}
+        self._state = ""
+
+    # -- helpers -------------------------------------------------------------------------------------------------
+
+    @property
+    def turns_left(self) -> int:
+        """Turns the agent still has in this episode."""
+        return 0 if self._done else self.max_turns - self._turn
+
+    @property
+    def actions_left(self) -> int:
+        """Actions the agent still may execute in this episode."""
+        return self._actions_left
+
+    @property
+    def valid_actions(self) -> list[str] | None:
+        """The game's valid action words now, or ``None`` if the game does not list them."""
+        actions = self._game_info.get("valid_actions")
+        return None if actions is None else list(actions)
+
+    def _fields(self) -> dict[str, Any]:
+        actions = self.valid_actions
+        hint = self.template.format_hint_think if self.enable_think else self.template.format_hint_answer
+        return {
+            "instructions": self.instructions,
+            "legend": self.template.legend.format(legend=self.legend) if self.legend else "",
+            "actions": ", ".join(actions) if actions is not None else "see the state",
+            "max_actions": self.max_actions_per_episode,
+            "max_actions_per_turn": self.max_actions_per_turn,
+            "turn": self._turn + 1,
+            "state": self._state,
+            "actions_left": self._actions_left,
+            "max_reply_words": self.max_reply_words,
+            "format_hint": hint,
+        }
+
+    def _observation(self, text: str) -> str:
+        return sanitize(text, self.max_observation_length)
+
+    def _common_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "success": bool(self._game_info.get("success", False)),
+            "state_key": str(self._game_info.get("state_key", self._state)),
+            "turn": self._turn,
+            "actions_left": self._actions_left,
+        }
+        if self.valid_actions is not None:
+            info["valid_actions"] = self.valid_actions
+        return info
+
+    # -- gymnasium API -------------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        state, game_info = self.game.reset(seed=seed, options=options)
+        self._game_info = dict(game_info)
+        self._state = sanitize(str(state))
+        instructions = self._instructions_arg if self._instructions_arg is not None else game_info.get("instructions", "")
+        legend = self._legend_arg if self._legend_arg is not None else game_info.get("legend", "")
+        self.instructions = sanitize(str(instructions))
+        self.legend = sanitize(str(legend))
+        self._turn = 0
+        self._actions_left = self.max_actions_per_episode
+        self._done = False
+        fields = self._fields()
+        obs = self.template.intro.format(**fields) + self.template.turn.format(**fields)
+        info = self._common_info()
+        info["system_prompt"] = self.template.system
+        return self._observation(obs), info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._done:
+            raise RuntimeError("step() called after the episode ended; call reset() first")
+        parsed = parse_reply(action, enable_think=self.enable_think, action_sep=ACTION_SEP)
+        taken = parsed.actions[: min(self.max_actions_per_turn, self._actions_left)]
+        dropped = parsed.actions[len(taken):]
+        executed: list[str] = []
+        invalid: list[str] = []
+        game_reward = 0.0
+        game_over = False
+        for i, word in enumerate(taken):
+            if game_over:
+                dropped = taken[i:] + dropped
+                break
+            move = self._match(word)
+            if move is None:
+                invalid.append(word)
+                continue
+            state, reward, terminated, truncated, game_info = self.game.step(move)
+            if not game_info.get("action_is_valid", True):
+                invalid.append(word)
+                continue
+            self._game_info = dict(game_info)
+            self._state = sanitize(str(state))
+            executed.append(move)
+            game_reward += float(reward)
+            self._actions_left -= 1
+            game_over = bool(terminated or truncated)
+        penalty = self.format_penalty if not executed else 0.0
+        self._turn += 1
+        budget_exhausted = not game_over and (self._turn >= self.max_turns or self._actions_left <= 0)
+        self._done = game_over or budget_exhausted
+        fields = self._fields()
+        fields["reward"] = format_reward(game_reward + penalty)
+        body = self.template.final if self._done else self.template.turn
+        obs = self.template.reward.format(**fields) + body.format(**fields)
+        info = self._common_info()
+        info.update(
+            actions=list(parsed.actions),
+            executed_actions=executed,
+            invalid_actions=invalid,
+            dropped_actions=dropped,
+            format_valid=parsed.format_ok,
+            action_is_valid=bool(executed) and not invalid,
+            game_reward=game_reward,
+            format_penalty=penalty,
+            budget_exhausted=budget_exhausted,
+        )
+        return self._observation(obs), game_reward + penalty, self._done, False, info
+
+    def _match(self, word: str) -> str | None:
+        """The canonical valid action for ``word`` (case-insensitive), ``word`` itself if the game lists none."""
+        valid = self._game_info.get("valid_actions")
+        if valid is None:
+            return word
+        wanted = word.strip().lower()
+        for candidate in valid:
+            if candidate.lower() == wanted:
+                return candidate
+        return None
+
+    def render(self) -> Any:
+        return self.game.render()
+
+    def close(self) -> None:
+        self.game.close()

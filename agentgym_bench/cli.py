@@ -1,0 +1,51 @@
+"""``agentgym-bench``: the command line.
+
+Each subcommand lives in the module that owns its work; that module defines ``configure_parser(parser)`` and
+``run(args) -> int``. This file only lists them, so ``--help`` works without importing torch or transformers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "envs": ("agentgym_bench.commands.envs", "list the registered environment ids"),
+    "play": ("agentgym_bench.commands.play", "play an environment in the terminal"),
+    "demo": ("agentgym_bench.commands.demo", "oracle and random agents on every env, with scores"),
+    "webshop-serve": ("agentgym_bench.envs.webshop.server", "serve the bundled WebShop store over HTTP"),
+    "init-model": ("agentgym_bench.rollout.default_model", "build the small local default model"),
+    "warmstart": ("agentgym_bench.rollout.warmstart", "supervised warm start on oracle demonstrations"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentgym-bench",
+        description="Text environments, rollouts, trainers and a verified leaderboard for LLM agents.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, description=help_text, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    if not argv or argv[0] not in COMMANDS:
+        parser.parse_args(argv or ["--help"])  # prints help or the "invalid choice" error, then exits
+        return 2
+    name = argv[0]
+    module_name, help_text = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    command_parser = argparse.ArgumentParser(prog=f"agentgym-bench {name}", description=help_text)
+    module.configure_parser(command_parser)
+    args = command_parser.parse_args(argv[1:])
+    return int(module.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

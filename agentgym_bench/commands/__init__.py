@@ -1,0 +1,1 @@
+"""Small subcommands of the ``agentgym-bench`` CLI that belong to no other layer."""

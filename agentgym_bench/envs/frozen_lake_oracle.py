@@ -1,0 +1,97 @@
+"""Exact FrozenLake planner for an agent that plays in turns of open-loop action sequences.
+
+Each turn the agent sees the true cell, then commits to a sequence of 1..``max_actions_per_turn`` actions that is
+executed without looking (execution stops early if the player falls in a hole or reaches the goal); it has at most
+``turns_left`` turns and ``actions_left`` actions in total. The planner solves this finite-horizon problem exactly:
+
+    V(s, T, A) = max over sequences σ, 1 <= len(σ) <= min(k, A), of
+                 P(goal reached during σ | s) + Σ_{s' alive} P(s' | s, σ) V(s', T - 1, A - len(σ))
+
+with V = 0 when T = 0 or A = 0. Holes and the goal are absorbing in the transition matrices, so the mass on the goal
+after σ is the probability of reaching it during σ, and one matrix product per sequence scores it.
+
+Speed: the end-cell distributions of all sequences are computed once per map, sharing prefixes (level L+1 = level L
+times each action's matrix) and keeping one representative of sequences with identical distributions from every
+start (their extensions are then identical too). Values are memoised per (T, A) after clipping both to what can
+still be spent (at most ``T * k`` actions, at most ``A`` useful turns). The cost grows as ``4 ** k``: fine up to
+``k = 6`` on small maps, not for long open-loop turns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class OpenLoopPlanner:
+    """Optimal open-loop-per-turn play on one map.
+
+    Args:
+        trans: ``(4, n, n)`` transition matrices with absorbing holes and goal
+            (:func:`agentgym_bench.envs.frozen_lake_rules.transition_matrices`).
+        goal: index of the goal cell.
+        alive: ``(n,)`` bool, cells where the episode is still running (neither hole nor goal).
+        max_actions_per_turn: ``k``, the longest sequence one turn may send (>= 1).
+    """
+
+    def __init__(self, trans: np.ndarray, goal: int, alive: np.ndarray, max_actions_per_turn: int):
+        if max_actions_per_turn < 1:
+            raise ValueError(f"max_actions_per_turn={max_actions_per_turn} must be >= 1")
+        self.k = max_actions_per_turn
+        self.alive_cells = np.flatnonzero(alive)
+        self._row = {int(cell): i for i, cell in enumerate(self.alive_cells)}
+        self._terminal = np.zeros(trans.shape[1])
+        self._terminal[goal] = 1.0
+        self._levels = self._sequence_levels(trans)
+        self._memo: dict[tuple[int, int], np.ndarray] = {}
+
+    def _sequence_levels(self, trans: np.ndarray) -> list[tuple[list[tuple[int, ...]], np.ndarray]]:
+        """Per length L = 1..k: the distinct action sequences and their ``(m, n_alive, n)`` end-cell distributions."""
+        seqs = [(a,) for a in range(4)]
+        dists = trans[:, self.alive_cells, :]
+        levels = [(seqs, dists)]
+        for _ in range(self.k - 1):
+            dists = np.einsum("msi,aij->masj", dists, trans).reshape(-1, *dists.shape[1:])
+            seqs = [seq + (a,) for seq in seqs for a in range(4)]
+            _, first = np.unique(np.round(dists, 12).reshape(len(seqs), -1), axis=0, return_index=True)
+            first.sort()  # keep the lexicographically first sequence of each class, in order
+            seqs, dists = [seqs[i] for i in first], dists[first]
+            levels.append((seqs, dists))
+        return levels
+
+    def _clip(self, turns_left: int, actions_left: int) -> tuple[int, int]:
+        actions_left = min(actions_left, turns_left * self.k)
+        return min(turns_left, actions_left), actions_left
+
+    def values(self, turns_left: int, actions_left: int) -> np.ndarray:
+        """``(n,)`` success probability from every cell under optimal play (1 on the goal, 0 in holes)."""
+        turns_left, actions_left = self._clip(max(turns_left, 0), max(actions_left, 0))
+        key = (turns_left, actions_left)
+        if key not in self._memo:
+            value = self._terminal.copy()
+            if turns_left > 0 and actions_left > 0:
+                best = np.zeros(len(self.alive_cells))
+                for length in range(1, min(self.k, actions_left) + 1):
+                    after = self.values(turns_left - 1, actions_left - length)
+                    best = np.maximum(best, (self._levels[length - 1][1] @ after).max(axis=0))
+                value[self.alive_cells] = best
+            self._memo[key] = value
+        return self._memo[key]
+
+    def best_sequence(self, cell: int, turns_left: int, actions_left: int) -> tuple[tuple[int, ...], float]:
+        """The optimal sequence for this turn from alive ``cell`` and its success probability.
+
+        Ties (within 1e-12) go to the shorter sequence, then to the first in Left < Down < Right < Up order.
+        Returns ``((), 0.0)`` when no action can be sent.
+        """
+        turns_left, actions_left = self._clip(turns_left, actions_left)
+        best_seq, best_value = (), 0.0
+        if turns_left <= 0 or actions_left <= 0:
+            return best_seq, best_value
+        row = self._row[cell]
+        for length in range(1, min(self.k, actions_left) + 1):
+            seqs, dists = self._levels[length - 1]
+            scores = dists[:, row, :] @ self.values(turns_left - 1, actions_left - length)
+            i = int(np.argmax(scores))
+            if not best_seq or scores[i] > best_value + 1e-12:
+                best_seq, best_value = seqs[i], float(scores[i])
+        return best_seq, best_value

@@ -1,0 +1,105 @@
+"""Every environment id of the package, registered with Gymnasium on ``import agentgym_bench``.
+
+Agent ids (``AgentSokoban-v0`` ...) build a core game and wrap it in :class:`~agentgym_bench.agent.LLMAgentEnv`;
+keyword arguments of ``gym.make`` go to whichever of the two takes them (an argument both take is an error in the
+table, not a guess). Core game ids (``agentgym/Sokoban-v0`` ...) are the bare games, one action word per step.
+
+Budgets are the agent wrapper's (turns, actions per turn, actions per episode), not ``TimeLimit``: they are part of
+what the agent reads each turn. No agent id sets ``max_episode_steps``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from agentgym_bench.agent.env import LLMAgentEnv
+
+RAGEN_BUDGET = {"max_turns": 5, "max_actions_per_turn": 5, "max_actions_per_episode": 10}
+ONE_SHOT_BUDGET = {"max_turns": 1, "max_actions_per_turn": 1, "max_actions_per_episode": 1}
+
+GAMES = {
+    "Bandit": "agentgym_bench.envs.bandit:BanditGame",
+    "Sokoban": "agentgym_bench.envs.sokoban.game:SokobanGame",
+    "FrozenLake": "agentgym_bench.envs.frozen_lake:FrozenLakeGame",
+}
+
+
+@dataclass(frozen=True)
+class AgentEnvSpec:
+    """One agent id: which game, with which game and wrapper defaults, and a one-line description."""
+
+    game: str
+    description: str
+    game_kwargs: dict[str, Any] = field(default_factory=dict)
+    agent_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+AGENT_ENVS: dict[str, AgentEnvSpec] = {
+    "AgentBandit-v0": AgentEnvSpec(
+        "Bandit", "Two-armed bandit, Phoenix (safe, 0.15) vs Dragon (risky, 1 w.p. 0.25); RAGEN's Bandit",
+        agent_kwargs=ONE_SHOT_BUDGET),
+    "AgentBanditTest-v0": AgentEnvSpec(
+        "Bandit", "Held-out arm names: Trader (safe) vs Librarian (risky); RAGEN's BanditTest",
+        game_kwargs={"low_arm": "Trader", "high_arm": "Librarian"}, agent_kwargs=ONE_SHOT_BUDGET),
+    "AgentBanditRev-v0": AgentEnvSpec(
+        "Bandit", "Held-out, reversed roles: Librarian (safe) vs Trader (risky)",
+        game_kwargs={"low_arm": "Librarian", "high_arm": "Trader"}, agent_kwargs=ONE_SHOT_BUDGET),
+    "AgentSokoban-v0": AgentEnvSpec(
+        "Sokoban", "Sokoban 6x6, 1 box, 5 turns, <=5 actions a turn, <=10 actions; RAGEN's SimpleSokoban",
+        game_kwargs={"dim_room": (6, 6), "num_boxes": 1}, agent_kwargs=RAGEN_BUDGET),
+    "AgentSokobanLarge-v0": AgentEnvSpec(
+        "Sokoban", "Sokoban 8x8, 2 boxes, RAGEN budgets; RAGEN's LargerSokoban",
+        game_kwargs={"dim_room": (8, 8), "num_boxes": 2}, agent_kwargs=RAGEN_BUDGET),
+    "AgentSokobanAltVocab-v0": AgentEnvSpec(
+        "Sokoban", "Sokoban 6x6, 1 box, symbols W . G C B A @; RAGEN's SokobanDifferentGridVocab",
+        game_kwargs={"dim_room": (6, 6), "num_boxes": 1, "vocab": "alt"}, agent_kwargs=RAGEN_BUDGET),
+    "AgentFrozenLake-v0": AgentEnvSpec(
+        "FrozenLake", "FrozenLake 4x4, new map per seed, slippery (1/3 intended), RAGEN budgets; RAGEN's FrozenLake",
+        game_kwargs={"size": 4, "is_slippery": True}, agent_kwargs=RAGEN_BUDGET),
+    "AgentFrozenLakeNoSlip-v0": AgentEnvSpec(
+        "FrozenLake", "FrozenLake 4x4, new map per seed, not slippery, RAGEN budgets",
+        game_kwargs={"size": 4, "is_slippery": False}, agent_kwargs=RAGEN_BUDGET),
+}
+
+
+def load_class(entry_point: str) -> type:
+    """Import ``"module.path:ClassName"``."""
+    module, _, name = entry_point.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _parameters(fn: Any) -> set[str]:
+    return {p.name for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self", "game"}
+
+
+def make_agent_env(*, game: str, **kwargs: Any) -> LLMAgentEnv:
+    """Build ``LLMAgentEnv(GameClass(**game_kwargs), **agent_kwargs)``, routing each keyword by name.
+
+    Raises:
+        TypeError: an argument neither the game nor the wrapper takes (the message lists what both take).
+    """
+    game_cls = load_class(GAMES.get(game, game))
+    game_params, agent_params = _parameters(game_cls.__init__), _parameters(LLMAgentEnv.__init__)
+    unknown = sorted(set(kwargs) - game_params - agent_params)
+    if unknown:
+        raise TypeError(f"unknown argument(s) {unknown} for game {game_cls.__name__}: the game takes "
+                        f"{sorted(game_params)}, the agent wrapper takes {sorted(agent_params)}")
+    game_env = game_cls(**{k: v for k, v in kwargs.items() if k in game_params})
+    return LLMAgentEnv(game_env, **{k: v for k, v in kwargs.items() if k in agent_params})
+
+
+def register_all() -> None:
+    """Register every agent id and core game id with Gymnasium (idempotent)."""
+    for env_id, spec in AGENT_ENVS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point="agentgym_bench.registration:make_agent_env",
+                         kwargs={"game": spec.game, **spec.game_kwargs, **spec.agent_kwargs})
+    for name, entry_point in GAMES.items():
+        if f"agentgym/{name}-v0" not in gym.registry:
+            gym.register(f"agentgym/{name}-v0", entry_point=entry_point)

@@ -1,0 +1,1 @@
+"""Rollouts: env groups, generation backends (policies), trajectories and their token view."""
