@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Text environments, rollouts, trainers and a verified leaderboard for LLM agents.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in COMMANDS.items():
+    for name, (_, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, description=help_text, add_help=False)
     return parser
 

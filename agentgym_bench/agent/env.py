@@ -56,7 +56,7 @@ class LLMAgentEnv(gym.Env):
             _P__
             ____
             _G_O
-            You have 10 actions left. Always output: <think> [Your thoughts] </think> <answer> [your answer] </answer> ...
+            You have 10 actions left. Always output: <think> [Your thoughts] </think> <answer> ...
 
         Game text outside the charset becomes ``?`` and over-long text is cut, so observations are always inside
         the space.
@@ -195,8 +195,8 @@ class LLMAgentEnv(gym.Env):
         state, game_info = self.game.reset(seed=seed, options=options)
         self._game_info = dict(game_info)
         self._state = sanitize(str(state))
-        instructions = self._instructions_arg if self._instructions_arg is not None else game_info.get("instructions", "")
-        legend = self._legend_arg if self._legend_arg is not None else game_info.get("legend", "")
+        instructions = game_info.get("instructions", "") if self._instructions_arg is None else self._instructions_arg
+        legend = game_info.get("legend", "") if self._legend_arg is None else self._legend_arg
         self.instructions = sanitize(str(instructions))
         self.legend = sanitize(str(legend))
         self._turn = 0

@@ -72,7 +72,9 @@ def parse_reply(reply: str, *, enable_think: bool = True, action_sep: str = ACTI
     return ParsedReply(format_ok=True, think=think, answer=answer, actions=[a for a in actions if a])
 
 
-def format_reply(actions: list[str], *, think: str = "", enable_think: bool = True, action_sep: str = ACTION_SEP) -> str:
+def format_reply(
+    actions: list[str], *, think: str = "", enable_think: bool = True, action_sep: str = ACTION_SEP
+) -> str:
     """Write ``actions`` as a well-formed reply, e.g. ``<think></think><answer>Up || Left</answer>``."""
     answer = f" {action_sep} ".join(actions)
     head = f"{THINK_OPEN}{think}{THINK_CLOSE}" if enable_think else ""

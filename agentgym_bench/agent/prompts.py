@@ -82,5 +82,5 @@ def get_template(prompt: str | PromptTemplate) -> PromptTemplate:
 
 
 def format_reward(reward: float) -> str:
-    """A reward as the prompt shows it: at most 4 significant decimals, no float noise (``0.3``, not ``0.30000000000000004``)."""
+    """A reward as the prompt shows it: 4 decimals at most, no float noise (``0.3``, not ``0.30000000000000004``)."""
     return f"{round(reward, 4):g}"
