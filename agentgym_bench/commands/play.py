@@ -1,0 +1,73 @@
+"""``agentgym-bench play ENV_ID``: play an agent env in the terminal by typing replies or bare actions."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+
+import gymnasium as gym
+
+from agentgym_bench.agent import format_reply
+from agentgym_bench.agent.env import LLMAgentEnv
+
+
+def parse_kwargs(items: list[str]) -> dict:
+    """``["num_boxes=2", "prompt=compact"]`` -> ``{"num_boxes": 2, "prompt": "compact"}`` (literals or strings)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--arg {item!r}: expected KEY=VALUE")
+        try:
+            out[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[key] = value
+    return out
+
+
+def to_reply(line: str, enable_think: bool) -> str:
+    """A typed line as a model reply: kept as is if it has an ``<answer>`` tag, else bare actions (``Up Left`` or
+    ``Up || Left``) are wrapped in the reply format."""
+    if "<answer>" in line:
+        return line
+    actions = [a.strip() for a in line.split("||")] if "||" in line else line.split()
+    return format_reply(actions, enable_think=enable_think)
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("env_id", help="an id from `agentgym-bench envs`, e.g. AgentSokoban-v0")
+    parser.add_argument("--seed", type=int, default=0, help="episode seed (same seed, same episode)")
+    parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="keyword argument for gym.make, repeatable (e.g. --arg num_boxes=2)")
+    parser.add_argument("--show-prompt", action="store_true",
+                        help="print the full text the model would read each turn instead of only the board")
+
+
+def run(args: argparse.Namespace) -> int:
+    import agentgym_bench  # noqa: F401  (registers the ids)
+
+    env = gym.make(args.env_id, render_mode="ansi", **parse_kwargs(args.arg))
+    agent: LLMAgentEnv = env.unwrapped
+    obs, info = env.reset(seed=args.seed)
+    print(obs if args.show_prompt else f"{agent.instructions}\n{agent.legend}\n\n{env.render()}")
+    total = 0.0
+    while True:
+        actions = ", ".join(agent.valid_actions or []) or "see the page"
+        print(f"[turn {agent.max_turns - agent.turns_left + 1}/{agent.max_turns}, {agent.actions_left} actions left; "
+              f"actions: {actions}]")
+        try:
+            line = input("> ")
+        except EOFError:
+            print("\n(input closed)")
+            break
+        obs, reward, terminated, truncated, info = env.step(to_reply(line, agent.enable_think))
+        total += reward
+        print(obs if args.show_prompt else env.render())
+        print(f"executed {info['executed_actions']}, invalid {info['invalid_actions']}, "
+              f"dropped {info['dropped_actions']}; reward {reward:+.2f} (total {total:+.2f})")
+        if terminated or truncated:
+            outcome = "SUCCESS" if info["success"] else ("out of budget" if info["budget_exhausted"] else "failed")
+            print(f"Episode over: {outcome}. Return {total:+.2f}.")
+            break
+    env.close()
+    return 0
