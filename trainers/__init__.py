@@ -1,0 +1,10 @@
+"""Reference RL trainers for LLM agents: StarPO, StarPO-S and GiGPO.
+
+The math is pure masked-tensor functions, shared by every trainer and documented in docs/trainers-math.md:
+
+- ``trainers.advantages``: group-normalised returns (GRPO/StarPO), GAE over generated tokens, the StarPO-S
+  group filter, discounted step returns, GiGPO two-level advantages, per-turn -> per-token broadcast.
+- ``trainers.losses``: PPO clipped policy loss (clip-higher, dual clip), clipped value loss, ``agg_loss``,
+  entropy and log-probs from logits, KL estimators.
+- ``trainers.masked``: masked mean / variance / whitening, explained variance.
+"""
