@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import sys
 
 import gymnasium as gym
 
@@ -46,7 +47,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import agentgym_bench  # noqa: F401  (registers the ids)
 
-    env = gym.make(args.env_id, render_mode="ansi", **parse_kwargs(args.arg))
+    try:
+        env = gym.make(args.env_id, render_mode="ansi", **parse_kwargs(args.arg))
+    except (gym.error.Error, TypeError, ValueError) as err:
+        print(f"agentgym-bench play: error: {err}", file=sys.stderr)
+        return 2
     agent: LLMAgentEnv = env.unwrapped
     obs, info = env.reset(seed=args.seed)
     print(obs if args.show_prompt else f"{agent.instructions}\n{agent.legend}\n\n{env.render()}")
