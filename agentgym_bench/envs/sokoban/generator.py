@@ -21,7 +21,7 @@ import numpy as np
 
 from .rules import Room
 
-MIN_MOVES = 2
+MIN_MOVES = 3
 """Shortest optimal solution a generated room may have."""
 
 MAX_TRIES = 1000
@@ -62,10 +62,11 @@ def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: 
             continue
         cells = sorted(floor)
         targets = [int(c) for c in rng.choice(cells, size=num_boxes, replace=False)]
-        candidates = reverse_search(height, width, floor, targets, search_depth)
+        layers = reverse_search(height, width, floor, targets, search_depth)
+        candidates = [key for layer in layers[MIN_MOVES:] for key in layer]
         if candidates:
-            boxes, player = candidates[int(rng.integers(len(candidates)))]
-            return Room(height, width, frozenset(floor), frozenset(targets), boxes, player)
+            boxes, player = divmod(candidates[int(rng.integers(len(candidates)))], height * width)
+            return Room(height, width, frozenset(floor), frozenset(targets), frozenset(_bits(boxes)), player)
     raise RuntimeError(
         f"no solvable {height}x{width} room with {num_boxes} boxes and an optimal solution of {MIN_MOVES}.."
         f"{search_depth} moves in {MAX_TRIES} topologies"
@@ -93,16 +94,16 @@ def random_topology(rng: np.random.Generator, height: int, width: int) -> set[in
     return {int(i) for i in np.flatnonzero(grid)}
 
 
-def reverse_search(
-    height: int, width: int, floor: set[int], targets: list[int], search_depth: int
-) -> list[tuple[frozenset[int], int]]:
-    """Start positions at optimal distance ``MIN_MOVES..search_depth`` with no box on a target.
+def reverse_search(height: int, width: int, floor: set[int], targets: list[int], search_depth: int) -> list[list[int]]:
+    """Start positions up to ``search_depth`` moves from a solution, with no box on a target, by optimal distance.
 
     Breadth-first search backwards from every solved position: a backward move walks the player to a free
     neighbour, optionally pulling the box directly behind it along.
 
     Returns:
-        ``(boxes, player)`` pairs in a deterministic order.
+        ``layers[k]``: the positions whose optimal solution takes exactly ``k`` moves, packed as
+        ``box_mask * height * width + player`` (bit ``c`` of ``box_mask`` marks a box on cell ``c``), in a
+        deterministic order.
     """
     cells = height * width
     steps = (-width, width, -1, 1)
@@ -112,8 +113,8 @@ def reverse_search(
     goal = sum(1 << t for t in targets)
     seen = {goal * cells + p for p in sorted(floor) if not goal >> p & 1}
     frontier = sorted(seen)
-    found = []
-    for depth in range(1, search_depth + 1):
+    layers = [[]]
+    for _ in range(search_depth):
         nxt = []
         for key in frontier:
             boxes, player = divmod(key, cells)
@@ -131,12 +132,11 @@ def reverse_search(
                     if child not in seen:
                         seen.add(child)
                         nxt.append(child)
-        if depth >= MIN_MOVES:
-            found.extend(k for k in nxt if not (k // cells) & goal)
+        layers.append([k for k in nxt if not (k // cells) & goal])
         frontier = nxt
         if not frontier or len(seen) > MAX_STATES:
             break
-    return [(frozenset(_bits(k // cells)), k % cells) for k in found]
+    return layers
 
 
 def _bits(mask: int) -> list[int]:
