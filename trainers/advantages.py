@@ -201,9 +201,11 @@ def gae_advantages(
     return advantages, returns
 
 
-def _episode_layout(episode_ids: torch.Tensor, step_index: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
-    """Sort steps by (episode, step): returns (order (S,), episode of each sorted step (S,), rank within its
-    episode (S,), number of episodes as a 0-dim tensor, longest episode length as a 0-dim tensor)."""
+def _episode_layout(
+    episode_ids: torch.Tensor, step_index: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int]:
+    """Sort steps by (episode, step): returns order (S,), episode index of each sorted step (S,), rank of each
+    sorted step within its episode (S,), the number of episodes and the longest episode length."""
     s = episode_ids.shape[0]
     _, inverse, counts = torch.unique(episode_ids, return_inverse=True, return_counts=True)
     within = torch.arange(s, device=episode_ids.device) if step_index is None else step_index
@@ -217,7 +219,7 @@ def _episode_layout(episode_ids: torch.Tensor, step_index: torch.Tensor | None) 
             raise ValueError("step_index repeats a step within an episode (each (episode, step) pair must be unique)")
     starts = torch.cumsum(counts, 0) - counts
     rank = torch.arange(s, device=episode_ids.device) - starts[episode_sorted]
-    return order, episode_sorted, rank, counts.shape[0], counts.max() if s else counts.new_zeros(())
+    return order, episode_sorted, rank, counts.shape[0], int(counts.max()) if s else 0
 
 
 def discounted_returns(
@@ -246,7 +248,7 @@ def discounted_returns(
     if not 0 <= gamma <= 1:
         raise ValueError(f"gamma must be in [0, 1], got {gamma}")
     order, episode_sorted, rank, num_episodes, max_len = _episode_layout(episode_ids, step_index)
-    padded = torch.zeros(num_episodes, int(max_len), dtype=rewards.dtype, device=rewards.device)
+    padded = torch.zeros(num_episodes, max_len, dtype=rewards.dtype, device=rewards.device)
     padded[episode_sorted, rank] = rewards[order]
     running = torch.zeros(num_episodes, dtype=rewards.dtype, device=rewards.device)
     for t in reversed(range(padded.shape[1])):  # zero padding past an episode's end keeps running at 0
