@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -51,8 +52,9 @@ def test_same_seed_same_episode_in_process(env_id):
 def test_same_seed_same_episode_across_processes():
     code = ("import json, sys; from tests.test_registration import play_script, AGENT_IDS; "
             "print(json.dumps({e: [play_script(e, s) for s in range(3)] for e in AGENT_IDS}))")
+    root = str(Path(__file__).parents[1])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONHASHSEED": "123", "PATH": ""}, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+                         env={"PYTHONHASHSEED": "123", "PATH": ""}, cwd=root)
     theirs = json.loads(out.stdout)
     assert theirs == {e: [play_script(e, s) for s in range(3)] for e in AGENT_IDS}
 
