@@ -23,5 +23,5 @@ def text_space(max_length: int) -> spaces.Text:
 
 def sanitize(text: str, max_length: int | None = None) -> str:
     """Map ``text`` into :data:`CHARSET`: unknown characters become ``?``; cut to ``max_length`` if given."""
-    clean = "".join(c if c in _ALLOWED else "?" for c in text)
+    clean = text if _ALLOWED.issuperset(text) else "".join(c if c in _ALLOWED else "?" for c in text)
     return clean if max_length is None else clean[:max_length]
