@@ -1,0 +1,238 @@
+"""The default model: a small GPT-2 and a word-level tokenizer built locally from the environments' vocabulary.
+
+No download is needed. :func:`build_default_model` writes an ordinary Hugging Face folder (``config.json``,
+``model.safetensors``, ``tokenizer.json``, chat template, ...) that loads with ``AutoTokenizer.from_pretrained`` and
+``AutoModelForCausalLM.from_pretrained`` — the same calls a user makes for ``Qwen/Qwen2.5-0.5B-Instruct`` — so every
+code path downstream (generation, token views, training) is the one a real checkpoint takes.
+
+Tokenizer:
+    Word level (``tokenizers.models.WordLevel`` wrapped as ``PreTrainedTokenizerFast``). Text is split by one regex
+    into pieces, each piece one token:
+
+    - the reply tags ``<think>``, ``</think>``, ``<answer>``, ``</answer>`` and the action separator ``" || "``;
+    - words: runs of letters holding at least one lower-case letter (``Left``, ``actions``, ``Phoenix``); a word
+      not in the vocabulary becomes ``<|unk|>``, never an error;
+    - every other character on its own: grid symbols (``_ O P G # X √ W . @`` ...), digits, spaces, newlines,
+      punctuation. Upper-case-only runs such as the grid row ``PX__`` are single characters, one token per cell.
+
+    Special tokens: ``<|pad|>``, ``<|unk|>``, ``<|system|>``, ``<|user|>``, ``<|assistant|>``, ``<|end|>`` (end of a
+    message; the end-of-sequence token the model emits to stop). Decoding concatenates tokens, so text made of
+    known pieces round-trips exactly.
+
+    The vocabulary is: the special tokens, the tags, every character of :data:`agentgym_bench.spaces.CHARSET`, a base
+    word list (actions, arm names, the compact prompt's words) and the words of every registered agent env's
+    instructions and legend and of the built-in prompt templates, sorted — deterministic for a given code base.
+
+    Chat template (Jinja; ``{% generation %}`` marks what the assistant writes, so
+    ``apply_chat_template(..., return_assistant_tokens_mask=True)`` works)::
+
+        <|system|>...<|end|><|user|>...<|end|><|assistant|>REPLY<|end|>
+
+    With the compact prompt template a 4x4 FrozenLake turn is 30 tokens:
+    ``<|user|>`` + 16 cells + 4 newlines + ``actions left: 10`` (7 tokens) + ``<|end|><|assistant|>``.
+
+Model:
+    ``GPT2LMHeadModel`` (learned absolute position embeddings: the prototype found that a rotary-only model trained
+    from scratch never learned to read grid coordinates), by default 4 layers, width 128, 4 heads, 512 positions,
+    tied input/output embeddings: about 0.9M parameters. Weights are initialised from ``seed`` inside
+    ``torch.random.fork_rng``, so building is deterministic and the global RNG is left as it was.
+
+Command line: ``agentgym-bench init-model [--path DIR] [--seed N] ...`` (see ``--help``). Default folder:
+:data:`DEFAULT_MODEL_DIR` (``$AGENTGYM_BENCH_HOME/models/default``, ``AGENTGYM_BENCH_HOME`` defaulting to
+``~/.cache/agentgym-bench``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+PAD, UNK, SYSTEM, USER, ASSISTANT, END = "<|pad|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"
+SPECIAL_TOKENS = [PAD, UNK, SYSTEM, USER, ASSISTANT, END]
+TAGS = ["<think>", "</think>", "<answer>", "</answer>", " || ", "||"]
+
+BASE_WORDS = [
+    "Up", "Down", "Left", "Right",  # grid actions
+    "Phoenix", "Dragon", "Trader", "Librarian",  # bandit arms
+    "actions", "left", "action", "turn", "turns", "reward", "state", "Reward", "State", "Turn",
+]
+
+# A piece is a tag, a word (a letter run holding a lower-case letter), or any single character.
+PIECE_PATTERN = "|".join(re.escape(t) for t in TAGS) + r"|[A-Za-z]*[a-z][A-Za-z]*|[\s\S]"
+WORD_RE = re.compile(r"[A-Za-z]*[a-z][A-Za-z]*")
+
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{%- if message['role'] == 'assistant' -%}"
+    "{{ '<|assistant|>' }}{% generation %}{{ message['content'] + '<|end|>' }}{% endgeneration %}"
+    "{%- else -%}"
+    "{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|assistant|>' }}{%- endif -%}"
+)
+
+DEFAULT_HOME = Path(os.environ.get("AGENTGYM_BENCH_HOME", Path.home() / ".cache" / "agentgym-bench"))
+DEFAULT_MODEL_DIR = DEFAULT_HOME / "models" / "default"
+"""Where ``init-model`` writes and the rest of the package looks for the default model."""
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """GPT-2 shape of the default model."""
+
+    n_layer: int = 4
+    n_embd: int = 128
+    n_head: int = 4
+    n_positions: int = 512
+
+
+def env_words() -> tuple[list[str], list[str]]:
+    """Words of every registered agent env's instructions, legend and actions, and of the prompt templates.
+
+    Returns:
+        ``(words, skipped)``: the words found (unsorted, may repeat) and the ids whose env could not be built (a
+        game not installed yet); those are reported, not fatal.
+    """
+    import gymnasium as gym
+
+    import agentgym_bench
+    from agentgym_bench.agent.prompts import TEMPLATES
+
+    texts: list[str] = []
+    for template in TEMPLATES.values():
+        texts.extend(str(v) for v in vars(template).values())
+    skipped = []
+    for env_id in sorted(agentgym_bench.AGENT_ENVS):
+        if "WebShop" in env_id:  # product pages are open vocabulary; words there stay <|unk|>
+            continue
+        try:
+            env = gym.make(env_id)
+            _, info = env.reset(seed=0)
+        except Exception:  # noqa: BLE001 - a game that is not installed only shrinks the vocabulary
+            skipped.append(env_id)
+            continue
+        agent = env.unwrapped
+        texts += [agent.instructions, agent.legend, " ".join(info.get("valid_actions", []))]
+        env.close()
+    words = [w for text in texts for w in WORD_RE.findall(text)]
+    return words, skipped
+
+
+def build_vocab(extra_words: list[str] = ()) -> dict[str, int]:
+    """Token -> id: special tokens first (``<|pad|>`` = 0), then tags, characters of the charset, sorted words."""
+    from agentgym_bench.spaces import CHARSET
+
+    tokens = list(SPECIAL_TOKENS) + list(TAGS)
+    tokens += sorted(set(CHARSET) - set(tokens))
+    words = {w for w in [*BASE_WORDS, *extra_words] if WORD_RE.fullmatch(w) and len(w) > 1}
+    tokens += sorted(words - set(tokens))
+    assert len(set(tokens)) == len(tokens)
+    assert set(string.digits) <= set(tokens)
+    return {t: i for i, t in enumerate(tokens)}
+
+
+def build_tokenizer(vocab: dict[str, int]):
+    """A ``PreTrainedTokenizerFast`` over ``vocab`` with the splitting rules and chat template described above."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(PIECE_PATTERN), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    core.add_special_tokens(SPECIAL_TOKENS)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        pad_token=PAD,
+        unk_token=UNK,
+        eos_token=END,
+        additional_special_tokens=[SYSTEM, USER, ASSISTANT],
+        chat_template=CHAT_TEMPLATE,
+        clean_up_tokenization_spaces=False,
+        model_max_length=ModelSize.n_positions,
+    )
+
+
+def build_model(vocab_size: int, *, pad_id: int, eos_id: int, size: ModelSize = ModelSize(), seed: int = 0):
+    """A freshly initialised ``GPT2LMHeadModel``; weights drawn from ``seed`` without touching the global RNG."""
+    import torch
+    from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(
+        vocab_size=vocab_size, n_positions=size.n_positions, n_embd=size.n_embd, n_layer=size.n_layer,
+        n_head=size.n_head, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=pad_id,
+        activation_function="gelu", tie_word_embeddings=True,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = GPT2LMHeadModel(config)
+    model.generation_config = GenerationConfig(eos_token_id=eos_id, pad_token_id=pad_id, bos_token_id=eos_id)
+    return model
+
+
+def build_default_model(path: str | os.PathLike = DEFAULT_MODEL_DIR, *, seed: int = 0,
+                        size: ModelSize = ModelSize()) -> Path:
+    """Build the tokenizer and model and save them to ``path`` (created; existing files are overwritten).
+
+    Returns:
+        The folder, ready for ``AutoTokenizer.from_pretrained`` / ``AutoModelForCausalLM.from_pretrained``.
+    """
+    words, _ = env_words()
+    tokenizer = build_tokenizer(build_vocab(words))
+    model = build_model(len(tokenizer), pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id,
+                        size=size, seed=seed)
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(path)
+    model.save_pretrained(path)
+    return path
+
+
+def load_model(path: str | os.PathLike = DEFAULT_MODEL_DIR, *, device: str = "cpu", dtype=None):
+    """Load ``(model, tokenizer)`` from a Hugging Face folder or hub id, exactly as for any causal LM.
+
+    Raises:
+        FileNotFoundError: ``path`` is the default folder and it does not exist yet (run ``agentgym-bench
+            init-model``).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if Path(path) == DEFAULT_MODEL_DIR and not DEFAULT_MODEL_DIR.exists():
+        raise FileNotFoundError(f"no default model at {DEFAULT_MODEL_DIR}; build it with `agentgym-bench init-model`")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
+    model.eval()
+    return model, tokenizer
+
+
+# -- command line ------------------------------------------------------------------------------------------------
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--path", default=str(DEFAULT_MODEL_DIR),
+                        help="folder to write the model to (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the weight initialisation (default: 0)")
+    parser.add_argument("--layers", type=int, default=ModelSize.n_layer,
+                        help="transformer blocks (default: %(default)s)")
+    parser.add_argument("--width", type=int, default=ModelSize.n_embd, help="hidden size (default: %(default)s)")
+    parser.add_argument("--heads", type=int, default=ModelSize.n_head, help="attention heads (default: %(default)s)")
+    parser.add_argument("--positions", type=int, default=ModelSize.n_positions,
+                        help="maximum sequence length in tokens (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    size = ModelSize(n_layer=args.layers, n_embd=args.width, n_head=args.heads, n_positions=args.positions)
+    if size.n_embd % size.n_head:
+        raise SystemExit(f"--width {size.n_embd} must be a multiple of --heads {size.n_head}")
+    words, skipped = env_words()
+    if skipped:
+        print(f"note: could not build {', '.join(skipped)}; their words are not in the vocabulary")
+    path = build_default_model(args.path, seed=args.seed, size=size)
+    model, tokenizer = load_model(path)
+    params = sum(p.numel() for p in model.parameters())
+    print(f"wrote {path}: GPT-2, {params:,} parameters, vocabulary of {len(tokenizer)} tokens")
+    return 0

@@ -1,0 +1,168 @@
+"""The rollout engine: env groups played in lockstep with one batched policy call per turn.
+
+:class:`EnvGroups` holds ``num_env_groups x group_size`` agent envs (RAGEN's ``es_manager``, ROLL's env manager).
+Groups are split across env ids by ``tags`` and ``num_groups_partition`` (several ids in one batch); every member
+of a group resets with the same seed, so members start in the same state and, taking the same actions, see the same
+outcomes (RAGEN semantics; stochastic transitions come from the env's seeded ``np_random``).
+
+Seeds. The ``j``-th group of a tag (counting within the tag) resets with ``seed + iteration * num_env_groups + j``;
+``iteration`` advances after each :meth:`EnvGroups.rollout` unless ``fixed_seeds``. Conventions (the trainer keeps
+them disjoint): training starts at :data:`TRAIN_SEED_START` (10 000, as RAGEN's ``seed.train``); validation and
+benchmark evaluation use seeds ``0 .. N-1`` per env id, fixed — :meth:`EnvGroups.validation` — so evaluation sets of
+up to 10 000 episodes never meet a training seed.
+
+Each turn :meth:`EnvGroups.rollout` gathers the messages of every live env (:func:`build_messages` with the history
+window) into one ``policy.generate`` call, steps each env with its reply, and drops finished envs. Stepping and
+resetting may run in a thread pool (``max_workers``) for slow envs such as HTTP WebShop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import gymnasium as gym
+from tqdm.auto import tqdm
+
+from agentgym_bench.rollout.policy import Policy
+from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, json_safe
+
+TRAIN_SEED_START = 10_000
+VALIDATION_SEED_START = 0
+
+T = TypeVar("T")
+
+
+class EnvGroups:
+    """``num_env_groups x group_size`` agent envs, grouped and seeded for group-relative RL.
+
+    Arguments:
+        tags: registered agent env ids (``"AgentFrozenLake-v0"`` ...), one per partition entry.
+        num_groups_partition: how many groups each tag gets (ROLL's ``num_groups_partition``; RAGEN's ``n_groups``).
+        group_size: envs per group, all reset with the group's seed (ROLL/RAGEN ``group_size``).
+        env_kwargs: ``gym.make`` keyword arguments for every tag, e.g. ``{"prompt": "compact"}``.
+        tag_kwargs: per-tag keyword arguments, overriding ``env_kwargs``.
+        seed: the first seed (see the module docstring).
+        fixed_seeds: reuse the same seeds every rollout (validation).
+        max_workers: step and reset envs in a thread pool of this size (``0``: in the calling thread).
+
+    Attributes:
+        envs: the envs, group-major: env ``i`` is member ``i % group_size`` of group ``i // group_size``.
+        env_tags: the tag of each env.
+        iteration: rollouts done so far (restore it to resume a run's seed sequence).
+    """
+
+    def __init__(self, tags: Sequence[str], num_groups_partition: Sequence[int], group_size: int = 1, *,
+                 env_kwargs: Mapping[str, Any] | None = None,
+                 tag_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+                 seed: int = TRAIN_SEED_START, fixed_seeds: bool = False, max_workers: int = 0):
+        tags, partition = list(tags), list(num_groups_partition)
+        if not tags or len(tags) != len(partition):
+            raise ValueError(f"tags={tags} and num_groups_partition={partition} must be non-empty and the same length")
+        if len(set(tags)) != len(tags):
+            raise ValueError(f"tags={tags} repeats an id")
+        if any(not isinstance(n, int) or n < 1 for n in partition):
+            raise ValueError(f"num_groups_partition={partition} must hold positive integers")
+        if not isinstance(group_size, int) or group_size < 1:
+            raise ValueError(f"group_size={group_size!r} must be a positive integer")
+        unknown = [t for t in tags if t not in gym.registry]
+        if unknown:
+            raise ValueError(f"tags {unknown} are not registered env ids (did you `import agentgym_bench`?)")
+        unknown = sorted(set(tag_kwargs or {}) - set(tags))
+        if unknown:
+            raise ValueError(f"tag_kwargs names {unknown}, which are not in tags={tags}")
+        if max_workers < 0:
+            raise ValueError(f"max_workers={max_workers} must be >= 0")
+        self.tags, self.num_groups_partition, self.group_size = tags, partition, group_size
+        self.kwargs = {t: {**(env_kwargs or {}), **((tag_kwargs or {}).get(t, {}))} for t in tags}
+        self.seed, self.fixed_seeds, self.max_workers = seed, fixed_seeds, max_workers
+        self.iteration = 0
+        self.group_tags = [t for t, n in zip(tags, partition, strict=True) for _ in range(n)]
+        self.group_offsets = [j for n in partition for j in range(n)]
+        self.env_tags = [t for t in self.group_tags for _ in range(group_size)]
+        self.envs = [gym.make(t, **self.kwargs[t]) for t in self.env_tags]
+        self._pool = ThreadPoolExecutor(max_workers) if max_workers else None
+
+    @classmethod
+    def validation(cls, tags: Sequence[str], episodes: Sequence[int], **kwargs: Any) -> EnvGroups:
+        """The validation set: ``episodes[k]`` groups of size 1 for ``tags[k]``, fixed seeds ``0 .. episodes[k]-1``."""
+        return cls(tags, episodes, 1, seed=VALIDATION_SEED_START, fixed_seeds=True, **kwargs)
+
+    @property
+    def num_env_groups(self) -> int:
+        return len(self.group_tags)
+
+    def group_seeds(self) -> list[int]:
+        """The seed of each group in the next rollout."""
+        base = self.seed + (0 if self.fixed_seeds else self.iteration * self.num_env_groups)
+        return [base + j for j in self.group_offsets]
+
+    def _map(self, fn: Callable[[int], T], indices: Sequence[int]) -> list[T]:
+        if self._pool is None:
+            return [fn(i) for i in indices]
+        return list(self._pool.map(fn, indices))
+
+    def rollout(self, policy: Policy, *, history: int | None = None, progress: bool = False) -> list[Trajectory]:
+        """Play one episode in every env and return the trajectories (env order).
+
+        Args:
+            policy: the generation backend; called once per turn with all live envs' messages.
+            history: the history window of the prompts (see :mod:`agentgym_bench.rollout.trajectory`).
+            progress: show a progress bar of finished episodes.
+        """
+        seeds = [s for s in self.group_seeds() for _ in range(self.group_size)]
+        starts = self._map(lambda i: self.envs[i].reset(seed=seeds[i]), range(len(self.envs)))
+        trajectories = [
+            Trajectory(env_id=tag, env_kwargs=dict(self.kwargs[tag]), tag=tag, seed=seeds[i],
+                       group=i // self.group_size, system_prompt=str(info.get("system_prompt", "")), history=history)
+            for i, (tag, (_, info)) in enumerate(zip(self.env_tags, starts, strict=True))
+        ]
+        observations = [obs for obs, _ in starts]
+        state_keys = [str(info["state_key"]) for _, info in starts]
+        live = list(range(len(self.envs)))
+        bar = tqdm(total=len(live), desc="rollout", unit="episode", disable=not progress, leave=False)
+        while live:
+            messages = [build_messages(trajectories[i].system_prompt, [t.observation for t in trajectories[i].turns],
+                                       [t.reply for t in trajectories[i].turns], observations[i], history)
+                        for i in live]
+            generations = policy.generate(messages, [self.envs[i].unwrapped for i in live])
+            if len(generations) != len(live):
+                raise RuntimeError(f"the policy returned {len(generations)} replies for {len(live)} conversations")
+            replies = {i: g.text for i, g in zip(live, generations, strict=True)}
+            results = self._map(lambda i: self.envs[i].step(replies[i]), live)  # noqa: B023 - used at once
+            still_live = []
+            for i, generation, (obs, reward, terminated, truncated, info) in zip(live, generations, results,
+                                                                                 strict=True):
+                trajectory = trajectories[i]
+                trajectory.turns.append(Turn(
+                    observation=observations[i], state_key=state_keys[i], reply=generation.text,
+                    actions=list(info.get("actions", [])), executed_actions=list(info.get("executed_actions", [])),
+                    reward=float(reward), info=json_safe(info), token_ids=generation.token_ids,
+                    logprobs=generation.logprobs))
+                observations[i], state_keys[i] = obs, str(info["state_key"])
+                if terminated or truncated:
+                    trajectory.final_observation = obs
+                    trajectory.success = bool(info.get("success", False))
+                    trajectory.terminated, trajectory.truncated = bool(terminated), bool(truncated)
+                    bar.update(1)
+                else:
+                    still_live.append(i)
+            live = still_live
+        bar.close()
+        if not self.fixed_seeds:
+            self.iteration += 1
+        return trajectories
+
+    def close(self) -> None:
+        """Close the envs and the thread pool."""
+        for env in self.envs:
+            env.close()
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def __enter__(self) -> EnvGroups:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,158 @@
+"""Hugging Face transformers generation backend: batched, left-padded, KV-cached sampling on CPU or GPU.
+
+The sampling loop is written here rather than calling ``model.generate``: it draws from an owned
+``torch.Generator`` (``generate`` uses the global RNG), reports the log-probability of every sampled token, and
+stays small. It works for any causal LM whose forward takes ``input_ids``, ``attention_mask``, ``position_ids``
+and ``past_key_values`` — GPT-2 (the default model), Qwen2, Llama, ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from agentgym_bench.rollout.policy import Generation, Message
+
+
+def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:
+    """The ids that end a reply: the model's ``generation_config.eos_token_id`` (int or list) and the tokenizer's
+    ``eos_token_id``. No model family is special-cased; Qwen2.5-Instruct lists ``<|im_end|>`` and ``<|endoftext|>``
+    there, the default model ``<|end|>``."""
+    ids: set[int] = set()
+    for value in (model.generation_config.eos_token_id, tokenizer.eos_token_id):
+        if value is None:
+            continue
+        ids.update([value] if isinstance(value, int) else value)
+    if not ids:
+        raise ValueError("neither the model's generation_config nor the tokenizer defines an eos token id")
+    return sorted(ids)
+
+
+class HFPolicy:
+    """Generate replies with a transformers causal LM.
+
+    Each call renders every conversation with the tokenizer's chat template (``add_generation_prompt=True``),
+    left-pads the batch and samples up to ``max_new_tokens`` tokens per row with a KV cache; a row stops at its
+    first stop token (:func:`stop_token_ids`). Replies are decoded without special tokens.
+
+    ``Generation.token_ids`` are the sampled ids including the stop token when one was sampled;
+    ``Generation.logprobs`` are their log-probabilities under the distribution sampled from (after temperature and
+    top-p; at ``temperature=0``, under the unmodified model). The model is used as given (``model.eval()`` is not
+    called), so a trainer can pass the model it trains.
+
+    Arguments:
+        model: a ``PreTrainedModel`` for causal LM.
+        tokenizer: its tokenizer; needs a chat template and a pad token (the eos token is used if pad is unset).
+        temperature: 0 means greedy.
+        top_p: nucleus sampling threshold in (0, 1].
+        max_new_tokens: reply budget in tokens.
+        seed: seeds the policy's own ``torch.Generator``; the same seed and inputs give the same replies.
+        max_batch_size: split larger batches into chunks of this many conversations (``None``: one chunk).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
+                 max_new_tokens: int = 32, seed: int = 0, max_batch_size: int | None = None):
+        if temperature < 0:
+            raise ValueError(f"temperature={temperature} must be >= 0")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p={top_p} must be in (0, 1]")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens={max_new_tokens} must be >= 1")
+        if max_batch_size is not None and max_batch_size < 1:
+            raise ValueError(f"max_batch_size={max_batch_size} must be >= 1 or None")
+        if tokenizer.chat_template is None:
+            raise ValueError("the tokenizer has no chat template")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.max_new_tokens = max_new_tokens
+        self.max_batch_size = max_batch_size
+        self.stop_ids = stop_token_ids(model, tokenizer)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
+        self.max_positions = getattr(model.config, "max_position_embeddings", None)
+        self.device = next(model.parameters()).device
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+
+    @classmethod
+    def from_pretrained(cls, path: str, *, device: str = "cpu", dtype: Any = None, **kwargs: Any) -> HFPolicy:
+        """Load a model folder or hub id (``AutoModelForCausalLM`` / ``AutoTokenizer``) and wrap it."""
+        from agentgym_bench.rollout.default_model import load_model
+
+        model, tokenizer = load_model(path, device=device, dtype=dtype)
+        return cls(model, tokenizer, **kwargs)
+
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None) -> list[Generation]:
+        """Reply to each conversation; ``envs`` is ignored."""
+        prompts = [self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True, tokenize=False)
+                   for c in conversations]
+        size = self.max_batch_size or max(len(prompts), 1)
+        out: list[Generation] = []
+        for start in range(0, len(prompts), size):
+            out += self.generate_text(prompts[start : start + size])
+        return out
+
+    def generate_text(self, prompts: Sequence[str]) -> list[Generation]:
+        """Continue already rendered prompt strings (one batch, no chunking)."""
+        if not prompts:
+            return []
+        enc = self.tokenizer(list(prompts), add_special_tokens=False, padding=True, padding_side="left",
+                             return_tensors="pt")
+        length = enc["input_ids"].shape[1]
+        if self.max_positions is not None and length + self.max_new_tokens > self.max_positions:
+            raise ValueError(f"prompt of {length} tokens + max_new_tokens={self.max_new_tokens} exceeds the "
+                             f"model's {self.max_positions} positions; shorten the prompt (prompt='compact', a "
+                             "history window) or lower max_new_tokens")
+        tokens, logprobs = self._sample(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device))
+        results = []
+        stops = set(self.stop_ids)
+        for row_tokens, row_logprobs in zip(tokens.tolist(), logprobs.tolist(), strict=True):
+            n = next((i + 1 for i, t in enumerate(row_tokens) if t in stops), len(row_tokens))
+            ids = row_tokens[:n]
+            text_ids = ids[:-1] if ids[-1] in stops else ids
+            results.append(Generation(self.tokenizer.decode(text_ids, skip_special_tokens=True), ids,
+                                      row_logprobs[:n]))
+        return results
+
+    @torch.no_grad()
+    def _sample(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample ``(B, N)`` token ids and their log-probs, ``N <= max_new_tokens``; rows past their stop hold pad."""
+        batch = input_ids.shape[0]
+        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                         use_cache=True)
+        next_position = position_ids[:, -1:] + 1
+        stop_ids = torch.tensor(self.stop_ids, device=self.device)
+        done = torch.zeros(batch, dtype=torch.bool, device=self.device)
+        tokens, logprobs = [], []
+        for step in range(self.max_new_tokens):
+            token, logprob = self._pick(out.logits[:, -1, :].float())
+            token = torch.where(done, torch.full_like(token, self.pad_id), token)
+            tokens.append(token)
+            logprobs.append(torch.where(done, torch.zeros_like(logprob), logprob))
+            done |= torch.isin(token, stop_ids)
+            if bool(done.all()) or step == self.max_new_tokens - 1:
+                break
+            attention_mask = torch.cat([attention_mask, torch.ones_like(attention_mask[:, :1])], dim=1)
+            out = self.model(input_ids=token[:, None], attention_mask=attention_mask, position_ids=next_position,
+                             past_key_values=out.past_key_values, use_cache=True)
+            next_position = next_position + 1
+        return torch.stack(tokens, dim=1), torch.stack(logprobs, dim=1)
+
+    def _pick(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per row from ``(B, V)`` logits, and its log-probability under the sampling distribution."""
+        if self.temperature == 0:
+            token = logits.argmax(dim=-1)
+            return token, torch.log_softmax(logits, dim=-1).gather(1, token[:, None])[:, 0]
+        logp = torch.log_softmax(logits / self.temperature, dim=-1)
+        if self.top_p < 1:
+            sorted_logp, order = logp.sort(dim=-1, descending=True)
+            before = sorted_logp.exp().cumsum(dim=-1) - sorted_logp.exp()  # mass of the tokens ranked above
+            sorted_logp = sorted_logp.masked_fill(before >= self.top_p, float("-inf"))
+            logp = torch.full_like(logp, float("-inf")).scatter(1, order, sorted_logp)
+            logp = torch.log_softmax(logp, dim=-1)
+        token = torch.multinomial(logp.exp(), 1, generator=self.generator)[:, 0]
+        return token, logp.gather(1, token[:, None])[:, 0]

@@ -1,0 +1,80 @@
+"""Policies that need no model: the oracle, a uniformly random valid-action agent, and a noisy oracle.
+
+They read the agent envs the rollout engine passes alongside the conversations (see
+:class:`~agentgym_bench.rollout.policy.Policy`), and return text only (no token ids). Each owns a numpy
+``Generator`` seeded at construction, so a rollout with them is reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from agentgym_bench.agent.env import LLMAgentEnv
+from agentgym_bench.agent.policies import oracle_reply, random_reply
+from agentgym_bench.rollout.policy import Generation, Message
+
+
+def _agent_envs(envs: Sequence[LLMAgentEnv] | None, n: int, who: str) -> Sequence[LLMAgentEnv]:
+    if envs is None or len(envs) != n:
+        raise ValueError(f"{who} reads the envs: pass envs= with one env per conversation")
+    return envs
+
+
+class OraclePolicy:
+    """The game's oracle plan each turn (``oracle_reply``)."""
+
+    def generate(self, conversations: Sequence[list[Message]],
+                 envs: Sequence[LLMAgentEnv] | None = None) -> list[Generation]:
+        envs = _agent_envs(envs, len(conversations), "OraclePolicy")
+        return [Generation(oracle_reply(env)) for env in envs]
+
+
+class RandomPolicy:
+    """1..``max_actions`` uniformly random valid actions per turn, well formatted (``random_reply``).
+
+    Arguments:
+        seed: seeds the policy's generator.
+        max_actions: most actions per reply (capped by each env's per-turn limit).
+    """
+
+    def __init__(self, seed: int = 0, *, max_actions: int = 1):
+        if max_actions < 1:
+            raise ValueError(f"max_actions={max_actions} must be >= 1")
+        self.rng = np.random.default_rng(seed)
+        self.max_actions = max_actions
+
+    def generate(self, conversations: Sequence[list[Message]],
+                 envs: Sequence[LLMAgentEnv] | None = None) -> list[Generation]:
+        envs = _agent_envs(envs, len(conversations), "RandomPolicy")
+        return [Generation(random_reply(env, self.rng, max_actions=self.max_actions)) for env in envs]
+
+
+class NoisyOraclePolicy:
+    """The oracle, except that with probability ``epsilon`` a turn's reply is :class:`RandomPolicy`'s.
+
+    The demonstrations of the warm start: well-formed replies with skill, but below the oracle.
+
+    Arguments:
+        epsilon: probability of a random turn, in [0, 1].
+        seed: seeds the policy's generator (both the coin and the random actions).
+        max_random_actions: most actions in a random reply.
+    """
+
+    def __init__(self, epsilon: float, seed: int = 0, *, max_random_actions: int = 1):
+        if not 0 <= epsilon <= 1:
+            raise ValueError(f"epsilon={epsilon} must be in [0, 1]")
+        self.epsilon = float(epsilon)
+        self.random = RandomPolicy(seed, max_actions=max_random_actions)
+
+    def generate(self, conversations: Sequence[list[Message]],
+                 envs: Sequence[LLMAgentEnv] | None = None) -> list[Generation]:
+        envs = _agent_envs(envs, len(conversations), "NoisyOraclePolicy")
+        out = []
+        for env in envs:
+            if self.random.rng.random() < self.epsilon:
+                out.append(Generation(random_reply(env, self.random.rng, max_actions=self.random.max_actions)))
+            else:
+                out.append(Generation(oracle_reply(env)))
+        return out

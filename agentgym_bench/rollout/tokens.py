@@ -1,0 +1,164 @@
+"""Token views of trajectories: what a trainer feeds the model, built with the tokenizer's own chat template.
+
+A :class:`TokenView` is one training row: ``input_ids``, a ``loss_mask`` that is 1 exactly on the tokens the model
+generated (each reply and the stop token it emitted; never a prompt, observation or chat-template token), the
+``spans`` ``[start, end)`` of those replies, and per-token ``rewards`` holding each turn's reward on the last token
+of its reply.
+
+Two shapes:
+
+- :func:`trajectory_token_view`: the whole episode as one sequence (StarPO, trajectory-level samples). Needs the
+  full conversation (``history=None``), since then every turn's prompt extends the previous one.
+- :func:`step_token_views`: one row per turn, its prompt exactly as the model read it under the trajectory's history
+  window, followed by the reply (GiGPO / verl-agent step-level samples; any window).
+
+How the sequence is built, for any chat template: the prompt text of turn ``t`` is
+``apply_chat_template(messages(t), add_generation_prompt=True, tokenize=False)``. Template text between replies is
+tokenised as prompt; replies keep the token ids the policy sampled (``Turn.token_ids``; the ids whose log-probs a
+PPO ratio needs), or, for text-only policies (oracle, HTTP APIs), the tokenised reply followed by the tokenizer's
+eos token, so supervised fine-tuning teaches the model to stop. If a reply ends with a special token whose text the
+template writes right after the reply (``<|end|>``, Qwen's ``<|im_end|>``), that text is not repeated. No model
+family's token ids are special-cased. A template that does not render earlier turns verbatim (so the prompt of
+turn ``t+1`` does not start with the prompt of turn ``t`` plus reply ``t``) is reported with a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentgym_bench.rollout.policy import Message
+from agentgym_bench.rollout.trajectory import Trajectory, Turn
+
+
+@dataclass
+class TokenView:
+    """One training row.
+
+    Attributes:
+        input_ids: the token ids.
+        loss_mask: 1 on model-generated tokens (the replies), 0 elsewhere; same length.
+        rewards: each turn's reward on the last token of its reply, 0 elsewhere; same length.
+        spans: ``[start, end)`` of each reply in ``input_ids``, in turn order.
+        turns: the trajectory's turn index of each span.
+    """
+
+    input_ids: list[int]
+    loss_mask: list[int]
+    rewards: list[float]
+    spans: list[tuple[int, int]]
+    turns: list[int]
+
+    @property
+    def attention_mask(self) -> list[int]:
+        """All ones (a view is unpadded; :func:`collate` pads)."""
+        return [1] * len(self.input_ids)
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+def render(tokenizer: Any, messages: list[Message]) -> str:
+    """The prompt text of ``messages`` with the generation prompt, by the tokenizer's chat template."""
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+def encode(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of ``text`` (no special tokens added; special-token text inside it is recognised)."""
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+
+
+def reply_token_ids(tokenizer: Any, turn: Turn) -> list[int]:
+    """The reply's generated ids, or for text-only replies the tokenised reply plus the eos token."""
+    if turn.token_ids is not None:
+        return list(turn.token_ids)
+    if tokenizer.eos_token_id is None:
+        raise ValueError("the tokenizer has no eos token to end text-only replies with")
+    return encode(tokenizer, turn.reply) + [tokenizer.eos_token_id]
+
+
+def _stop_text(tokenizer: Any, ids: list[int]) -> str:
+    """Text of the reply's last token if it is a special token (the stop token the model emitted), else ``""``."""
+    if ids and ids[-1] in set(tokenizer.all_special_ids):
+        return tokenizer.decode(ids[-1:], skip_special_tokens=False)
+    return ""
+
+
+def _assemble(tokenizer: Any, pieces: list[tuple[str, list[int], float, int]]) -> TokenView:
+    """Build a view from ``(prompt text before the reply, reply ids, reward, turn index)`` pieces."""
+    view = TokenView([], [], [], [], [])
+    for prompt, ids, reward, turn in pieces:
+        prompt_ids = encode(tokenizer, prompt)
+        view.input_ids += prompt_ids + ids
+        view.loss_mask += [0] * len(prompt_ids) + [1] * len(ids)
+        view.rewards += [0.0] * (len(prompt_ids) + len(ids))
+        end = len(view.input_ids)
+        if ids:
+            view.rewards[end - 1] = float(reward)
+        view.spans.append((end - len(ids), end))
+        view.turns.append(turn)
+    return view
+
+
+def trajectory_token_view(trajectory: Trajectory, tokenizer: Any) -> TokenView:
+    """The whole conversation as one row (requires ``trajectory.history is None``).
+
+    The final observation is not included (nothing is generated after it).
+
+    Raises:
+        ValueError: the trajectory used a history window, or the chat template is not prefix-stable.
+    """
+    if trajectory.history is not None:
+        raise ValueError(f"trajectory used history={trajectory.history}; a single-sequence view needs the full "
+                         "conversation (history=None) — use step_token_views")
+    pieces = []
+    consumed, pending_stop = "", ""
+    for t, turn in enumerate(trajectory.turns):
+        prompt = render(tokenizer, trajectory.messages(t))
+        if not prompt.startswith(consumed):
+            raise ValueError(f"the chat template re-renders earlier turns differently (turn {t}): the prompt does "
+                             "not start with the previous prompt and reply; use step_token_views")
+        delta = prompt[len(consumed):]
+        if pending_stop and delta.startswith(pending_stop):
+            delta = delta[len(pending_stop):]
+        ids = reply_token_ids(tokenizer, turn)
+        pieces.append((delta, ids, turn.reward, t))
+        consumed, pending_stop = prompt + turn.reply, _stop_text(tokenizer, ids)
+    return _assemble(tokenizer, pieces)
+
+
+def step_token_views(trajectory: Trajectory, tokenizer: Any) -> list[TokenView]:
+    """One row per turn: the prompt the model read (under the trajectory's history window) and its reply."""
+    return [_assemble(tokenizer, [(render(tokenizer, trajectory.messages(t)), reply_token_ids(tokenizer, turn),
+                                   turn.reward, t)])
+            for t, turn in enumerate(trajectory.turns)]
+
+
+def collate(views: Sequence[TokenView], pad_token_id: int, *, max_length: int | None = None) -> dict[str, Any]:
+    """Right-pad views into ``(B, T)`` tensors: ``input_ids``, ``attention_mask``, ``loss_mask`` (long) and
+    ``rewards`` (float32).
+
+    Raises:
+        ValueError: a view is longer than ``max_length``.
+    """
+    import torch
+
+    if not views:
+        raise ValueError("collate needs at least one view")
+    length = max(len(v) for v in views)
+    if max_length is not None and length > max_length:
+        raise ValueError(f"a view has {length} tokens, more than max_length={max_length}")
+    batch = {
+        "input_ids": torch.full((len(views), length), pad_token_id, dtype=torch.long),
+        "attention_mask": torch.zeros((len(views), length), dtype=torch.long),
+        "loss_mask": torch.zeros((len(views), length), dtype=torch.long),
+        "rewards": torch.zeros((len(views), length), dtype=torch.float32),
+    }
+    for i, v in enumerate(views):
+        n = len(v)
+        batch["input_ids"][i, :n] = torch.tensor(v.input_ids, dtype=torch.long)
+        batch["attention_mask"][i, :n] = 1
+        batch["loss_mask"][i, :n] = torch.tensor(v.loss_mask, dtype=torch.long)
+        batch["rewards"][i, :n] = torch.tensor(v.rewards, dtype=torch.float32)
+    return batch

@@ -1,0 +1,108 @@
+import gymnasium as gym
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from agentgym_bench.agent.parsing import format_reply
+from agentgym_bench.rollout import default_model
+from agentgym_bench.rollout.default_model import ModelSize, build_default_model, build_tokenizer, build_vocab
+
+TINY = ModelSize(n_layer=1, n_embd=16, n_head=2, n_positions=64)
+
+
+def test_loads_with_auto_classes_as_gpt2_with_learned_positions(model_dir):
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    assert model.config.model_type == "gpt2"
+    assert model.transformer.wpe.weight.shape == (512, 128)  # learned absolute positions
+    assert 300_000 <= sum(p.numel() for p in model.parameters()) <= 2_000_000
+    assert tokenizer.eos_token == "<|end|>" and tokenizer.pad_token == "<|pad|>"
+    assert model.generation_config.eos_token_id == tokenizer.eos_token_id
+
+
+def test_building_is_deterministic_from_the_seed_and_leaves_the_global_rng_alone(tmp_path):
+    state = torch.random.get_rng_state()
+    a = build_default_model(tmp_path / "a", seed=3, size=TINY)
+    b = build_default_model(tmp_path / "b", seed=3, size=TINY)
+    c = build_default_model(tmp_path / "c", seed=4, size=TINY)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    for name in ["model.safetensors", "tokenizer.json", "config.json"]:
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+    assert (a / "model.safetensors").read_bytes() != (c / "model.safetensors").read_bytes()
+
+
+def test_compact_frozen_lake_prompt_is_about_25_tokens_with_one_token_per_cell(model_and_tokenizer):
+    _, tokenizer = model_and_tokenizer
+    env = gym.make("AgentFrozenLake-v0", prompt="compact")
+    obs, _ = env.reset(seed=0)
+    text = tokenizer.apply_chat_template([{"role": "user", "content": obs}], add_generation_prompt=True,
+                                         tokenize=False)
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert len(ids) <= 32
+    grid = obs.split("\nactions")[0]
+    grid_tokens = tokenizer.convert_ids_to_tokens(tokenizer(grid, add_special_tokens=False)["input_ids"])
+    assert grid_tokens == list(grid)
+
+
+@pytest.mark.parametrize("row", ["#PX_O#", "WWA.CB@W", "_√_G", "PXS"])
+def test_grid_rows_are_single_character_tokens(model_and_tokenizer, row):
+    _, tokenizer = model_and_tokenizer
+    assert tokenizer.convert_ids_to_tokens(tokenizer(row, add_special_tokens=False)["input_ids"]) == list(row)
+
+
+def test_replies_are_few_tokens_and_round_trip(model_and_tokenizer):
+    _, tokenizer = model_and_tokenizer
+    reply = format_reply(["Up", "Left"])
+    ids = tokenizer(reply, add_special_tokens=False)["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(ids) == ["<think>", "</think>", "<answer>", "Up", " || ", "Left",
+                                                    "</answer>"]
+    assert tokenizer.decode(ids) == reply
+
+
+def test_unknown_words_become_unk(model_and_tokenizer):
+    _, tokenizer = model_and_tokenizer
+    tokens = tokenizer.convert_ids_to_tokens(tokenizer("xyzzy Up é", add_special_tokens=False)["input_ids"])
+    assert tokens == ["<|unk|>", " ", "Up", " ", "<|unk|>"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_any_text_encodes_without_error_and_known_text_round_trips(text):
+    tokenizer = _tokenizer()
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    if tokenizer.unk_token_id not in ids:
+        assert tokenizer.decode(ids) == text
+
+
+def test_chat_template_marks_assistant_content_for_return_assistant_tokens_mask(model_and_tokenizer):
+    _, tokenizer = model_and_tokenizer
+    reply = format_reply(["Down"])
+    out = tokenizer.apply_chat_template([{"role": "user", "content": "P_G"}, {"role": "assistant", "content": reply}],
+                                        tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    masked = [t for t, m in zip(out["input_ids"], out["assistant_masks"], strict=True) if m]
+    assert tokenizer.decode(masked) == reply + "<|end|>"
+
+
+def test_vocabulary_holds_env_words():
+    vocab = build_vocab(default_model.env_words()[0])
+    for word in ["Left", "Right", "Up", "Down", "actions", "left", "Phoenix", "Dragon"]:
+        assert word in vocab
+
+
+def test_init_model_command(tmp_path, capsys):
+    from agentgym_bench.cli import main
+
+    assert main(["init-model", "--path", str(tmp_path / "m"), "--layers", "1", "--width", "16", "--heads", "2"]) == 0
+    assert "parameters" in capsys.readouterr().out
+    assert AutoModelForCausalLM.from_pretrained(tmp_path / "m").config.n_layer == 1
+
+
+_TOKENIZER = []
+
+
+def _tokenizer():
+    if not _TOKENIZER:
+        _TOKENIZER.append(build_tokenizer(build_vocab()))
+    return _TOKENIZER[0]

@@ -1,0 +1,97 @@
+import gymnasium as gym
+import pytest
+import torch
+
+from agentgym_bench.rollout.hf import HFPolicy, stop_token_ids
+from tests.rollout.toy_game import TOY_ID
+
+
+def conversations(n=6):
+    """Conversations of different lengths (1 to 3 user turns) on the toy game."""
+    env = gym.make(TOY_ID, prompt="compact")
+    out = []
+    for i in range(n):
+        obs, _ = env.reset(seed=i)
+        conv = [{"role": "user", "content": obs}]
+        for _ in range(i % 3):
+            conv += [{"role": "assistant", "content": "<think></think><answer>Left</answer>"},
+                     {"role": "user", "content": obs}]
+        out.append(conv)
+    return out
+
+
+def test_same_seed_same_replies_and_global_rng_untouched(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    state = torch.random.get_rng_state()
+    a = HFPolicy(model, tokenizer, seed=1, max_new_tokens=8).generate(conversations())
+    b = HFPolicy(model, tokenizer, seed=1, max_new_tokens=8).generate(conversations())
+    c = HFPolicy(model, tokenizer, seed=2, max_new_tokens=8).generate(conversations())
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert [g.token_ids for g in a] == [g.token_ids for g in b]
+    assert [g.token_ids for g in a] != [g.token_ids for g in c]
+
+
+def test_greedy_batch_of_mixed_lengths_equals_one_at_a_time(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    policy = HFPolicy(model, tokenizer, temperature=0, max_new_tokens=10)
+    convs = conversations()
+    batch = policy.generate(convs)
+    single = [policy.generate([c])[0] for c in convs]
+    assert [g.token_ids for g in batch] == [g.token_ids for g in single]
+    assert [g.text for g in batch] == [g.text for g in single]
+    for a, b in zip(batch, single, strict=True):
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+
+
+def test_chunked_batches_give_the_same_greedy_replies(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    whole = HFPolicy(model, tokenizer, temperature=0, max_new_tokens=6).generate(conversations())
+    chunked = HFPolicy(model, tokenizer, temperature=0, max_new_tokens=6, max_batch_size=4).generate(conversations())
+    assert [g.token_ids for g in whole] == [g.token_ids for g in chunked]
+
+
+def test_tiny_top_p_is_greedy(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    greedy = HFPolicy(model, tokenizer, temperature=0, max_new_tokens=6).generate(conversations())
+    nucleus = HFPolicy(model, tokenizer, temperature=1.0, top_p=1e-6, max_new_tokens=6).generate(conversations())
+    assert [g.token_ids for g in greedy] == [g.token_ids for g in nucleus]
+    assert all(lp == pytest.approx(0.0, abs=1e-6) for g in nucleus for lp in g.logprobs)
+
+
+def test_generation_fields(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    stops = set(stop_token_ids(model, tokenizer))
+    for g in HFPolicy(model, tokenizer, max_new_tokens=12, seed=5).generate(conversations(12)):
+        assert 1 <= len(g.token_ids) <= 12 and len(g.logprobs) == len(g.token_ids)
+        assert all(lp <= 0 for lp in g.logprobs)
+        assert not stops & set(g.token_ids[:-1])  # a reply ends at its first stop token
+        body = g.token_ids[:-1] if g.token_ids[-1] in stops else g.token_ids
+        assert g.text == tokenizer.decode(body, skip_special_tokens=True)
+
+
+def test_logprobs_match_a_full_forward_pass(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    conv = conversations(1)
+    g = HFPolicy(model, tokenizer, max_new_tokens=8, seed=3).generate(conv)[0]
+    prompt = tokenizer.apply_chat_template(conv[0], add_generation_prompt=True, tokenize=False)
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    full = torch.tensor([ids + g.token_ids])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(full).logits[0, len(ids) - 1 : -1], dim=-1)
+    expected = logp.gather(1, torch.tensor(g.token_ids)[:, None])[:, 0]
+    assert g.logprobs == pytest.approx(expected.tolist(), abs=1e-4)
+
+
+def test_too_long_prompt_is_a_clear_error(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    policy = HFPolicy(model, tokenizer, max_new_tokens=8)
+    with pytest.raises(ValueError, match="positions"):
+        policy.generate([[{"role": "user", "content": "_" * 600}]])
+
+
+@pytest.mark.parametrize("kwargs", [{"temperature": -1}, {"top_p": 0}, {"max_new_tokens": 0},
+                                    {"max_batch_size": 0}])
+def test_bad_arguments(model_and_tokenizer, kwargs):
+    model, tokenizer = model_and_tokenizer
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        HFPolicy(model, tokenizer, **kwargs)
