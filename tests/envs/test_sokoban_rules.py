@@ -160,3 +160,9 @@ def test_generate_room_gives_up_with_a_clear_error():
     # A 1x3 corridor never has a solution longer than 1 move.
     with pytest.raises(RuntimeError, match="no solvable 3x5 room"):
         generate_room(np.random.default_rng(0), 3, 5, 1, 300)
+
+
+def test_default_rooms_are_neither_trivial_nor_out_of_ragen_budget():
+    lengths = sorted(len(solve(generate_room(np.random.default_rng(seed), 6, 6, 1, 300))) for seed in range(300))
+    assert lengths[0] >= MIN_MOVES and lengths[150] >= 4  # median at least 4 moves
+    assert sum(k <= 10 for k in lengths) >= 0.85 * 300  # RAGEN's 10-action budget

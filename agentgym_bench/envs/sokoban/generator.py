@@ -7,9 +7,12 @@
    other floor cell — where the player walks or pulls the box behind it. Every state reached after ``k`` backward
    moves can be solved in exactly ``k`` forward moves and no fewer, so the search yields every start position up to
    ``search_depth`` moves from a solution together with its exact optimal solution length.
-4. Choice: a start is drawn uniformly among the states with no box on a target, at optimal distance at least
-   ``MIN_MOVES``. Drawing uniformly over all states (rather than keeping the one right after the last pull, as
-   gym-sokoban does) also places the player anywhere, not always next to a box.
+4. Choice: a start is drawn among the states with no box on a target and an optimal solution of at least
+   ``MIN_MOVES`` moves, with probability proportional to its optimal solution length (longer puzzles weigh more;
+   with this weighting the 8x8 / 2-box length distribution matches gym-sokoban's, see
+   ``benchmarks/sokoban_generation.md``). Drawing over all states, rather than keeping the state right after the
+   last pull as gym-sokoban does, also places the player anywhere, not always next to a box, so RAGEN's extra
+   random player steps are not needed.
 
 If a topology admits no such state (e.g. every box is stuck on its target), a new topology is drawn from the same
 generator, up to ``MAX_TRIES`` times.
@@ -63,10 +66,15 @@ def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: 
         cells = sorted(floor)
         targets = [int(c) for c in rng.choice(cells, size=num_boxes, replace=False)]
         layers = reverse_search(height, width, floor, targets, search_depth)
-        candidates = [key for layer in layers[MIN_MOVES:] for key in layer]
-        if candidates:
-            boxes, player = divmod(candidates[int(rng.integers(len(candidates)))], height * width)
-            return Room(height, width, frozenset(floor), frozenset(targets), frozenset(_bits(boxes)), player)
+        total = sum(depth * len(layers[depth]) for depth in range(MIN_MOVES, len(layers)))
+        if total == 0:
+            continue
+        draw = int(rng.integers(total))  # each position at depth d owns d consecutive numbers
+        for depth in range(MIN_MOVES, len(layers)):
+            if draw < depth * len(layers[depth]):
+                boxes, player = divmod(layers[depth][draw // depth], height * width)
+                return Room(height, width, frozenset(floor), frozenset(targets), frozenset(_bits(boxes)), player)
+            draw -= depth * len(layers[depth])
     raise RuntimeError(
         f"no solvable {height}x{width} room with {num_boxes} boxes and an optimal solution of {MIN_MOVES}.."
         f"{search_depth} moves in {MAX_TRIES} topologies"
