@@ -118,8 +118,8 @@ class SokobanGame(gymnasium.Env):
                 f"render_mode={render_mode!r} is unknown; choose None or one of {self.metadata['render_modes']}"
             )
         self.dim_room = (height, width)
-        self.num_boxes = num_boxes
-        self.search_depth = search_depth
+        self.num_boxes = int(num_boxes)
+        self.search_depth = int(search_depth)
         self.vocab = VOCABS[vocab]
         self.render_mode = render_mode
         self.observation_space = text_space(height * (width + 1))
