@@ -1,0 +1,110 @@
+"""Config loading: presets, precedence, unknown keys and the invariants checked at start."""
+
+import dataclasses
+
+import pytest
+
+from trainers.config import ConfigError, TrainConfig, config_from_dict, load_config, parse_overrides
+from trainers.presets import GIGPO, PRESETS, STARPO, STARPO_S
+
+
+def test_defaults_are_starpo():
+    default = TrainConfig()
+    starpo = config_from_dict({"preset": "starpo"})
+    assert dataclasses.replace(starpo, preset=None) == default
+
+
+def test_starpo_s_is_starpo_plus_the_four_changes():
+    changed = {k for k in STARPO_S if STARPO.get(k) != STARPO_S[k]}
+    assert changed == {"adv_estimator", "gamma", "lambd", "reward_normalization", "whiten_advantages",
+                       "rollout_filter_ratio", "rollout_filter_type", "use_pg_clip_range", "pg_clip_low",
+                       "pg_clip_high", "init_kl_coef"}
+    config = config_from_dict({"preset": "starpo_s"})
+    assert config.uses_critic and not config.uses_reference
+    assert (config.clip_low, config.clip_high) == (0.2, 0.28)
+    assert config.groups_kept == 2  # 25% of 8 groups
+
+
+def test_gigpo_preset_is_step_level_with_a_kl_loss():
+    config = config_from_dict({"preset": "gigpo"})
+    assert config.step_level and config.uses_reference and not config.uses_critic
+    assert config.reward_normalization.method == "mean"
+    assert set(GIGPO) <= {f.name for f in dataclasses.fields(TrainConfig)}
+
+
+def test_precedence_defaults_preset_file_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("preset: starpo_s\npg_clip_high: 0.3\nreward_normalization: {method: mean}\n"
+                    "train_env_manager: {num_env_groups: 4, group_size: 8}\nrollout_batch_size: 32\n"
+                    "ppo_mini_batch_size: 8\n")
+    config = load_config(path, ["pg_clip_high=0.35", "train_env_manager.tags=[AgentSokoban-v0]"])
+    assert config.pg_clip_high == 0.35  # override beats file beats preset
+    assert config.rollout_filter_ratio == 0.25  # preset
+    assert config.reward_normalization.method == "mean"  # file, nested merge keeps the preset's grouping
+    assert config.reward_normalization.grouping == "traj_group_id"
+    assert config.train_env_manager.tags == ["AgentSokoban-v0"]
+    assert config.train_env_manager.num_env_groups == 4
+
+
+def test_round_trip_through_yaml(tmp_path):
+    config = config_from_dict({"preset": "gigpo", "train_env_manager": {"history_length": 0}})
+    config.save(tmp_path / "c.yaml")
+    assert load_config(tmp_path / "c.yaml") == config
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"group_size": 8}, "did you mean train_env_manager.group_size"),
+    ({"lerning_rate": 1e-4}, "did you mean learning_rate"),
+    ({"reward_normalization": {"groupng": "batch"}}, "reward_normalization.groupng"),
+    ({"train_env_manager": {"num_env_group": 8}}, "did you mean train_env_manager.num_env_groups"),
+    ({"preset": "ppo"}, "preset='ppo' is not one of starpo, starpo_s, gigpo"),
+    ({"adv_estimator": "ppo"}, "adv_estimator='ppo' is not one of"),
+])
+def test_unknown_keys_and_values_name_the_fix(data, message):
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"rollout_batch_size": 100}, "not a multiple of train_env_manager.group_size=16; make it a multiple, e.g. 96"),
+    ({"rollout_batch_size": 64}, "set train_env_manager.num_env_groups=4"),
+    ({"rollout_filter_ratio": 0.1}, "keeps no group out of 8: raise it to at least 0.125"),
+    ({"rollout_filter_ratio": 0.5, "ppo_mini_batch_size": 48}, "64 trajectories .* after the filter"),
+    ({"ppo_mini_batch_size": 32, "micro_batch_size": 5}, "multiple of micro_batch_size=5"),
+    ({"train_seed_start": 10}, "overlap"),
+    ({"val_seed_start": 10_000, "max_steps": 3}, "overlap"),
+    ({"train_env_manager": {"history_length": 2}}, "set train_env_manager.history_length=null"),
+    ({"preset": "gigpo", "reward_normalization": {"method": "identity"}}, "needs reward_normalization.method"),
+    ({"train_env_manager": {"num_groups_partition": [4, 3], "tags": ["a", "b"]}}, "summing to num_env_groups=8"),
+    ({"use_kl_loss": True, "kl_loss_coef": 0.01}, "pick one place for the KL term"),
+    ({"val_batch_size": 32}, "val_batch_size=32 must equal"),
+    ({"top_p": 0}, "top_p"),
+])
+def test_inconsistent_values_fail_at_start_with_a_fix(data, message):
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)
+
+
+def test_seed_ranges_are_disjoint_by_default():
+    for preset in PRESETS:
+        config = config_from_dict({"preset": preset, "max_steps": 10_000})
+        train, val = config.train_seed_range, config.val_seed_range
+        assert val.stop <= train.start
+
+
+def test_overrides_parse_yaml_values():
+    assert parse_overrides(["a=1e-4", "b.c=true", "d=[x, y]", "e=null"]) == {
+        "a": 1e-4, "b": {"c": True}, "d": ["x", "y"], "e": None}
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_overrides(["learning_rate"])
+
+
+def test_wrong_types_are_named(tmp_path):
+    with pytest.raises(ConfigError, match="learning_rate='fast' must be float"):
+        config_from_dict({"learning_rate": "fast"})
+    with pytest.raises(ConfigError, match=r"train_env_manager.tags='AgentSokoban-v0' must be list\[str\]"):
+        config_from_dict({"train_env_manager": {"tags": "AgentSokoban-v0"}})
+    path = tmp_path / "c.yaml"
+    path.write_text("learning_rate: 1e-4\ncritic_learning_rate: 2E-3\n")  # YAML 1.1 would read strings
+    config = load_config(path)
+    assert (config.learning_rate, config.critic_learning_rate) == (1e-4, 2e-3)

@@ -1,0 +1,203 @@
+"""Training metrics: the JSON-lines log, the Echo Trap warning rule, the curves plot and a success-gain interval.
+
+Every record is one iteration: ``{"step": k, "<namespace>/<name>": value, ...}``. The keys are documented in one
+table in docs/trainers.md (``reward/``, ``rollout/``, ``loss/``, ``critic/``, ``val/``, ``time/``, ``warn/``).
+The loop computes values; nothing here touches a model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EchoTrapRule", "MetricsLog", "plot_metrics", "read_metrics", "success_gain"]
+
+
+def _clean(value: Any) -> Any:
+    """JSON-friendly scalar: floats stay floats (NaN/inf as null), tensors and numpy scalars become Python numbers."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class MetricsLog:
+    """Append-only ``metrics.jsonl`` with one record per iteration.
+
+    Arguments:
+        path: the file. Created if missing.
+        resume_step: when resuming from a checkpoint taken after iteration ``resume_step``, records of later
+            iterations (written by the interrupted run after its checkpoint) are dropped first, so that the resumed
+            run rewrites them; ``None`` starts a fresh file.
+    """
+
+    def __init__(self, path: str | os.PathLike, resume_step: int | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if resume_step is None:
+            self.path.write_text("")
+        else:
+            kept = [r for r in read_metrics(self.path) if r["step"] <= resume_step] if self.path.exists() else []
+            self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+
+    def history(self) -> list[dict[str, Any]]:
+        return read_metrics(self.path)
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        if "step" not in record:
+            raise ValueError("a metrics record needs a 'step'")
+        with self.path.open("a") as f:
+            f.write(json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
+            f.flush()
+
+
+def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl`` (a torn last line from a killed run is skipped)."""
+    records = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+@dataclass(frozen=True)
+class EchoTrapRule:
+    """When to warn of the Echo Trap: the collapse signature of RAGEN (arXiv 2504.20073, §4.1).
+
+    RAGEN observes that before a collapse the in-group reward std falls (every rollout of a prompt gets the same
+    reward, so there is nothing left to learn from), the policy's entropy falls (it repeats one reasoning pattern),
+    and the gradient norm spikes. Any one of these alone is normal: convergence lowers std and entropy; a spike can
+    be noise. The rule asks for all three at once, each against the run's own history, smoothed over ``window``
+    iterations (a trailing mean ``m_t`` over the last ``window`` values):
+
+    1. reward std: ``m_t(std) <= std_drop * max_{s<=t} m_s(std)`` — below ``std_drop`` of its own peak;
+    2. entropy: ``m_t(entropy) <= entropy_drop * max_{s<=t} m_s(entropy)``;
+    3. gradient norm: the largest of the last ``window`` values ``>= grad_spike * median`` of all earlier values.
+
+    It needs ``min_steps`` iterations of history before it can fire (the median and the peaks need a baseline).
+
+    Attributes:
+        window: iterations in the trailing mean and the spike search.
+        std_drop: fraction of the peak reward std below which it counts as collapsed.
+        entropy_drop: fraction of the peak entropy below which it counts as collapsed.
+        grad_spike: multiple of the earlier median gradient norm that counts as a spike.
+        min_steps: iterations needed before the rule can fire.
+    """
+
+    window: int = 5
+    std_drop: float = 0.5
+    entropy_drop: float = 0.6
+    grad_spike: float = 3.0
+    min_steps: int = 10
+
+    def check(self, reward_std: Sequence[float], entropy: Sequence[float], grad_norm: Sequence[float]) -> bool:
+        """Whether the signature holds at the last iteration of these aligned series (one value per iteration)."""
+        n = len(reward_std)
+        if not len(entropy) == len(grad_norm) == n:
+            raise ValueError("reward_std, entropy and grad_norm must have one value per iteration each")
+        if n < max(self.min_steps, self.window + 1):
+            return False
+        return (self._collapsed(reward_std, self.std_drop) and self._collapsed(entropy, self.entropy_drop)
+                and self._spiked(grad_norm))
+
+    def fired(self, reward_std: Sequence[float], entropy: Sequence[float], grad_norm: Sequence[float]) -> list[int]:
+        """Indices of every iteration at which :meth:`check` holds on the series up to it."""
+        return [t for t in range(len(reward_std))
+                if self.check(reward_std[: t + 1], entropy[: t + 1], grad_norm[: t + 1])]
+
+    def _collapsed(self, values: Sequence[float], fraction: float) -> bool:
+        w = self.window
+        means = [sum(values[i - w + 1 : i + 1]) / w for i in range(w - 1, len(values))]
+        peak = max(means)
+        return peak > 0 and means[-1] <= fraction * peak
+
+    def _spiked(self, values: Sequence[float]) -> bool:
+        median = statistics.median(values[: -self.window])
+        return max(values[-self.window:]) >= self.grad_spike * median
+
+
+def success_gain(successes_before: Sequence[bool], successes_after: Sequence[bool]) -> dict[str, float]:
+    """Difference of two success rates with a 95% normal-approximation interval (unpaired Wald).
+
+    Returns:
+        ``before``, ``after``, ``gain`` (after - before), ``ci_low``, ``ci_high``, ``n_before``, ``n_after``. The gain
+        is "separated by its 95% confidence interval" when ``ci_low > 0``.
+    """
+    n0, n1 = len(successes_before), len(successes_after)
+    if not n0 or not n1:
+        raise ValueError("both samples need at least one episode")
+    p0, p1 = sum(map(bool, successes_before)) / n0, sum(map(bool, successes_after)) / n1
+    half = 1.96 * math.sqrt(p0 * (1 - p0) / n0 + p1 * (1 - p1) / n1)
+    gain = p1 - p0
+    return {"before": p0, "after": p1, "gain": gain, "ci_low": gain - half, "ci_high": gain + half,
+            "n_before": n0, "n_after": n1}
+
+
+# (title, [(key, label), ...]) panels of the curves plot
+PANELS: list[tuple[str, list[tuple[str, str]]]] = [
+    ("success", [("reward/success", "train"), ("val/success", "validation")]),
+    ("episode score", [("reward/score", "train"), ("val/score", "validation")]),
+    ("in-group reward std", [("reward/in_group_std", "all groups"), ("reward/in_group_std_kept", "kept groups")]),
+    ("entropy", [("loss/entropy", "actor")]),
+    ("gradient norm", [("loss/grad_norm", "actor"), ("critic/grad_norm", "critic")]),
+    ("response length (tokens/turn)", [("rollout/response_length", "train")]),
+    ("policy update", [("loss/clipfrac", "clip fraction"), ("loss/approx_kl", "approx. KL")]),
+    ("critic", [("critic/value_loss", "value loss"), ("critic/explained_variance", "explained var.")]),
+    ("KL to reference", [("loss/kl", "KL")]),
+]
+
+
+def plot_metrics(records: Iterable[Mapping[str, Any]], path: str | os.PathLike, title: str = "") -> Path:
+    """Draw the training curves (one panel per quantity) to a PNG; iterations where ``warn/echo_trap`` fired get a
+    red line in every panel. Panels with no data say so instead of disappearing, so the layout is always the same.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = list(records)
+    warnings = [r["step"] for r in records if r.get("warn/echo_trap")]
+    cols = 3
+    rows = math.ceil(len(PANELS) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.8 * rows), squeeze=False)
+    for ax, (panel_title, series) in zip(axes.flat, PANELS, strict=False):
+        drawn = False
+        for key, label in series:
+            points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+            if not points:
+                continue
+            xs, ys = zip(*points, strict=True)
+            style = {"marker": "o", "markersize": 3} if len(points) < 30 or key.startswith("val/") else {}
+            ax.plot(xs, ys, label=label, linewidth=1.2, **style)
+            drawn = True
+        for step in warnings:
+            ax.axvline(step, color="red", alpha=0.3, linewidth=1)
+        ax.set_title(panel_title, fontsize=10)
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3)
+        if drawn:
+            ax.legend(fontsize=7, loc="best")
+        else:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes, color="gray")
+    for ax in axes.flat[len(PANELS):]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel("iteration", fontsize=8)
+    suptitle = title + ("  (red: Echo Trap warning)" if warnings else "")
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=11)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

@@ -1,0 +1,67 @@
+"""The three algorithms as config overrides on :class:`trainers.config.TrainConfig` (whose defaults are StarPO).
+
+StarPO-S differs from StarPO by settings only, so it is a preset, not a copy (style.md §8.5); GiGPO changes the
+samples (one row per env step) and the advantage, which the loop selects from ``adv_estimator``.
+
+- ``STARPO``: vanilla StarPO as in RAGEN's paper (arXiv 2504.20073, App. B.2) in its GRPO form: group-normalised
+  episode scores, symmetric clip 0.2, KL penalty 0.001 (k1), no filter, no critic.
+- ``STARPO_S``: StarPO plus the paper's four changes (RAGEN ``config/base.yaml``): keep the 25% of env groups with the
+  largest reward std, a critic (PPO with GAE, gamma = lambda = 1, whitened advantages), no KL, clip-higher 0.2/0.28.
+- ``GIGPO``: Group-in-Group Policy Optimization (arXiv 2505.10978) as in ROLL's FrozenLake/Sokoban GiGPO recipes:
+  step-level samples, ``reward_normalization.method: mean``, step returns discounted by 0.95, weights 1/1,
+  advantage clip 20, no whitening, KL loss 0.01 (k3, ``low_var_kl``), ``batch_adjust_mode: copy``.
+
+Each preset lists every setting that defines it, even where it equals the default, so a preset reads as the
+algorithm's definition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STARPO: dict[str, Any] = {
+    "adv_estimator": "grpo",
+    "reward_normalization": {"grouping": "traj_group_id", "method": "mean_std"},
+    "rollout_filter_ratio": 1.0,
+    "use_pg_clip_range": False,
+    "pg_clip": 0.2,
+    "init_kl_coef": 0.001,
+    "kl_penalty": "k1",
+    "use_kl_loss": False,
+    "whiten_advantages": False,
+}
+
+STARPO_S: dict[str, Any] = {
+    **STARPO,
+    "adv_estimator": "gae",
+    "gamma": 1.0,
+    "lambd": 1.0,
+    "reward_normalization": {"grouping": "traj_group_id", "method": "identity"},
+    "whiten_advantages": True,
+    "rollout_filter_ratio": 0.25,
+    "rollout_filter_type": "std",
+    "use_pg_clip_range": True,
+    "pg_clip_low": 0.2,
+    "pg_clip_high": 0.28,
+    "init_kl_coef": 0.0,
+}
+
+GIGPO: dict[str, Any] = {
+    "adv_estimator": "gigpo",
+    "reward_normalization": {"grouping": "traj_group_id", "method": "mean"},
+    "step_reward_gamma": 0.95,
+    "episode_reward_weight": 1.0,
+    "step_reward_weight": 1.0,
+    "advantage_clip": 20.0,
+    "whiten_advantages": False,
+    "batch_adjust_mode": "copy",
+    "rollout_filter_ratio": 1.0,
+    "use_pg_clip_range": False,
+    "pg_clip": 0.2,
+    "init_kl_coef": 0.0,
+    "use_kl_loss": True,
+    "kl_loss_coef": 0.01,
+    "kl_penalty": "k3",
+}
+
+PRESETS: dict[str, dict[str, Any]] = {"starpo": STARPO, "starpo_s": STARPO_S, "gigpo": GIGPO}
