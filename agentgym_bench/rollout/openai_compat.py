@@ -1,0 +1,118 @@
+"""OpenAI-compatible HTTP backend: any ``/v1/chat/completions`` endpoint (a vLLM server, Ollama, hosted APIs, or
+:mod:`agentgym_bench.rollout.server` serving a local model).
+
+Standard library only (``urllib``). Each conversation is one request; up to ``max_concurrency`` run at once in a
+thread pool. A request that times out, cannot connect, or gets HTTP 429 or 5xx is retried up to ``max_retries``
+times with exponential back-off; any other HTTP error (400, 401, 404 ...) fails at once. A conversation that still
+fails raises :class:`GenerationError` naming the URL, the status and the server's message: a broken endpoint stops
+the run rather than being scored as a string of invalid replies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from agentgym_bench.rollout.policy import Generation, Message
+
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class GenerationError(RuntimeError):
+    """A backend could not produce a reply (after its retries)."""
+
+
+class OpenAIPolicy:
+    """Reply through an OpenAI-compatible chat-completions endpoint.
+
+    Arguments:
+        base_url: the API root, e.g. ``http://127.0.0.1:8000/v1`` (``/chat/completions`` is appended).
+        model: the model name the server expects.
+        api_key_env: environment variable holding the API key (sent as ``Authorization: Bearer ...``); unset or
+            empty means no header (local servers).
+        temperature / top_p / max_tokens: sampling settings sent with every request.
+        seed: if given, request ``i`` of the policy's lifetime carries ``seed + i`` (servers that honour seeds are
+            then reproducible for a fixed batch order).
+        logprobs: ask for the log-probabilities of the reply tokens (``Generation.logprobs``) where supported.
+        timeout: seconds per request attempt.
+        max_retries: extra attempts after a timeout, connection error, 429 or 5xx.
+        backoff: seconds before the first retry, doubled for each further one.
+        max_concurrency: requests in flight at once.
+        extra_body: more JSON fields for every request (``{"stop": [...]}``, ``{"top_k": 20}`` ...).
+    """
+
+    def __init__(self, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY", temperature: float = 1.0,
+                 top_p: float = 1.0, max_tokens: int = 256, seed: int | None = None, logprobs: bool = False,
+                 timeout: float = 60.0, max_retries: int = 3, backoff: float = 0.5, max_concurrency: int = 8,
+                 extra_body: dict[str, Any] | None = None):
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url={base_url!r} must start with http:// or https://")
+        for name, value in [("timeout", timeout), ("max_tokens", max_tokens), ("max_concurrency", max_concurrency)]:
+            if value <= 0:
+                raise ValueError(f"{name}={value} must be > 0")
+        if max_retries < 0 or backoff < 0:
+            raise ValueError(f"max_retries={max_retries} and backoff={backoff} must be >= 0")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.body = {"model": model, "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens,
+                     **({"logprobs": True} if logprobs else {}), **(extra_body or {})}
+        self.seed = seed
+        self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
+        self.max_concurrency = max_concurrency
+        self.requests_made = 0
+
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None) -> list[Generation]:
+        """Reply to each conversation (``envs`` is ignored); requests run concurrently, results keep the order."""
+        first = self.requests_made
+        self.requests_made += len(conversations)
+        jobs = [(list(c), None if self.seed is None else self.seed + first + i) for i, c in enumerate(conversations)]
+        if len(jobs) <= 1:
+            return [self._complete(*job) for job in jobs]
+        with ThreadPoolExecutor(min(self.max_concurrency, len(jobs))) as pool:
+            return list(pool.map(lambda job: self._complete(*job), jobs))
+
+    def _complete(self, messages: list[Message], seed: int | None) -> Generation:
+        body = {**self.body, "messages": messages, **({} if seed is None else {"seed": seed})}
+        data = self._post(body)
+        try:
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError) as e:
+            raise GenerationError(f"{self.url}: unexpected response {str(data)[:300]}") from e
+        logprobs = None
+        content = (choice.get("logprobs") or {}).get("content")
+        if content:
+            logprobs = [float(item["logprob"]) for item in content]
+        return Generation(text, None, logprobs)
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        payload = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env, "")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        problem = ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return json.loads(response.read())
+            except urllib.error.HTTPError as e:
+                problem = f"HTTP {e.code}: {e.read()[:300].decode(errors='replace')}"
+                if e.code not in RETRY_STATUS:
+                    break
+            except (TimeoutError, urllib.error.URLError, ConnectionError) as e:
+                reason = getattr(e, "reason", e)
+                problem = f"timed out after {self.timeout}s" if isinstance(reason, TimeoutError) else f"{reason}"
+            except json.JSONDecodeError as e:
+                problem = f"response is not JSON ({e})"
+        raise GenerationError(f"{self.url} (model {self.model!r}) failed after {attempt + 1} attempt(s): {problem}")
