@@ -126,6 +126,8 @@ class SokobanGame(gymnasium.Env):
         self.action_space = text_space(MAX_ACTION_LENGTH)
         self.room: Room | None = None
         self._plans: dict[Room, list[str] | None] = {}  # oracle: shortest solutions found this episode
+        self._text_of: Room | None = None  # the room whose grid text is in self._text
+        self._text = ""
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start a new episode: a fresh generated room, or ``options["room"]`` (grid text in this env's vocabulary)."""
@@ -206,7 +208,10 @@ class SokobanGame(gymnasium.Env):
             self._plans[room] = solution[k + 1 :]
 
     def _obs(self) -> str:
-        return self.room.to_text(self.vocab)
+        """The grid text of the current room, built once per room (observation and state key share it)."""
+        if self._text_of is not self.room:
+            self._text_of, self._text = self.room, self.room.to_text(self.vocab)
+        return self._text
 
     def _info(self, valid: bool | None = None, effective: bool | None = None) -> dict[str, Any]:
         info = {"valid_actions": list(ACTIONS), "state_key": self._obs(), "success": self.room.is_solved}
