@@ -1,0 +1,347 @@
+"""WebShop as a core text game, on the bundled offline store or on a WebShop server over HTTP."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+import gymnasium as gym
+
+from agentgym_bench.envs.webshop.catalog import SPLIT_SIZES, load_catalog
+from agentgym_bench.envs.webshop.client import WebShopClient
+from agentgym_bench.envs.webshop.oracle import OracleShopper
+from agentgym_bench.envs.webshop.pages import SEP
+from agentgym_bench.envs.webshop.session import (
+    BACK,
+    BUY,
+    DONE,
+    ITEM,
+    ITEM_BUTTONS,
+    NEXT,
+    PREV,
+    RESULTS,
+    SEARCH,
+    SUB,
+    SUB_CLICKS,
+    Action,
+    WebShopSession,
+    parse_action,
+)
+from agentgym_bench.spaces import sanitize, text_space
+
+MAX_OBSERVATION_LENGTH = 16_384
+MAX_ACTION_LENGTH = 2_048
+SPLITS = ("test", "validation", "train")
+BACKENDS = ("local", "http")
+
+INSTRUCTIONS = (
+    "You are web shopping. Buy the product that best matches the instruction shown on the page. Each turn you see "
+    "the current page and the actions you can take now. Use search[keywords] on the search page, and click[value] "
+    "where value is one of the listed clickable values: a product id, an option such as a size or color, "
+    "description, features, reviews, buy now, back to search, next > or < prev. The episode ends when you "
+    "click[buy now]; the reward, from 0 to 1, measures how well the product, the selected options and the price "
+    "match the instruction, and 1 is a success.\n"
+    "Buy a product before your actions run out; it does not have to match the instruction perfectly. "
+    "Search terms should not include details like size and color. Do not search more than twice. "
+    "Prefer a product on the current page over going to the next page. "
+    "If you have fewer than 3 actions left, buy the product you are looking at. "
+    "If a matching option exists, click it (one option per action) before click[buy now]."
+)
+
+
+class Backend(Protocol):
+    """Where the pages come from: :class:`LocalBackend` or :class:`HttpBackend`."""
+
+    def reset(self, goal_index: int) -> str: ...
+    def step(self, action: str) -> tuple[str, float, bool]: ...
+    def available_actions(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+class LocalBackend:
+    """The bundled store, in this process (:class:`~agentgym_bench.envs.webshop.session.WebShopSession`)."""
+
+    def __init__(self) -> None:
+        self.session = WebShopSession(load_catalog())
+
+    def reset(self, goal_index: int) -> str:
+        return self.session.reset(goal_index)
+
+    def step(self, action: str) -> tuple[str, float, bool]:
+        reward, done, _ = self.session.step(action)
+        return self.session.observation(), reward, done
+
+    def available_actions(self) -> dict[str, Any]:
+        return self.session.available_actions()
+
+    def close(self) -> None:
+        pass
+
+
+class HttpBackend:
+    """A WebShop server speaking AgentGym's protocol: ``webshop-serve`` or the real WebShop (see docs/webshop.md).
+
+    One server env per backend, created at the first reset and closed by :meth:`close`.
+    """
+
+    def __init__(self, base_url: str, timeout: float, retries: int):
+        self.client = WebShopClient(base_url, timeout=timeout, retries=retries)
+        self.env_idx: int | None = None
+
+    def reset(self, goal_index: int) -> str:
+        if self.env_idx is None:
+            self.env_idx = self.client.create()
+        return self.client.reset(self.env_idx, goal_index)
+
+    def step(self, action: str) -> tuple[str, float, bool]:
+        assert self.env_idx is not None, "reset() first"
+        return self.client.step(self.env_idx, action)
+
+    def available_actions(self) -> dict[str, Any]:
+        assert self.env_idx is not None, "reset() first"
+        return self.client.available_actions(self.env_idx)
+
+    def close(self) -> None:
+        try:
+            if self.env_idx is not None:
+                self.client.close_env(self.env_idx)
+        except Exception:  # noqa: BLE001 - the server may be gone; closing must not fail
+            pass
+        finally:
+            self.env_idx = None
+            self.client.close()
+
+
+def ragen_actions(available: dict[str, Any]) -> list[str]:
+    """The available actions as RAGEN lists them: ``search[<content>]`` if there is a search bar, then ``click[x]``."""
+    actions = ["search[<content>]"] if available["has_search_bar"] else []
+    return actions + [f"click[{c}]" for c in available["clickables"] if c != "search"]
+
+
+def option_names(page: str, clickables: list[str]) -> dict[str, str]:
+    """Option value -> option name, read off an item page (each option's name precedes its clickable values)."""
+    values = set(clickables) - set(ITEM_BUTTONS)
+    segments = [s.strip() for s in page.split(SEP)]
+    lowered = [s.lower() for s in segments]
+    if PREV not in lowered:
+        return {}
+    names: dict[str, str] = {}
+    name = None
+    for i in range(lowered.index(PREV) + 1, len(segments)):
+        if lowered[i] in values and name is not None:
+            names[lowered[i]] = name
+        elif i + 1 < len(segments) and lowered[i + 1] in values:
+            name = lowered[i]
+        else:
+            break
+    return names
+
+
+class WebShopGame(gym.Env):
+    """Shop for a product matching an instruction: search, browse results, pick options, buy.
+
+    ## Description
+    WebShop (Yao et al., 2022) as a core text game. An episode is one shopping instruction (a goal) such as
+    "i need non slip men's running shoes with memory foam with color: black, and size: 9, and price lower than
+    60.00 dollars". The agent searches the store, pages through results (10 per page, top 50), opens products,
+    reads their description, features or reviews, selects options and buys. The default ``backend="local"`` runs
+    the bundled offline store (2,000 generated products, 3,292 instructions, BM25 search; see
+    ``agentgym_bench/envs/webshop/catalog.py``); ``backend="http"`` plays on a server speaking AgentGym's WebShop
+    protocol: ``agentgym-bench webshop-serve`` (same store, other processes or machines) or the real 1.18M-product
+    WebShop (``docs/webshop.md``). Against ``webshop-serve`` both backends give the same episodes.
+
+    ## Action Space
+    Open text: ``search[keywords]`` (on the search page only) or ``click[value]`` with ``value`` one of the page's
+    clickable values (matched case-insensitively; surrounding whitespace ignored). There is no
+    ``info["valid_actions"]``; the observation lists the actions available now, RAGEN style, as does
+    ``info["available_actions"]``. Anything else (unknown targets, searching off the search page, queries over 200
+    characters or with ``[]{}\\|;`~^``, any string over 2,048 characters) is invalid: nothing changes, reward 0,
+    ``info["action_is_valid"] = False``.
+
+    ## Observation Space
+    The page in WebShop's ``text`` mode, then the available actions::
+
+        Instruction: [SEP] i need ... [SEP] Back to Search [SEP] < Prev [SEP] color [SEP] black [SEP] red [SEP]
+        size [SEP] 8 [SEP] 9 [SEP] Norvia Non Slip Men's Running Shoes [SEP] Price: $54.99 [SEP] Rating: N.A.
+        [SEP] Description [SEP] Features [SEP] Reviews [SEP] Buy Now
+        You must choose from these actions: click[back to search], click[< prev], click[description],
+        click[features], click[reviews], click[buy now], click[black], click[red], click[8], click[9].
+
+    (one line for the page, one for the actions). After buying: the purchase and the score, no actions.
+
+    ## Rewards
+    0 until ``click[buy now]``, then WebShop's score in [0, 1]:
+    ``r_type * (attributes matched + options matched + price within bound) / (attributes + options + 1)``
+    (``agentgym_bench/envs/webshop/reward.py``). ``info["success"]`` is ``reward == 1``.
+
+    ## Episode End
+    Terminated at ``click[buy now]``. Never truncated here: the turn and action budgets (RAGEN: 9 turns, 1 action
+    each) belong to the agent wrapper.
+
+    ## Arguments
+    - ``split="test"``: which goals seeds map to. ``"test"`` (500 goals), ``"validation"`` (1,000) or ``"train"``
+      (the rest); ``reset(seed=s)`` plays goal ``s % len(split)`` of the split (RAGEN's mapping);
+      ``reset(options={"goal_index": i})`` plays goal ``i`` of the split; no seed draws one from ``np_random``.
+    - ``backend="local"``: ``"local"`` or ``"http"``.
+    - ``base_url=None``: the server for ``backend="http"`` (required then, e.g. ``"http://127.0.0.1:36001"``).
+    - ``timeout=10.0``, ``retries=2``: HTTP socket timeout (s) and retries (see ``client.py``).
+    - ``num_goals=None``: goals on the HTTP server, needed for the train split of a server other than
+      ``webshop-serve`` (whose count is the default). Split ranges: test ``[0, 500)``, validation ``[500, 1500)``,
+      train ``[1500, num_goals)``.
+    - ``render_mode=None``: ``"ansi"`` returns the observation text.
+
+    ## Oracle
+    :meth:`oracle_turn` (local backend only): the planner of ``agentgym_bench/envs/webshop/oracle.py`` searches from
+    the goal, and buys the best product it can reach with the goal's options within the budget.
+
+    ## Version History
+    - v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(self, split: str = "test", backend: str = "local", base_url: str | None = None,
+                 timeout: float = 10.0, retries: int = 2, num_goals: int | None = None,
+                 render_mode: str | None = None):
+        if split not in SPLITS:
+            raise ValueError(f"split={split!r} must be one of {SPLITS}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend={backend!r} must be one of {BACKENDS}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r} must be None or one of {self.metadata['render_modes']}")
+        if num_goals is not None and (not isinstance(num_goals, int) or isinstance(num_goals, bool)
+                                      or num_goals <= sum(SPLIT_SIZES.values())):
+            raise ValueError(f"num_goals={num_goals!r} must be an integer > {sum(SPLIT_SIZES.values())} "
+                             "(test and validation take the first goals)")
+        self.split, self.backend_name, self.render_mode = split, backend, render_mode
+        if backend == "local":
+            if base_url is not None:
+                raise ValueError(f"base_url={base_url!r} is only used with backend='http'")
+            if num_goals is not None:
+                raise ValueError(f"num_goals={num_goals!r} is only used with backend='http'")
+            self.backend: Backend = LocalBackend()
+            self.split_range = self.backend.session.catalog.split_range(split)
+        else:
+            if base_url is None:
+                raise ValueError("base_url is required with backend='http', e.g. base_url='http://127.0.0.1:36001'")
+            self.backend = HttpBackend(base_url, timeout, retries)
+            self.split_range = self._http_split(split, num_goals)
+        self.observation_space = text_space(MAX_OBSERVATION_LENGTH)
+        self.action_space = text_space(MAX_ACTION_LENGTH)
+        self.goal_index = -1
+        self._page, self._available = "", {"has_search_bar": False, "clickables": []}
+        self._kind, self._keywords, self._selected = DONE, "", {}
+        self._obs, self._done = "", True
+        self._oracle: OracleShopper | None = None
+
+    @staticmethod
+    def _http_split(split: str, num_goals: int | None) -> tuple[int, int]:
+        test, validation = SPLIT_SIZES["test"], SPLIT_SIZES["validation"]
+        if split == "test":
+            return 0, test
+        if split == "validation":
+            return test, test + validation
+        return test + validation, num_goals if num_goals is not None else len(load_catalog().goals)
+
+    # ----- state tracking (identical for both backends) --------------------------------------------------------------
+
+    def _track(self, action: Action) -> None:
+        """Follow the page kind, the last search and the selected options (WebShop's text pages do not show them)."""
+        kind, arg = self._kind, action.arg
+        if action.kind == "search":
+            self._kind, self._keywords, self._selected = RESULTS, arg, {}
+        elif arg == BACK:
+            self._kind, self._keywords, self._selected = SEARCH, "", {}
+        elif arg == BUY:
+            self._kind = DONE
+        elif kind == RESULTS:
+            self._kind = RESULTS if arg in (NEXT, PREV) else ITEM
+        elif kind == SUB:
+            self._kind = ITEM
+        elif arg == PREV:
+            self._kind, self._selected = RESULTS, {}
+        elif arg in SUB_CLICKS:
+            self._kind = SUB
+        else:
+            name = option_names(self._page, self._available["clickables"]).get(arg, arg)
+            self._selected = {**self._selected, name: arg}
+
+    def _state_key(self) -> str:
+        return f"{self._page}\nquery: {self._keywords}\nselected: {json.dumps(self._selected, sort_keys=True)}"
+
+    def _observe(self) -> str:
+        actions = ragen_actions(self._available)
+        if not actions:
+            return sanitize(self._page, MAX_OBSERVATION_LENGTH)
+        text = f"{self._page}\nYou must choose from these actions: {', '.join(actions)}."
+        return sanitize(text, MAX_OBSERVATION_LENGTH)
+
+    def _info(self, success: bool = False) -> dict[str, Any]:
+        return {"state_key": self._state_key(), "success": success, "goal_index": self.goal_index,
+                "page": self._kind, "available_actions": ragen_actions(self._available)}
+
+    # ----- gymnasium API ---------------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        start, stop = self.split_range
+        size = stop - start
+        if options and "goal_index" in options:
+            index = options["goal_index"]
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < size:
+                raise ValueError(f"options['goal_index']={index!r} must be an integer in [0, {size}) "
+                                 f"(the {self.split} split)")
+        elif seed is not None:
+            index = seed % size
+        else:
+            index = int(self.np_random.integers(size))
+        self.goal_index = start + index
+        self._page = self.backend.reset(self.goal_index)
+        self._available = self.backend.available_actions()
+        self._kind, self._keywords, self._selected, self._done = SEARCH, "", {}, False
+        self._obs = self._observe()
+        info = self._info()
+        info["instructions"] = INSTRUCTIONS
+        info["legend"] = ""
+        return self._obs, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        parsed = None if self._done else parse_action(action, self._available["has_search_bar"],
+                                                      self._available["clickables"])
+        if parsed is None:
+            info = self._info(success=False)
+            info.update(action_is_valid=False, action_is_effective=False)
+            return self._obs, 0.0, self._done, False, info
+        before = self._state_key()
+        page, reward, done = self.backend.step(parsed.text)
+        self._track(parsed)
+        self._page, self._done = page, bool(done)
+        self._available = (self.backend.available_actions() if not self._done
+                           else {"has_search_bar": False, "clickables": []})
+        self._obs = self._observe()
+        reward = float(reward) if self._done else 0.0
+        info = self._info(success=self._done and reward >= 1.0 - 1e-9)
+        info.update(action_is_valid=True, action_is_effective=self._state_key() != before)
+        return self._obs, reward, self._done, False, info
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'.")
+            return None
+        return self._obs
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # ----- oracle ----------------------------------------------------------------------------------------------------
+
+    def oracle_turn(self, turns_left: int, actions_left: int, max_actions_per_turn: int) -> list[str]:
+        """The oracle's actions for this turn, planned within ``min(actions_left, turns_left * per-turn)`` actions."""
+        if not isinstance(self.backend, LocalBackend):
+            raise NotImplementedError("the WebShop oracle reads the goal and catalog, so it needs backend='local'")
+        if self._done or turns_left <= 0:
+            return []
+        if self._oracle is None:
+            self._oracle = OracleShopper(self.backend.session)
+        budget = min(actions_left, turns_left * max_actions_per_turn)
+        return self._oracle.next_actions(budget, min(max_actions_per_turn, actions_left))

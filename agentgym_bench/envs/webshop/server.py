@@ -1,0 +1,262 @@
+"""``agentgym-bench webshop-serve``: the bundled store over the HTTP protocol of AgentGym's WebShop server.
+
+The endpoints are those listed in :mod:`agentgym_bench.envs.webshop.client` (``/``, ``/create``, ``/reset``,
+``/step``, ``/observation``, ``/available_actions``, ``/instruction_text``, ``/close``, ``/list_envs``), with
+AgentGym's JSON shapes, so AgentGym's ``WebshopEnvClient`` and our ``WebShopGame(backend="http")`` both work
+against it. Each env is a :class:`~agentgym_bench.envs.webshop.session.WebShopSession`; ``/reset`` with an integer
+``session_id`` starts goal ``session_id`` of the catalog (the three splits back to back: test, validation, train).
+
+Errors answer ``{"detail": ...}`` like FastAPI: 404 for an unknown path or env, 411/413/422 for a bad request body,
+503 when ``--max-envs`` envs exist (close some with ``/close``). The server is multi-threaded (one thread per
+connection, HTTP/1.1 keep-alive) and shares one catalog and search index among all envs.
+
+It binds ``127.0.0.1`` unless told otherwise; pass ``--host 0.0.0.0`` only on a trusted network (there is no
+authentication).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import threading
+import traceback
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentgym_bench.envs.webshop.catalog import Catalog, load_catalog
+from agentgym_bench.envs.webshop.session import WebShopSession
+
+DEFAULT_PORT = 36001
+MAX_BODY_BYTES = 1 << 20
+
+
+class HttpError(Exception):
+    """An error answer: HTTP ``status`` with ``{"detail": detail}``."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+class WebShopServer(ThreadingHTTPServer):
+    """The HTTP server holding the envs.
+
+    Args:
+        address: ``(host, port)``; port 0 picks a free port (see :attr:`url`).
+        catalog: the store every env shops in.
+        max_envs: envs that may exist at once.
+        seed: seeds the goal drawn when ``/create`` or ``/reset`` gets no ``session_id``.
+        verbose: log each request to stderr.
+    """
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], catalog: Catalog, *, max_envs: int = 8000, seed: int = 0,
+                 verbose: bool = False):
+        if not isinstance(max_envs, int) or max_envs < 1:
+            raise ValueError(f"max_envs={max_envs!r} must be a positive integer")
+        super().__init__(address, _Handler)
+        self.catalog, self.max_envs, self.verbose = catalog, max_envs, verbose
+        self.envs: dict[int, tuple[WebShopSession, threading.Lock]] = {}
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._rng = np.random.default_rng(seed)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients that hang up mid-answer are normal; anything else is printed."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` the server listens on."""
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def _random_goal(self) -> int:
+        with self._lock:
+            return int(self._rng.integers(len(self.catalog.goals)))
+
+    def create(self) -> int:
+        """A new env (on a random goal); its id."""
+        session = WebShopSession(self.catalog)
+        session.reset(self._random_goal())
+        with self._lock:
+            if len(self.envs) >= self.max_envs:
+                raise HttpError(503, f"{self.max_envs} envs exist (the --max-envs limit); close some with /close")
+            env_idx, self._next_id = self._next_id, self._next_id + 1
+            self.envs[env_idx] = (session, threading.Lock())
+        return env_idx
+
+    def env(self, env_idx: Any) -> tuple[WebShopSession, threading.Lock]:
+        """The env ``env_idx`` and its lock; 422 if the id is not an integer, 404 if there is no such env."""
+        if not isinstance(env_idx, int) or isinstance(env_idx, bool):
+            raise HttpError(422, f"env_idx must be an integer, got {env_idx!r}")
+        with self._lock:
+            if env_idx not in self.envs:
+                raise HttpError(404, f"no env {env_idx}")
+            return self.envs[env_idx]
+
+    def close_env(self, env_idx: Any) -> bool:
+        """Drop env ``env_idx``; whether it existed."""
+        if not isinstance(env_idx, int) or isinstance(env_idx, bool):
+            raise HttpError(422, f"env_idx must be an integer, got {env_idx!r}")
+        with self._lock:
+            return self.envs.pop(env_idx, None) is not None
+
+    # ----- endpoints: (method, path) -> handler(query or body) -> JSON value -----------------------------------------
+
+    def answer(self, method: str, path: str, query: dict[str, str], body: dict[str, Any]) -> Any:
+        """Answer one request (raises :class:`HttpError`)."""
+        if (method, path) == ("GET", "/"):
+            return "ok"
+        if (method, path) == ("GET", "/list_envs"):
+            with self._lock:
+                return sorted(self.envs)
+        if (method, path) == ("POST", "/create"):
+            return self.create()
+        if (method, path) == ("POST", "/close"):
+            return {"closed": self.close_env(body.get("env_idx"))}
+        if method == "POST" and path in ("/reset", "/step"):
+            session, lock = self.env(body.get("env_idx"))
+            with lock:
+                return self._reset(session, body) if path == "/reset" else self._step(session, body)
+        if method == "GET" and path in ("/observation", "/available_actions", "/instruction_text"):
+            raw = query.get("env_idx", "")
+            if not raw.lstrip("-").isdigit():
+                raise HttpError(422, f"query parameter env_idx must be an integer, got {raw!r}")
+            session, lock = self.env(int(raw))
+            with lock:
+                if path == "/observation":
+                    return session.observation()
+                return session.available_actions() if path == "/available_actions" else session.instruction_text()
+        raise HttpError(404, f"no endpoint {method} {path}")
+
+    def _reset(self, session: WebShopSession, body: dict[str, Any]) -> list[Any]:
+        goal = body.get("session_id")
+        if goal is None:
+            goal = self._random_goal()
+        if not isinstance(goal, int) or isinstance(goal, bool) or not 0 <= goal < len(self.catalog.goals):
+            raise HttpError(422, f"session_id must be null or an integer goal index in [0, {len(self.catalog.goals)}),"
+                                 f" got {goal!r}")
+        return [session.reset(goal), None]
+
+    @staticmethod
+    def _step(session: WebShopSession, body: dict[str, Any]) -> dict[str, Any]:
+        action = body.get("action")
+        if not isinstance(action, str):
+            raise HttpError(422, f"action must be a string, got {action!r}"[:300])
+        reward, done, _ = session.step(action)
+        return {"state": session.observation(), "reward": reward, "done": done, "info": None}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "agentgym-bench-webshop/0"
+    timeout = 600  # seconds an idle kept-alive connection may hold its thread
+    disable_nagle_algorithm = True  # headers and body go out as two writes; do not wait for delayed ACKs
+    server: WebShopServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler's signature
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self._serve("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._serve("POST")
+
+    def _body(self) -> dict[str, Any]:
+        length = self.headers.get("Content-Length")
+        if length is None:
+            if self.headers.get("Transfer-Encoding"):
+                self.close_connection = True
+                raise HttpError(411, "send a Content-Length header")
+            return {}
+        if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise HttpError(413, f"request body must be at most {MAX_BODY_BYTES} bytes")
+        raw = self.rfile.read(int(length))
+        if not raw.strip():
+            return {}
+        try:
+            body = json.loads(raw)
+        except (UnicodeDecodeError, ValueError) as err:
+            raise HttpError(422, f"request body is not JSON: {err}") from err
+        if not isinstance(body, dict):
+            raise HttpError(422, "request body must be a JSON object")
+        return body
+
+    def _serve(self, method: str) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        try:
+            body = self._body() if method == "POST" else {}
+            status, answer = 200, self.server.answer(method, url.path.rstrip("/") or "/", query, body)
+        except HttpError as err:
+            status, answer = err.status, {"detail": err.detail}
+        except Exception as err:  # noqa: BLE001 - a bug must not drop the connection silently
+            traceback.print_exc()
+            status, answer = 500, {"detail": f"internal error: {type(err).__name__}: {err}"}
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def make_server(host: str = "127.0.0.1", port: int = 0, *, catalog: Catalog | None = None, max_envs: int = 8000,
+                seed: int = 0, verbose: bool = False) -> WebShopServer:
+    """A bound, not yet serving :class:`WebShopServer` (call ``serve_forever``, e.g. in a thread)."""
+    return WebShopServer((host, port), catalog or load_catalog(), max_envs=max_envs, seed=seed, verbose=verbose)
+
+
+@contextlib.contextmanager
+def serve_in_thread(host: str = "127.0.0.1", port: int = 0, **kwargs: Any) -> Iterator[WebShopServer]:
+    """Run a server in a background thread for the ``with`` block; shuts it down afterwards."""
+    server = make_server(host, port, **kwargs)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``agentgym-bench webshop-serve``."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 exposes "
+                                                            "the server to the network, without authentication)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"port to listen on (default {DEFAULT_PORT}, AgentGym's; 0 picks a free port)")
+    parser.add_argument("--catalog", type=Path, default=None, help="catalog file (default: the bundled store)")
+    parser.add_argument("--max-envs", type=int, default=8000, help="envs that may exist at once (default 8000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for goals drawn when no session_id is given")
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted. The first line on stdout is ``WebShop server listening on http://host:port ...``."""
+    catalog = load_catalog(args.catalog)
+    server = make_server(args.host, args.port, catalog=catalog, max_envs=args.max_envs, seed=args.seed,
+                         verbose=args.verbose)
+    print(f"WebShop server listening on {server.url} ({len(catalog.products)} products, {len(catalog.goals)} goals)",
+          flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
