@@ -2,7 +2,8 @@
 
 Light imports only here; the model backends live in their own modules and import torch / vLLM / HTTP code when
 used: :mod:`agentgym_bench.rollout.hf` (``HFPolicy``), :mod:`agentgym_bench.rollout.openai_compat`
-(``OpenAIPolicy``), :mod:`agentgym_bench.rollout.vllm` (``VLLMPolicy``), :mod:`agentgym_bench.rollout.default_model`.
+(``OpenAIPolicy``), :mod:`agentgym_bench.rollout.vllm_backend` (``VLLMPolicy``),
+:mod:`agentgym_bench.rollout.default_model`, :mod:`agentgym_bench.rollout.warmstart`.
 """
 
 from agentgym_bench.rollout.engine import TRAIN_SEED_START, VALIDATION_SEED_START, EnvGroups

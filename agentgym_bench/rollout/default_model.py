@@ -34,7 +34,7 @@ Tokenizer:
 Model:
     ``GPT2LMHeadModel`` (learned absolute position embeddings: the prototype found that a rotary-only model trained
     from scratch never learned to read grid coordinates), by default 4 layers, width 128, 4 heads, 512 positions,
-    tied input/output embeddings: about 0.9M parameters. Weights are initialised from ``seed`` inside
+    tied input/output embeddings, no dropout: about 0.9M parameters. Weights are initialised from ``seed`` inside
     ``torch.random.fork_rng``, so building is deterministic and the global RNG is left as it was.
 
 Command line: ``agentgym-bench init-model [--path DIR] [--seed N] ...`` (see ``--help``). Default folder:
@@ -58,7 +58,7 @@ TAGS = ["<think>", "</think>", "<answer>", "</answer>", " || ", "||"]
 BASE_WORDS = [
     "Up", "Down", "Left", "Right",  # grid actions
     "Phoenix", "Dragon", "Trader", "Librarian",  # bandit arms
-    "actions", "left", "action", "turn", "turns", "reward", "state", "Reward", "State", "Turn",
+    "actions", "left", "action", "turn", "turns", "reward", "state", "Reward", "State", "Turn", "Arms", "points",
 ]
 
 # A piece is a tag, a word (a letter run holding a lower-case letter), or any single character.
@@ -92,7 +92,8 @@ class ModelSize:
 
 
 def env_words() -> tuple[list[str], list[str]]:
-    """Words of every registered agent env's instructions, legend and actions, and of the prompt templates.
+    """Words of every registered agent env's first observation (both templates), instructions, legend and actions,
+    and of the prompt templates. (Grid rows hold no words: a word needs a lower-case letter.)
 
     Returns:
         ``(words, skipped)``: the words found (unsorted, may repeat) and the ids whose env could not be built (a
@@ -110,15 +111,16 @@ def env_words() -> tuple[list[str], list[str]]:
     for env_id in sorted(agentgym_bench.AGENT_ENVS):
         if "WebShop" in env_id:  # product pages are open vocabulary; words there stay <|unk|>
             continue
-        try:
-            env = gym.make(env_id)
-            _, info = env.reset(seed=0)
-        except Exception:  # noqa: BLE001 - a game that is not installed only shrinks the vocabulary
-            skipped.append(env_id)
-            continue
-        agent = env.unwrapped
-        texts += [agent.instructions, agent.legend, " ".join(info.get("valid_actions", []))]
-        env.close()
+        for prompt in ("compact", "ragen"):
+            try:
+                env = gym.make(env_id, prompt=prompt)
+                obs, info = env.reset(seed=0)
+            except Exception:  # noqa: BLE001 - a game that is not installed only shrinks the vocabulary
+                skipped.append(env_id)
+                break
+            agent = env.unwrapped
+            texts += [obs, agent.instructions, agent.legend, " ".join(info.get("valid_actions", []))]
+            env.close()
     words = [w for text in texts for w in WORD_RE.findall(text)]
     return words, skipped
 
@@ -166,6 +168,7 @@ def build_model(vocab_size: int, *, pad_id: int, eos_id: int, size: ModelSize = 
         vocab_size=vocab_size, n_positions=size.n_positions, n_embd=size.n_embd, n_layer=size.n_layer,
         n_head=size.n_head, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=pad_id,
         activation_function="gelu", tie_word_embeddings=True,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,  # no dropout: training draws no random numbers
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -175,13 +178,16 @@ def build_model(vocab_size: int, *, pad_id: int, eos_id: int, size: ModelSize = 
 
 
 def build_default_model(path: str | os.PathLike = DEFAULT_MODEL_DIR, *, seed: int = 0,
-                        size: ModelSize = ModelSize()) -> Path:
+                        size: ModelSize = ModelSize(), words: list[str] | None = None) -> Path:
     """Build the tokenizer and model and save them to ``path`` (created; existing files are overwritten).
+
+    Args:
+        words: vocabulary words beyond the base list (default: :func:`env_words`).
 
     Returns:
         The folder, ready for ``AutoTokenizer.from_pretrained`` / ``AutoModelForCausalLM.from_pretrained``.
     """
-    words, _ = env_words()
+    words = env_words()[0] if words is None else words
     tokenizer = build_tokenizer(build_vocab(words))
     model = build_model(len(tokenizer), pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id,
                         size=size, seed=seed)
@@ -231,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
     words, skipped = env_words()
     if skipped:
         print(f"note: could not build {', '.join(skipped)}; their words are not in the vocabulary")
-    path = build_default_model(args.path, seed=args.seed, size=size)
+    path = build_default_model(args.path, seed=args.seed, size=size, words=words)
     model, tokenizer = load_model(path)
     params = sum(p.numel() for p in model.parameters())
     print(f"wrote {path}: GPT-2, {params:,} parameters, vocabulary of {len(tokenizer)} tokens")
