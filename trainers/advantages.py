@@ -28,6 +28,7 @@ __all__ = [
     "group_normalize",
     "select_groups_by_std",
     "state_ids_from_keys",
+    "step_gae_advantages",
     "turn_index_from_mask",
 ]
 
@@ -149,7 +150,13 @@ def select_groups_by_std(
 
 
 def gae_advantages(
-    token_rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0, lam: float = 1.0
+    token_rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    gamma: float = 1.0,
+    lam: float = 1.0,
+    next_values: torch.Tensor | None = None,
+    next_advantages: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Generalised advantage estimation over the generated tokens only (Schulman et al., arXiv 1506.02438).
 
@@ -158,7 +165,8 @@ def gae_advantages(
 
         delta_t = r_t + gamma * V_next(t) - V_t        A_t = delta_t + gamma * lam * A_next(t)
 
-    where ``next(t)`` is the next masked-in position of the row (0 past the last one). A reward placed on a
+    where ``next(t)`` is the next masked-in position of the row; past the last one, ``V`` and ``A`` are
+    ``next_values`` / ``next_advantages`` (0 by default). A reward placed on a
     masked-out position counts as received right after the nearest generated token before it (added to that
     token's reward, undiscounted); rewards before a row's first generated token are ignored. This is verl's
     masked GAE (``compute_gae_advantage_return``) plus that reward carry. RAGEN's default (gamma = lam = 1,
@@ -171,6 +179,11 @@ def gae_advantages(
         mask: (B, T) bool or 0/1, the generated tokens.
         gamma: discount in [0, 1].
         lam: GAE lambda in [0, 1].
+        next_values: (B,) value of the generated position that follows each row, or None for 0 (the row ends the
+            episode). With one row per turn (step-level samples), pass the value and advantage at the first reply
+            token of the episode's next turn, computing turns last to first: the result equals GAE over the whole
+            episode as one row (see :func:`step_gae_advantages`).
+        next_advantages: (B,) the GAE advantage at that position, or None for 0.
 
     Returns:
         ``(advantages, returns)``, both (B, T) without gradient, 0 at masked-out positions;
@@ -187,7 +200,12 @@ def gae_advantages(
         m = mask.bool()
         token_rewards = token_rewards.to(values.dtype)
         zero = torch.zeros_like(values[:, 0])
-        last_gae, next_value, pending = zero, zero, zero
+        for name, boot in (("next_values", next_values), ("next_advantages", next_advantages)):
+            if boot is not None and boot.shape != zero.shape:
+                raise ValueError(f"{name} must have shape ({zero.shape[0]},), got {tuple(boot.shape)}")
+        next_value = zero if next_values is None else next_values.to(values.dtype)
+        last_gae = zero if next_advantages is None else next_advantages.to(values.dtype)
+        pending = zero
         advantages = torch.zeros_like(values)
         for t in reversed(range(values.shape[1])):
             m_t = m[:, t]
@@ -198,6 +216,65 @@ def gae_advantages(
             pending = torch.where(m_t, zero, reward)
             advantages[:, t] = torch.where(m_t, gae, zero)
         returns = torch.where(m, advantages + values, torch.zeros_like(values))
+    return advantages, returns
+
+
+def step_gae_advantages(
+    token_rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    episode_ids: torch.Tensor,
+    step_index: torch.Tensor,
+    gamma: float = 1.0,
+    lam: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE over step-level samples: one row per turn, chained across the turns of each episode.
+
+    Row ``(e, k)`` (turn k of episode e) bootstraps from the value and advantage at the first generated token of row
+    ``(e, k')``, the episode's next turn present in the batch (the smallest ``k' > k``; none: the episode ended).
+    The rows are processed from the last turn to the first, so every token gets the advantage it would get with the
+    whole episode as one row under :func:`gae_advantages` (whose time axis skips observation tokens anyway).
+
+    Args:
+        token_rewards: (B, T) rewards per position (each turn's reward on its reply, in its own row).
+        values: (B, T) critic values.
+        mask: (B, T) the generated tokens of each row's turn; every row needs at least one.
+        episode_ids: (B,) integer episode of each row.
+        step_index: (B,) integer turn number of each row; unique within an episode.
+        gamma: discount in [0, 1].
+        lam: GAE lambda in [0, 1].
+
+    Returns:
+        ``(advantages, returns)`` as :func:`gae_advantages`.
+    """
+    b = values.shape[0]
+    _check_ids("episode_ids", episode_ids, b)
+    _check_ids("step_index", step_index, b)
+    m = mask.bool()
+    if not bool(m.any(dim=1).all()):
+        raise ValueError("every row needs at least one generated token")
+    order, episode_sorted, _, _, _ = _episode_layout(episode_ids, step_index)  # raises on repeated (episode, step)
+    nxt = torch.full((b,), -1, dtype=torch.long, device=values.device)  # row of the episode's next turn, -1: none
+    same = episode_sorted[1:] == episode_sorted[:-1]
+    nxt[order[:-1][same]] = order[1:][same]
+    first = torch.argmax(m.int(), dim=1)  # first generated position of each row
+    advantages = torch.zeros_like(values)
+    returns = torch.zeros_like(values)
+    rank = torch.zeros(b, dtype=torch.long, device=values.device)  # turns after this one, to schedule the rows
+    for _ in range(b):
+        later = torch.where(nxt >= 0, rank[nxt.clamp(min=0)] + 1, 0)
+        if torch.equal(later, rank):
+            break
+        rank = later
+    for r in range(int(rank.max()) + 1 if b else 0):
+        rows = torch.nonzero(rank == r).squeeze(1)
+        follow = nxt[rows]
+        has = follow >= 0
+        safe = follow.clamp(min=0)
+        boot_v = torch.where(has, values[safe, first[safe]], 0.0)
+        boot_a = torch.where(has, advantages[safe, first[safe]], 0.0)
+        adv, ret = gae_advantages(token_rewards[rows], values[rows], m[rows], gamma, lam, boot_v, boot_a)
+        advantages[rows], returns[rows] = adv, ret
     return advantages, returns
 
 
