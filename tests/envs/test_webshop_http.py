@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentgym_bench.agent import LLMAgentEnv, oracle_reply
 from agentgym_bench.envs.webshop.client import WebShopClient, WebShopProtocolError, WebShopServerError
@@ -132,6 +134,30 @@ def test_server_rejects_bad_requests(server):
         client.create()
         with pytest.raises(WebShopServerError, match="HTTP 503"):
             client.create()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keywords=st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=60),
+       seed=st.integers(0, 499))
+def test_odd_searches_behave_the_same_over_http(server, keywords, seed):
+    local, remote = WebShopGame(), WebShopGame(backend="http", base_url=server.url)
+    try:
+        assert remote.reset(seed=seed) == local.reset(seed=seed)
+        assert remote.step(f"search[{keywords}]") == local.step(f"search[{keywords}]")
+    finally:
+        remote.close()
+
+
+def test_server_survives_garbage_requests(server):
+    port = server.server_address[1]
+    for garbage in (b"GARBAGE\r\n\r\n", b"POST /step HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n",
+                    b"\x00\xff" * 100, b"GET /observation?env_idx=abc HTTP/1.1\r\n\r\n"):
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+            conn.sendall(garbage)
+            conn.shutdown(socket.SHUT_WR)
+            answer = conn.recv(4096)
+        assert answer and b"200 OK" not in answer and any(code in answer for code in (b"400", b"413", b"422"))
+    assert WebShopClient(server.url).ping()
 
 
 def test_server_killed_mid_episode_gives_a_clear_error():

@@ -181,7 +181,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 raise HttpError(411, "send a Content-Length header")
             return {}
-        if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+        if not length.isdigit():
+            self.close_connection = True
+            raise HttpError(422, f"Content-Length must be a byte count, got {length!r}")
+        if int(length) > MAX_BODY_BYTES:
             self.close_connection = True
             raise HttpError(413, f"request body must be at most {MAX_BODY_BYTES} bytes")
         raw = self.rfile.read(int(length))
