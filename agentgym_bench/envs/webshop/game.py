@@ -213,7 +213,7 @@ class WebShopGame(gym.Env):
                                       or num_goals <= sum(SPLIT_SIZES.values())):
             raise ValueError(f"num_goals={num_goals!r} must be an integer > {sum(SPLIT_SIZES.values())} "
                              "(test and validation take the first goals)")
-        self.split, self.backend_name, self.render_mode = split, backend, render_mode
+        self.split, self.render_mode = split, render_mode
         if backend == "local":
             if base_url is not None:
                 raise ValueError(f"base_url={base_url!r} is only used with backend='http'")
