@@ -26,6 +26,7 @@ GAMES = {
     "Bandit": "agentgym_bench.envs.bandit:BanditGame",
     "Sokoban": "agentgym_bench.envs.sokoban.game:SokobanGame",
     "FrozenLake": "agentgym_bench.envs.frozen_lake:FrozenLakeGame",
+    "WebShop": "agentgym_bench.envs.webshop.game:WebShopGame",
 }
 
 
@@ -64,6 +65,11 @@ AGENT_ENVS: dict[str, AgentEnvSpec] = {
     "AgentFrozenLakeNoSlip-v0": AgentEnvSpec(
         "FrozenLake", "FrozenLake 4x4, new map per seed, not slippery, RAGEN budgets",
         game_kwargs={"size": 4, "is_slippery": False}, agent_kwargs=RAGEN_BUDGET),
+    "AgentWebShop-v0": AgentEnvSpec(
+        "WebShop", "WebShop on the bundled offline store (2,000 products, BM25), test goals, 9 turns x 1 action; "
+        "RAGEN's WebShop", game_kwargs={"split": "test"},
+        agent_kwargs={"max_turns": 9, "max_actions_per_turn": 1, "max_actions_per_episode": 9,
+                      "max_reply_words": 200}),
 }
 
 
