@@ -164,7 +164,7 @@ class LLMAgentEnv(gym.Env):
         return {
             "instructions": self.instructions,
             "legend": self.template.legend.format(legend=self.legend) if self.legend else "",
-            "actions": ", ".join(actions) if actions is not None else "see the state",
+            "actions": ", ".join(actions) if actions is not None else "the actions listed with each state",
             "max_actions": self.max_actions_per_episode,
             "max_actions_per_turn": self.max_actions_per_turn,
             "turn": self._turn + 1,

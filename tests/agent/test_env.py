@@ -124,7 +124,7 @@ def test_instruction_and_legend_overrides():
 def test_open_text_game_passes_actions_through_and_trusts_game_validity():
     env = LLMAgentEnv(FreeTextGame())
     obs, info = env.reset(seed=0)
-    assert "valid_actions" not in info and "see the state" in obs
+    assert "valid_actions" not in info and "the actions listed with each state" in obs
     _, reward, _, _, info = env.step(reply("say[hi]", "shout[hi]"))
     assert info["executed_actions"] == ["say[hi]"] and info["invalid_actions"] == ["shout[hi]"]
     assert reward == 1.0
