@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+_TIE = 1e-9  # scores this close count as equal, so the choice does not depend on the order of float operations
+
 
 class OpenLoopPlanner:
     """Optimal open-loop-per-turn play on one map.
@@ -50,11 +52,13 @@ class OpenLoopPlanner:
         dists = trans[:, self.alive_cells, :]
         levels = [(seqs, dists)]
         for _ in range(self.k - 1):
-            dists = np.einsum("msi,aij->masj", dists, trans).reshape(-1, *dists.shape[1:])
+            dists = (dists[:, None] @ trans[None]).reshape(-1, *dists.shape[1:])
             seqs = [seq + (a,) for seq in seqs for a in range(4)]
-            _, first = np.unique(np.round(dists, 12).reshape(len(seqs), -1), axis=0, return_index=True)
-            first.sort()  # keep the lexicographically first sequence of each class, in order
-            seqs, dists = [seqs[i] for i in first], dists[first]
+            first: dict[bytes, int] = {}
+            for i, dist in enumerate(np.round(dists, 12)):
+                first.setdefault(dist.tobytes(), i)  # keep the lexicographically first sequence of each class
+            keep = sorted(first.values())
+            seqs, dists = [seqs[i] for i in keep], dists[keep]
             levels.append((seqs, dists))
         return levels
 
@@ -80,7 +84,7 @@ class OpenLoopPlanner:
     def best_sequence(self, cell: int, turns_left: int, actions_left: int) -> tuple[tuple[int, ...], float]:
         """The optimal sequence for this turn from alive ``cell`` and its success probability.
 
-        Ties (within 1e-12) go to the shorter sequence, then to the first in Left < Down < Right < Up order.
+        Ties (within 1e-9) go to the shorter sequence, then to the first in Left < Down < Right < Up order.
         Returns ``((), 0.0)`` when no action can be sent.
         """
         turns_left, actions_left = self._clip(turns_left, actions_left)
@@ -91,7 +95,7 @@ class OpenLoopPlanner:
         for length in range(1, min(self.k, actions_left) + 1):
             seqs, dists = self._levels[length - 1]
             scores = dists[:, row, :] @ self.values(turns_left - 1, actions_left - length)
-            i = int(np.argmax(scores))
-            if not best_seq or scores[i] > best_value + 1e-12:
+            i = int(np.argmax(scores >= scores.max() - _TIE))  # first near-best: robust to round-off differences
+            if not best_seq or scores[i] > best_value + _TIE:
                 best_seq, best_value = seqs[i], float(scores[i])
         return best_seq, best_value
