@@ -404,3 +404,17 @@ def test_oracle_beats_random_by_a_wide_margin():
     oracle = np.mean([play(env, s, oracle_policy, 5, 2, 10)[0] for s in seeds])
     random = np.mean([play(env, s, random_policy, 5, 2, 10)[0] for s in seeds])
     assert oracle > random + 0.2, (oracle, random)
+
+
+def test_oracle_through_the_agent_env_matches_the_local_loop():
+    import agentgym_bench  # noqa: F401 - registers the ids
+    from agentgym_bench.agent import oracle_reply
+
+    game = FrozenLakeGame()
+    for seed in range(20):
+        agent_env = gym.make("AgentFrozenLake-v0", max_actions_per_turn=2).unwrapped
+        agent_env.reset(seed=seed)
+        done, info = False, {}
+        while not done:
+            _, _, done, _, info = agent_env.step(oracle_reply(agent_env))
+        assert info["success"] is play(game, seed, oracle_policy, 5, 2, 10)[0]
