@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         env = gym.make(env_id)
         for name, reply_fn in agents.items():
             results = [play_episode(env, reply_fn, seed)
-                       for seed in tqdm(range(args.episodes), desc=f"{env_id} {name}", leave=False)]
+                       for seed in tqdm(range(args.episodes), desc=f"{env_id} {name}", leave=False, disable=None)]
             success = mean_ci([float(s) for _, s in results])
             ret = mean_ci([r for r, _ in results])
             rows.append((env_id, name, success, ret))
