@@ -119,28 +119,39 @@ class HFPolicy:
 
     @torch.no_grad()
     def _sample(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sample ``(B, N)`` token ids and their log-probs, ``N <= max_new_tokens``; rows past their stop hold pad."""
+        """Sample ``(B, N)`` token ids and their log-probs, ``N <= max_new_tokens``; rows past their stop hold pad.
+
+        Finished rows leave the batch (and the KV cache, ``Cache.batch_select_indices``) so they cost nothing.
+        """
         batch = input_ids.shape[0]
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                          use_cache=True)
+        cache, logits = out.past_key_values, out.logits[:, -1, :]
         next_position = position_ids[:, -1:] + 1
         stop_ids = torch.tensor(self.stop_ids, device=self.device)
-        done = torch.zeros(batch, dtype=torch.bool, device=self.device)
-        tokens, logprobs = [], []
+        tokens = torch.full((batch, self.max_new_tokens), self.pad_id, dtype=torch.long, device=self.device)
+        logprobs = torch.zeros((batch, self.max_new_tokens), device=self.device)
+        rows = torch.arange(batch, device=self.device)  # the rows still generating
+        steps = 0
         for step in range(self.max_new_tokens):
-            token, logprob = self._pick(out.logits[:, -1, :].float())
-            token = torch.where(done, torch.full_like(token, self.pad_id), token)
-            tokens.append(token)
-            logprobs.append(torch.where(done, torch.zeros_like(logprob), logprob))
-            done |= torch.isin(token, stop_ids)
-            if bool(done.all()) or step == self.max_new_tokens - 1:
+            token, logprob = self._pick(logits.float())
+            tokens[rows, step], logprobs[rows, step] = token, logprob
+            steps = step + 1
+            going = ~torch.isin(token, stop_ids)
+            if step == self.max_new_tokens - 1 or not bool(going.any()):
                 break
+            if not bool(going.all()):
+                keep = going.nonzero()[:, 0]
+                rows, token, next_position = rows[keep], token[keep], next_position[keep]
+                attention_mask = attention_mask[keep]
+                cache.batch_select_indices(keep)
             attention_mask = torch.cat([attention_mask, torch.ones_like(attention_mask[:, :1])], dim=1)
             out = self.model(input_ids=token[:, None], attention_mask=attention_mask, position_ids=next_position,
-                             past_key_values=out.past_key_values, use_cache=True)
+                             past_key_values=cache, use_cache=True)
+            cache, logits = out.past_key_values, out.logits[:, -1, :]
             next_position = next_position + 1
-        return torch.stack(tokens, dim=1), torch.stack(logprobs, dim=1)
+        return tokens[:, :steps], logprobs[:, :steps]
 
     def _pick(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One token per row from ``(B, V)`` logits, and its log-probability under the sampling distribution."""

@@ -1,0 +1,280 @@
+"""Warm start: supervised fine-tuning on noisy oracle demonstrations.
+
+An instruct model brings RL two things: replies in the right format and some skill. The default model is trained
+from scratch, so the warm start gives it both, on purpose well below the oracle:
+
+1. Demonstrations: :class:`~agentgym_bench.rollout.scripted.NoisyOraclePolicy` plays each env on training seeds
+   (from :data:`~agentgym_bench.rollout.engine.TRAIN_SEED_START`): each turn the oracle's reply, or with probability
+   ``epsilon`` a random valid action. Every reply is well formed.
+2. Fine-tuning: next-token cross-entropy on the reply tokens only (the loss mask of
+   :func:`~agentgym_bench.rollout.tokens.step_token_views`: each turn's prompt under the history window, then the
+   reply and its end token), AdamW with linear warm-up and cosine decay, shuffled by a seeded ``torch.Generator``.
+   Training runs inside ``torch.random.fork_rng`` seeded from ``seed``, so a model with dropout is reproducible too
+   and the caller's global RNG is left as it was.
+3. Evaluation on the validation seeds ``0 .. N-1`` (the benchmark's evaluation seeds, disjoint from training) with
+   sampling at ``temperature``: success per env with a 95% Wilson interval, next to the oracle and a random policy
+   on the same seeds.
+
+The output folder is an ordinary Hugging Face model folder plus ``warmstart.json``: the settings, the training
+loss, and the evaluation table. Its ``"rollout"`` entry (prompt template, history window, reply budget) is how the
+model expects to be prompted.
+
+Command line: ``agentgym-bench warmstart`` (see ``--help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from agentgym_bench.rollout.default_model import DEFAULT_HOME, DEFAULT_MODEL_DIR
+from agentgym_bench.rollout.engine import TRAIN_SEED_START, EnvGroups
+from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
+from agentgym_bench.rollout.trajectory import Trajectory
+
+DEFAULT_ENVS = ("AgentFrozenLake-v0", "AgentSokoban-v0", "AgentBandit-v0")
+DEFAULT_OUTPUT = DEFAULT_HOME / "models" / "warmstart"
+
+
+@dataclass
+class WarmStartConfig:
+    """Settings of a warm start.
+
+    Attributes:
+        model: the model folder (or hub id) to start from; the default folder is built first if missing.
+        output: where to write the fine-tuned model and ``warmstart.json``.
+        envs: agent env ids to learn.
+        prompt: prompt template of the envs (``"compact"`` for the small model).
+        history: history window of the prompts (``0``: the current observation only).
+        epsilon: probability that a demonstration turn is a random valid action instead of the oracle's.
+        episodes: demonstration episodes per env.
+        epochs: passes over the demonstrations.
+        batch_size: rows (turns) per optimiser step.
+        lr: peak learning rate.
+        warmup: fraction of the steps with linear warm-up.
+        eval_episodes: validation episodes per env (seeds ``0 .. eval_episodes-1``).
+        temperature: sampling temperature of the evaluation.
+        max_new_tokens: reply budget when generating.
+        seed: seeds demonstrations, shuffling, training and evaluation sampling.
+    """
+
+    model: str = str(DEFAULT_MODEL_DIR)
+    output: str = str(DEFAULT_OUTPUT)
+    envs: tuple[str, ...] = DEFAULT_ENVS
+    prompt: str = "compact"
+    history: int | None = 0
+    epsilon: float = 0.25
+    episodes: int = 2000
+    epochs: int = 3
+    batch_size: int = 64
+    lr: float = 2e-3
+    warmup: float = 0.05
+    eval_episodes: int = 500
+    temperature: float = 1.0
+    max_new_tokens: int = 16
+    seed: int = 0
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.epsilon <= 1:
+            raise ValueError(f"epsilon={self.epsilon} must be in [0, 1]")
+        for name in ("episodes", "epochs", "batch_size", "eval_episodes", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
+        if not self.envs:
+            raise ValueError("envs must name at least one env id")
+
+    @property
+    def all_env_kwargs(self) -> dict[str, Any]:
+        return {"prompt": self.prompt, **self.env_kwargs}
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval of a success rate (``z`` sets the level)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def collect_demonstrations(config: WarmStartConfig, *, progress: bool = False) -> list[Trajectory]:
+    """``config.episodes`` noisy-oracle episodes per env on training seeds, in batches of up to 512 episodes."""
+    per_batch = min(config.episodes, 512)
+    groups = EnvGroups(config.envs, [per_batch] * len(config.envs), 1, env_kwargs=config.all_env_kwargs,
+                       seed=TRAIN_SEED_START)
+    policy = NoisyOraclePolicy(config.epsilon, seed=config.seed)
+    out: list[Trajectory] = []
+    batches = math.ceil(config.episodes / per_batch)
+    for _ in tqdm(range(batches), desc="demonstrations", unit="batch", disable=not progress):
+        out += groups.rollout(policy, history=config.history)
+    groups.close()
+    by_env: dict[str, list[Trajectory]] = {}
+    for t in out:
+        by_env.setdefault(t.env_id, []).append(t)
+    return [t for env_id in config.envs for t in by_env[env_id][: config.episodes]]
+
+
+def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config: WarmStartConfig, *,
+             progress: bool = False) -> list[float]:
+    """Supervised fine-tuning on the replies of ``trajectories`` (in place). Returns the loss of every step."""
+    import torch
+
+    from agentgym_bench.rollout.tokens import collate, step_token_views
+
+    views = [v for t in trajectories for v in step_token_views(t, tokenizer)]
+    steps_per_epoch = math.ceil(len(views) / config.batch_size)
+    total = steps_per_epoch * config.epochs
+    warmup = max(1, int(config.warmup * total))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, 0.5 * (
+        1 + math.cos(math.pi * min(1.0, (s + 1 - warmup) / max(1, total - warmup))))))
+    generator = torch.Generator().manual_seed(config.seed)
+    device = next(model.parameters()).device
+    losses: list[float] = []
+    model.train()
+    with torch.random.fork_rng(devices=[]), tqdm(total=total, desc="fine-tune", unit="step",
+                                                 disable=not progress) as bar:
+        torch.manual_seed(config.seed)
+        for _ in range(config.epochs):
+            order = torch.randperm(len(views), generator=generator).tolist()
+            for start in range(0, len(views), config.batch_size):
+                batch = collate([views[i] for i in order[start : start + config.batch_size]], tokenizer.pad_token_id)
+                batch = {k: v.to(device) for k, v in batch.items()}
+                logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+                mask = batch["loss_mask"][:, 1:].float()
+                nll = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1).float(),
+                                                        batch["input_ids"][:, 1:].flatten(), reduction="none")
+                loss = (nll * mask.flatten()).sum() / mask.sum()
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                schedule.step()
+                losses.append(float(loss.detach()))
+                bar.update(1)
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+    model.eval()
+    return losses
+
+
+def success_table(policy: Any, config: WarmStartConfig, *, history: int | None) -> dict[str, dict[str, float]]:
+    """Success of ``policy`` per env on validation seeds ``0 .. eval_episodes-1``, with a 95% Wilson interval."""
+    groups = EnvGroups.validation(config.envs, [config.eval_episodes] * len(config.envs),
+                                  env_kwargs=config.all_env_kwargs)
+    trajectories = groups.rollout(policy, history=history)
+    groups.close()
+    table = {}
+    for env_id in config.envs:
+        outcomes = [t.success for t in trajectories if t.env_id == env_id]
+        low, high = wilson_interval(sum(outcomes), len(outcomes))
+        table[env_id] = {"success": sum(outcomes) / len(outcomes), "ci_low": low, "ci_high": high,
+                         "episodes": len(outcomes),
+                         "format_valid": sum(u.info.get("format_valid", False) for t in trajectories
+                                             if t.env_id == env_id for u in t.turns)
+                         / max(1, sum(len(t.turns) for t in trajectories if t.env_id == env_id))}
+    return table
+
+
+def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, Any]:
+    """Run the whole warm start; write the model and ``warmstart.json`` to ``config.output``; return the report."""
+    from agentgym_bench.rollout.default_model import build_default_model, load_model
+    from agentgym_bench.rollout.hf import HFPolicy
+
+    started = time.time()
+    if Path(config.model) == DEFAULT_MODEL_DIR and not DEFAULT_MODEL_DIR.exists():
+        build_default_model(DEFAULT_MODEL_DIR, seed=config.seed)
+    model, tokenizer = load_model(config.model)
+    demonstrations = collect_demonstrations(config, progress=progress)
+    losses = finetune(model, tokenizer, demonstrations, config, progress=progress)
+    trained = time.time()
+    policy = HFPolicy(model, tokenizer, temperature=config.temperature, max_new_tokens=config.max_new_tokens,
+                      seed=config.seed)
+    evaluation = {
+        "warm_start": success_table(policy, config, history=config.history),
+        "oracle": success_table(OraclePolicy(), config, history=config.history),
+        "random": success_table(RandomPolicy(config.seed), config, history=config.history),
+    }
+    output = Path(config.output)
+    output.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(output)
+    tokenizer.save_pretrained(output)
+    report = {
+        "config": {**asdict(config), "envs": list(config.envs)},
+        "rollout": {"prompt": config.prompt, "history": config.history, "max_new_tokens": config.max_new_tokens,
+                    "temperature": config.temperature},
+        "demonstrations": {"episodes": len(demonstrations), "turns": sum(len(t.turns) for t in demonstrations),
+                           "success": sum(t.success for t in demonstrations) / len(demonstrations)},
+        "train": {"steps": len(losses), "first_loss": losses[0], "final_loss": sum(losses[-20:]) / len(losses[-20:]),
+                  "seconds": round(trained - started, 1)},
+        "evaluation": evaluation,
+        "seconds": round(time.time() - started, 1),
+    }
+    (output / "warmstart.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The evaluation as a Markdown table."""
+    lines = ["| env | random | warm start | oracle |", "|---|---|---|---|"]
+    evaluation = report["evaluation"]
+    for env_id in evaluation["oracle"]:
+        cells = [f"{r['success']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                 for r in (evaluation[k][env_id] for k in ("random", "warm_start", "oracle"))]
+        lines.append(f"| {env_id} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# -- command line ------------------------------------------------------------------------------------------------
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    d = WarmStartConfig()
+    parser.add_argument("--model", default=d.model, help="model folder or hub id to start from; the default folder "
+                        "is built if missing (default: %(default)s)")
+    parser.add_argument("--output", default=d.output, help="folder for the fine-tuned model (default: %(default)s)")
+    parser.add_argument("--envs", nargs="+", default=list(d.envs), help="agent env ids (default: %(default)s)")
+    parser.add_argument("--prompt", default=d.prompt, help="prompt template, compact or ragen (default: %(default)s)")
+    parser.add_argument("--history", type=int, default=d.history,
+                        help="history window in turns; -1 for the full conversation (default: %(default)s)")
+    parser.add_argument("--epsilon", type=float, default=d.epsilon,
+                        help="probability of a random-action turn in the demonstrations (default: %(default)s)")
+    parser.add_argument("--episodes", type=int, default=d.episodes,
+                        help="demonstration episodes per env (default: %(default)s)")
+    parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations "
+                        "(default: %(default)s)")
+    parser.add_argument("--batch-size", type=int, default=d.batch_size, help="turns per step (default: %(default)s)")
+    parser.add_argument("--lr", type=float, default=d.lr, help="peak learning rate (default: %(default)s)")
+    parser.add_argument("--eval-episodes", type=int, default=d.eval_episodes,
+                        help="validation episodes per env, seeds 0..N-1 (default: %(default)s)")
+    parser.add_argument("--temperature", type=float, default=d.temperature,
+                        help="sampling temperature of the evaluation (default: %(default)s)")
+    parser.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens,
+                        help="reply budget in tokens (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=d.seed, help="seed of everything (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads; 1 avoids stalls on shared cores (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    config = WarmStartConfig(
+        model=args.model, output=args.output, envs=tuple(args.envs), prompt=args.prompt,
+        history=None if args.history < 0 else args.history, epsilon=args.epsilon, episodes=args.episodes,
+        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, eval_episodes=args.eval_episodes,
+        temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
+    report = warm_start(config, progress=True)
+    print(format_report(report))
+    print(f"wrote {config.output} in {report['seconds']:.0f} s (loss {report['train']['first_loss']:.3f} -> "
+          f"{report['train']['final_loss']:.3f})")
+    return 0
