@@ -32,23 +32,25 @@ class OraclePolicy:
 
 
 class RandomPolicy:
-    """1..``max_actions`` uniformly random valid actions per turn, well formatted (``random_reply``).
+    """1..k uniformly random valid actions per turn, well formatted (``random_reply``).
 
     Arguments:
         seed: seeds the policy's generator.
-        max_actions: most actions per reply (capped by each env's per-turn limit).
+        max_actions: k, the most actions per reply, capped by each env's per-turn limit; ``None``: that limit (the
+            random agent of ``agentgym-bench demo`` and ``docs/oracles.md``).
     """
 
-    def __init__(self, seed: int = 0, *, max_actions: int = 1):
-        if max_actions < 1:
-            raise ValueError(f"max_actions={max_actions} must be >= 1")
+    def __init__(self, seed: int = 0, *, max_actions: int | None = None):
+        if max_actions is not None and max_actions < 1:
+            raise ValueError(f"max_actions={max_actions} must be >= 1 or None")
         self.rng = np.random.default_rng(seed)
         self.max_actions = max_actions
 
     def generate(self, conversations: Sequence[list[Message]],
                  envs: Sequence[LLMAgentEnv] | None = None) -> list[Generation]:
         envs = _agent_envs(envs, len(conversations), "RandomPolicy")
-        return [Generation(random_reply(env, self.rng, max_actions=self.max_actions)) for env in envs]
+        return [Generation(random_reply(env, self.rng, max_actions=self.max_actions or env.max_actions_per_turn))
+                for env in envs]
 
 
 class NoisyOraclePolicy:

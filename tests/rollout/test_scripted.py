@@ -1,0 +1,54 @@
+import gymnasium as gym
+import pytest
+
+from agentgym_bench.agent.parsing import parse_reply
+from agentgym_bench.agent.policies import oracle_reply
+from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
+from tests.rollout.toy_game import TOY_ID
+
+
+def envs(n=20):
+    out = []
+    for seed in range(n):
+        env = gym.make(TOY_ID)
+        env.reset(seed=seed)
+        out.append(env.unwrapped)
+    return out
+
+
+def test_oracle_and_noisy_oracle_at_epsilon_0_agree():
+    batch = envs()
+    conversations = [[]] * len(batch)
+    oracle = [g.text for g in OraclePolicy().generate(conversations, batch)]
+    assert oracle == [oracle_reply(e) for e in batch]
+    assert [g.text for g in NoisyOraclePolicy(0.0, seed=3).generate(conversations, batch)] == oracle
+
+
+def test_random_replies_are_valid_seeded_and_within_the_turn_limit():
+    batch = envs()
+    a = [g.text for g in RandomPolicy(1).generate([[]] * 20, batch)]
+    b = [g.text for g in RandomPolicy(1).generate([[]] * 20, batch)]
+    assert a == b
+    for reply, env in zip(a, batch, strict=True):
+        parsed = parse_reply(reply)
+        assert parsed.format_ok and 1 <= len(parsed.actions) <= env.max_actions_per_turn
+        assert set(parsed.actions) <= set(env.valid_actions)
+    assert max(len(parse_reply(r).actions) for r in a) == 2  # the toy id allows 2 actions a turn
+    assert {len(parse_reply(g.text).actions) for g in RandomPolicy(1, max_actions=1).generate([[]] * 20, batch)} == {1}
+
+
+def test_noisy_oracle_mixes_in_random_turns():
+    batch = envs(200)
+    oracle = [oracle_reply(e) for e in batch]
+    noisy = [g.text for g in NoisyOraclePolicy(0.5, seed=0).generate([[]] * 200, batch)]
+    differ = sum(n != o for n, o in zip(noisy, oracle, strict=True))
+    assert 20 < differ < 100  # about half the turns are random, and a random turn sometimes equals the oracle's
+
+
+def test_scripted_policies_need_the_envs():
+    with pytest.raises(ValueError, match="envs"):
+        OraclePolicy().generate([[]])
+    with pytest.raises(ValueError, match="epsilon"):
+        NoisyOraclePolicy(1.5)
+    with pytest.raises(ValueError, match="max_actions"):
+        RandomPolicy(max_actions=0)
