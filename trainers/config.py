@@ -78,7 +78,9 @@ class EnvManager:
     """Extra ``gym.make`` keyword arguments for every tag, e.g. ``{prompt: compact}`` for the small default model."""
     history_length: int | None = None
     """Chat history the model sees: ``None`` is the whole conversation (RAGEN); ``k`` keeps the last ``k`` turns
-    (ROLL ``history_length``; 0 = the current observation only). Trajectory-level samples need ``None``."""
+    (ROLL ``history_length``; 0 = the current observation only). With a window an episode is no longer one token
+    sequence, so training rows are turns (step-level samples) for every algorithm; StarPO's advantages stay
+    trajectory-level."""
 
 
 @dataclass
@@ -162,7 +164,7 @@ class TrainConfig:
     advantage_clip: float | None = None
     """Clamp advantages to [-c, c] after whitening (ROLL)."""
     batch_adjust_mode: str = "copy"
-    """Step-level batches vary in size; make the row count a multiple of ``ppo_mini_batch_size`` by ``copy``
+    """Batches of step rows vary in size; make the row count a multiple of ``ppo_mini_batch_size`` by ``copy``
     (duplicate random rows), ``delete`` (drop random rows), ``auto`` (delete if less than half a mini-batch would go,
     else copy) or ``random_sample`` (exactly one mini-batch) (ROLL). Applied after advantages."""
 
@@ -170,7 +172,7 @@ class TrainConfig:
     ppo_epochs: int = 1
     """Passes over the batch per iteration (ROLL)."""
     ppo_mini_batch_size: int = 32
-    """Samples (trajectories, or step rows for gigpo) per optimiser step, over all processes (RAGEN/verl)."""
+    """Rows (trajectories, or turns with step rows) per optimiser step, over all processes (RAGEN/verl)."""
     micro_batch_size: int = 8
     """Samples per forward/backward on one process (gradient accumulation; does not change the update)."""
     loss_agg_mode: str = "token-mean"
@@ -227,8 +229,13 @@ class TrainConfig:
 
     @property
     def step_level(self) -> bool:
-        """Samples are env steps (one row per turn) rather than whole trajectories."""
+        """The advantage is per env step (GiGPO) rather than per trajectory."""
         return self.adv_estimator == "gigpo"
+
+    @property
+    def step_rows(self) -> bool:
+        """Training rows are turns (GiGPO, or any algorithm with a history window) rather than whole episodes."""
+        return self.step_level or self.train_env_manager.history_length is not None
 
     @property
     def uses_critic(self) -> bool:
@@ -293,13 +300,6 @@ class TrainConfig:
         if self.reward_normalization.method == "identity" and self.adv_estimator == "gigpo":
             raise ConfigError("adv_estimator=gigpo needs reward_normalization.method mean or mean_std: identity would "
                               "add raw step returns to the advantage (ROLL's silent pitfall)")
-        if not self.step_level and self.train_env_manager.history_length is not None:
-            raise ConfigError(f"adv_estimator={self.adv_estimator} trains on whole trajectories, which needs the full "
-                              f"conversation: set train_env_manager.history_length=null (it is "
-                              f"{self.train_env_manager.history_length}), or use adv_estimator=gigpo")
-        if self.rollout_filter_ratio < 1 and self.step_level:
-            raise ConfigError("rollout_filter_ratio < 1 (StarPO-S group filter) works on trajectory-level samples; "
-                              "set rollout_filter_ratio=1 with adv_estimator=gigpo")
         train, val = self.train_seed_range, self.val_seed_range
         if train.start < val.stop and val.start < train.stop:
             raise ConfigError(
@@ -347,7 +347,7 @@ class TrainConfig:
         if self.rollout_filter_ratio < 1 and train.group_size < 2:
             raise ConfigError("rollout_filter_ratio < 1 ranks groups by in-group reward std, which needs "
                               f"train_env_manager.group_size >= 2 (it is {train.group_size})")
-        if not self.step_level:
+        if not self.step_rows:
             kept = self.groups_kept * train.group_size
             if kept % self.ppo_mini_batch_size:
                 raise ConfigError(

@@ -73,7 +73,6 @@ def test_unknown_keys_and_values_name_the_fix(data, message):
     ({"ppo_mini_batch_size": 32, "micro_batch_size": 5}, "multiple of micro_batch_size=5"),
     ({"train_seed_start": 10}, "overlap"),
     ({"val_seed_start": 10_000, "max_steps": 3}, "overlap"),
-    ({"train_env_manager": {"history_length": 2}}, "set train_env_manager.history_length=null"),
     ({"preset": "gigpo", "reward_normalization": {"method": "identity"}}, "needs reward_normalization.method"),
     ({"train_env_manager": {"num_groups_partition": [4, 3], "tags": ["a", "b"]}}, "summing to num_env_groups=8"),
     ({"use_kl_loss": True, "kl_loss_coef": 0.01}, "pick one place for the KL term"),
@@ -83,6 +82,14 @@ def test_unknown_keys_and_values_name_the_fix(data, message):
 def test_inconsistent_values_fail_at_start_with_a_fix(data, message):
     with pytest.raises(ConfigError, match=message):
         config_from_dict(data)
+
+
+def test_a_history_window_means_step_rows_for_every_algorithm():
+    assert not config_from_dict({"preset": "starpo_s"}).step_rows
+    windowed = config_from_dict({"preset": "starpo_s", "train_env_manager": {"history_length": 0},
+                                 "ppo_mini_batch_size": 48})  # rows vary; no multiple-of-kept check
+    assert windowed.step_rows and not windowed.step_level and windowed.uses_critic
+    assert config_from_dict({"preset": "gigpo"}).step_rows
 
 
 def test_seed_ranges_are_disjoint_by_default():

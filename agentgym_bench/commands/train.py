@@ -1,0 +1,87 @@
+"""``agentgym-bench train CONFIG [key=value ...]``: run StarPO, StarPO-S or GiGPO from a YAML config.
+
+``CONFIG`` is a YAML file or the name of a bundled config in ``trainers/configs/`` (``starpo_s-frozenlake``; see
+``--list``). Each ``key=value`` overrides one key, dotted for nested ones (``train_env_manager.group_size=8``);
+values are YAML (``1e-4``, ``true``, ``[a, b]``). Under ``torchrun``: ``torchrun --nproc_per_node N -m trainers.train
+CONFIG ...``. The keys are documented in ``docs/trainers.md`` and in ``trainers/config.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import trainers
+
+CONFIG_DIR = Path(trainers.__file__).parent / "configs"
+
+
+def bundled_configs() -> list[str]:
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+
+
+def resolve_config(name: str) -> Path:
+    """A path to an existing file, or the bundled config of that name."""
+    path = Path(name).expanduser()
+    if path.is_file():
+        return path
+    bundled = CONFIG_DIR / f"{name.removesuffix('.yaml')}.yaml"
+    if bundled.is_file():
+        return bundled
+    raise FileNotFoundError(f"no config file {name!r} and no bundled config of that name; bundled: "
+                            f"{', '.join(bundled_configs())}")
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", nargs="?", help="YAML config file or bundled config name (see --list)")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. max_steps=20")
+    parser.add_argument("--list", action="store_true", help="list the bundled configs and exit")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainers.config import ConfigError, load_config
+
+    if args.list:
+        print("\n".join(bundled_configs()))
+        return 0
+    if not args.config:
+        print("error: give a CONFIG (a YAML file or one of: " + ", ".join(bundled_configs()) + ")", file=sys.stderr)
+        return 2
+    try:
+        config = load_config(resolve_config(args.config), args.overrides)
+    except (ConfigError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        import yaml
+
+        print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
+        return 0
+    import transformers
+
+    from trainers.train import main as train_main
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    try:
+        result = train_main(config)
+    except (ConfigError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"run folder: {result.output_dir}  (metrics.jsonl, curves.png, summary.json, checkpoint-*/)")
+    if result.first_eval and result.last_eval:
+        from trainers.metrics import success_gain
+
+        gain = success_gain(result.first_eval, result.last_eval)
+        print(f"validation success {gain['before']:.3f} -> {gain['after']:.3f} over {gain['n_after']} episodes: "
+              f"gain {gain['gain']:+.3f} (95% CI {gain['ci_low']:+.3f} .. {gain['ci_high']:+.3f})")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Parse ``argv`` (without the program name) and run."""
+    parser = argparse.ArgumentParser(prog="agentgym-bench train", description=__doc__.splitlines()[0])
+    configure_parser(parser)
+    return run(parser.parse_args(argv))

@@ -1,0 +1,152 @@
+"""Smoke runs of the loop on a tiny model of the default architecture, resume after SIGKILL, and the row builders."""
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from agentgym_bench.rollout.engine import EnvGroups
+from agentgym_bench.rollout.hf import HFPolicy
+from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict
+from trainers.config import config_from_dict
+from trainers.metrics import read_metrics
+from trainers.samples import adjust_batch, step_samples, trajectory_samples
+from trainers.train import main
+
+FINITE_KEYS = ["loss/policy", "loss/entropy", "loss/grad_norm", "loss/approx_kl", "loss/clipfrac"]
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    return AutoModelForCausalLM.from_pretrained(path).state_dict()
+
+
+@pytest.mark.parametrize("preset", ["starpo", "starpo_s", "gigpo"])
+def test_each_algorithm_changes_the_parameters_and_keeps_losses_finite(tiny_model, tmp_path, preset):
+    result = main(config_from_dict(tiny_config_dict(tiny_model, tmp_path, preset)))
+    records = result.records
+    assert [r["step"] for r in records] == [0, 1, 2, 3]
+    assert all("val/success" in r for r in (records[0], records[2], records[3]))
+    for record in records[1:]:
+        keys = FINITE_KEYS + (["critic/value_loss", "critic/grad_norm"] if preset == "starpo_s" else [])
+        keys += ["loss/kl"] if preset != "starpo_s" else []
+        for key in keys:
+            assert math.isfinite(record[key]), (key, record)
+        assert record["rollout/logprob_diff"] < 1e-4  # the rows hold exactly what the model read and sampled
+    assert any(r["reward/advantage_abs"] > 0 for r in records[1:])  # episode scores varied: a real update
+    if preset == "starpo_s":
+        assert all(r["rollout/groups_kept"] == 2 for r in records[1:])  # half of the 4 groups
+        assert all(r["reward/in_group_std_kept"] >= r["reward/in_group_std"] for r in records[1:])
+    before, after = weights(tiny_model), weights(tmp_path / "checkpoint-3" / "actor")
+    assert max(float((after[k] - before[k]).abs().max()) for k in before) > 1e-4
+    assert (tmp_path / "checkpoint-3" / "critic").exists() == (preset == "starpo_s")
+    assert not (tmp_path / "checkpoint-2").exists() or (tmp_path / "checkpoint-2" / "trainer_state.pt").exists()
+    AutoTokenizer.from_pretrained(tmp_path / "checkpoint-3" / "actor")
+    assert read_metrics(tmp_path / "metrics.jsonl") == [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in records]
+    assert (tmp_path / "curves.png").stat().st_size > 10_000
+    assert (tmp_path / "summary.json").exists()
+
+
+def test_whole_episode_rows_with_the_full_conversation(tiny_model, tmp_path):
+    overrides = {"train_env_manager": {"history_length": None}, "val_env_manager": {"history_length": None},
+                 "max_steps": 2, "ppo_mini_batch_size": 4}
+    result = main(config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo_s", **overrides)))
+    assert result.records[-1]["rollout/samples"] == 8  # 2 groups kept x 4 episodes, one row each
+    assert math.isfinite(result.records[-1]["critic/value_loss"])
+
+
+def strip_time(records):
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in records]
+
+
+def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_path):
+    overrides = {"max_steps": 8, "save_steps": 2, "eval_steps": 4, "save_total_limit": 1,
+                 "train_env_manager": {"num_env_groups": 2}, "rollout_batch_size": 8, "ppo_mini_batch_size": 4}
+    killed = tmp_path / "killed"
+    config = config_from_dict(tiny_config_dict(tiny_model, killed, "starpo_s", **overrides))
+    killed.mkdir()
+    config.save(killed / "run.yaml")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    process = subprocess.Popen([sys.executable, "-m", "trainers.train", str(killed / "run.yaml")], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not (killed / "checkpoint-2" / "trainer_state.pt").exists():
+        assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (killed / "checkpoint-8").exists(), "the run finished before it could be killed"
+    resumed = main(config_from_dict({**config.to_dict(), "resume_from_checkpoint": "auto"}))
+    straight = main(config_from_dict({**config.to_dict(), "output_dir": str(tmp_path / "straight")}))
+    assert [r["step"] for r in resumed.records] == list(range(9))
+    assert strip_time(read_metrics(killed / "metrics.jsonl")) == strip_time(read_metrics(tmp_path / "straight" /
+                                                                                         "metrics.jsonl"))
+    a, b = weights(killed / "checkpoint-8" / "actor"), weights(tmp_path / "straight" / "checkpoint-8" / "actor")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert [p.name for p in killed.iterdir() if p.name.startswith("checkpoint")] == ["checkpoint-8"]
+    assert straight.records[-1]["val/success"] == resumed.records[-1]["val/success"]
+
+
+# ------------------------------------------------------------------------------------------------ rows
+
+
+@pytest.fixture(scope="module")
+def episodes(tiny_model):
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    groups = EnvGroups(["AgentFrozenLake-v0"], [3], 2, env_kwargs=TINY_ENV_KWARGS, seed=10_000)
+    policy = HFPolicy(model, tokenizer, max_new_tokens=8, seed=0)
+    return groups.rollout(policy), groups.rollout(policy, history=0), tokenizer
+
+
+def test_trajectory_rows_hold_every_reply(episodes):
+    full, _, tokenizer = episodes
+    samples = trajectory_samples(full, tokenizer)
+    assert len(samples) == 6
+    assert samples.loss_mask.sum(1).tolist() == [sum(len(u.token_ids) for u in t.turns) for t in full]
+    assert samples.group_ids.tolist() == [0, 0, 1, 1, 2, 2]
+    assert samples.scores.tolist() == pytest.approx([t.episode_reward for t in full])
+    assert samples.token_rewards.sum(1).tolist() == pytest.approx([t.episode_reward for t in full])
+
+
+def test_step_rows_hold_one_reply_each(episodes):
+    _, windowed, tokenizer = episodes
+    samples = step_samples(windowed, tokenizer)
+    turns = [(e, k, u) for e, t in enumerate(windowed) for k, u in enumerate(t.turns)]
+    assert len(samples) == len(turns)
+    assert samples.loss_mask.sum(1).tolist() == [len(u.token_ids) for _, _, u in turns]
+    assert samples.episode_ids.tolist() == [e for e, _, _ in turns]
+    assert samples.step_index.tolist() == [k for _, k, _ in turns]
+    assert samples.step_rewards.tolist() == pytest.approx([u.reward for _, _, u in turns])
+    keys = [u.state_key for _, _, u in turns]
+    same = samples.state_ids[:, None] == samples.state_ids[None, :]
+    assert same.tolist() == [[a == b for b in keys] for a in keys]
+    picked = samples.select(torch.tensor([2, 0, 0]))
+    assert picked.episode_ids.tolist() == [samples.episode_ids[2], samples.episode_ids[0], samples.episode_ids[0]]
+
+
+@pytest.mark.parametrize(("n", "mode", "size", "added", "removed"), [
+    (10, "copy", 12, 2, 0), (10, "delete", 8, 0, 2), (9, "auto", 8, 0, 1), (10, "auto", 12, 2, 0),
+    (3, "delete", 4, 1, 0), (10, "random_sample", 4, 0, 6), (8, "copy", 8, 0, 0), (2, "copy", 4, 2, 0),
+])
+def test_adjust_batch(n, mode, size, added, removed):
+    index, a, r = adjust_batch(n, 4, mode, np.random.default_rng(0))
+    assert (len(index), a, r) == (size, added, removed)
+    assert set(index.tolist()) <= set(range(n))
+    if mode in ("copy", "auto") and added:
+        assert set(range(n)) <= set(index.tolist())  # copying keeps every row
+
+
+def test_config_file_round_trip_for_the_subprocess(tiny_model, tmp_path):
+    config = config_from_dict(tiny_config_dict(tiny_model, tmp_path, "gigpo"))
+    config.save(tmp_path / "c.yaml")
+    assert yaml.safe_load((tmp_path / "c.yaml").read_text())["preset"] == "gigpo"

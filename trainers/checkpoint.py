@@ -1,0 +1,116 @@
+"""Checkpoints: ``OUTPUT_DIR/checkpoint-N/`` after iteration N, written so that a killed run can always resume.
+
+Layout::
+
+    checkpoint-N/
+      actor/               Hugging Face folder: model + tokenizer (load with from_pretrained, evaluate, serve)
+      critic/              Hugging Face folder of the critic (AutoModelForTokenClassification), gae runs only
+      trainer_state.pt     iteration, optimiser and scheduler states, numpy Generator state, elapsed time
+      rng_rank{r}.pt       the rollout sampler's torch.Generator state of each rank
+      config.yaml          the run's config
+
+The iteration number is also the rollout seed counter (training group seeds are a function of it). A checkpoint is
+written to ``checkpoint-N.tmp`` and renamed when complete, so a run killed mid-save (even by SIGKILL) leaves the
+previous checkpoint intact; only complete folders are found by :func:`find_checkpoint`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainers.config import ConfigError
+
+_NAME = re.compile(r"^checkpoint-(\d+)$")
+
+
+def checkpoints(output_dir: Path) -> list[Path]:
+    """Complete checkpoints in ``output_dir``, oldest first."""
+    if not output_dir.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in output_dir.iterdir() if (m := _NAME.match(p.name))
+             and (p / "trainer_state.pt").exists()]
+    return [p for _, p in sorted(found)]
+
+
+def find_checkpoint(output_dir: Path, resume_from_checkpoint: str | None) -> Path | None:
+    """The checkpoint to resume from: ``None`` (fresh start), ``auto`` (latest in ``output_dir``, or a fresh start),
+    or a path.
+
+    Raises:
+        ConfigError: an explicit path that is not a complete checkpoint.
+    """
+    if resume_from_checkpoint is None:
+        return None
+    if resume_from_checkpoint == "auto":
+        found = checkpoints(output_dir)
+        return found[-1] if found else None
+    path = Path(resume_from_checkpoint).expanduser()
+    if not (path / "trainer_state.pt").exists():
+        raise ConfigError(f"resume_from_checkpoint={resume_from_checkpoint!r} is not a complete checkpoint folder "
+                          "(no trainer_state.pt); use 'auto' for the latest one in output_dir")
+    return path
+
+
+def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], schedulers: dict[str, Any],
+         dist: Any, config: Any, state: dict[str, Any]) -> Path:
+    """Write ``checkpoint-{step}`` (every rank calls this; rank 0 writes the shared files) and prune old ones.
+
+    ``state`` holds ``step``, ``elapsed``, ``numpy_rng`` (same on every rank) and ``policy_rng`` (per rank).
+    """
+    final = output_dir / f"checkpoint-{step}"
+    tmp = output_dir / f"checkpoint-{step}.tmp"
+    if dist.is_main:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+    dist.barrier()
+    torch.save({"policy_rng": state["policy_rng"]}, tmp / f"rng_rank{dist.rank}.pt")
+    if dist.is_main:
+        models.actor_module.save_pretrained(tmp / "actor")
+        models.tokenizer.save_pretrained(tmp / "actor")
+        if models.critic is not None:
+            models.critic_module.save_pretrained(tmp / "critic")
+        config.save(tmp / "config.yaml")
+    dist.barrier()
+    if dist.is_main:
+        torch.save({
+            "step": state["step"], "elapsed": state["elapsed"], "numpy_rng": state["numpy_rng"],
+            "world_size": dist.world_size,
+            "optimizers": {k: o.state_dict() for k, o in optimizers.items()},
+            "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
+        }, tmp / "trainer_state.pt")
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        for old in checkpoints(output_dir)[: -config.save_total_limit]:
+            shutil.rmtree(old, ignore_errors=True)
+    dist.barrier()
+    return final
+
+
+def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: dict[str, Any]) -> dict[str, Any]:
+    """Restore optimisers and schedulers in place; return the loop state (``step``, ``elapsed``, ``numpy_rng``,
+    ``policy_rng``). The models themselves are loaded from ``actor/`` and ``critic/`` by the loop.
+
+    Raises:
+        ConfigError: the checkpoint was written by a different number of processes (the sampler states are
+            per rank).
+    """
+    state = torch.load(path / "trainer_state.pt", weights_only=False)
+    if state["world_size"] != dist.world_size:
+        raise ConfigError(f"{path} was written by {state['world_size']} process(es); resume it with the same "
+                          f"number, not {dist.world_size}")
+    for name, optimizer in optimizers.items():
+        optimizer.load_state_dict(state["optimizers"][name])
+    for name, scheduler in schedulers.items():
+        scheduler.load_state_dict(state["schedulers"][name])
+    state["policy_rng"] = torch.load(path / f"rng_rank{dist.rank}.pt", weights_only=False)["policy_rng"]
+    return state
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n")

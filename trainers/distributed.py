@@ -1,0 +1,82 @@
+"""The little the loop needs from ``torch.distributed``: set-up under ``torchrun``, object gathering, sharding.
+
+Launched plainly (no ``WORLD_SIZE`` in the environment) everything here is a no-op for one process. Under
+``torchrun --nproc_per_node N`` the process group uses ``gloo`` on CPU and ``nccl`` on GPU, and each rank takes the
+GPU of its ``LOCAL_RANK``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+import torch.distributed as dist
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Dist:
+    """This process's place in the job."""
+
+    rank: int
+    world_size: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    def shard(self, n: int) -> range:
+        """The contiguous block of ``range(n)`` that this rank owns (``n`` divisible by the world size)."""
+        if n % self.world_size:
+            raise ValueError(f"{n} items cannot be split evenly over {self.world_size} processes")
+        per = n // self.world_size
+        return range(self.rank * per, (self.rank + 1) * per)
+
+    def gather(self, obj: T) -> list[T]:
+        """Every rank's ``obj``, in rank order (``[obj]`` for one process)."""
+        if not self.enabled:
+            return [obj]
+        out: list[Any] = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def barrier(self) -> None:
+        if self.enabled:
+            dist.barrier()
+
+
+def resolve_device(device: str, local_rank: int = 0) -> torch.device:
+    """``auto`` -> ``cuda`` if available else ``cpu``; a bare ``cuda`` under torchrun -> ``cuda:LOCAL_RANK``."""
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        device = f"cuda:{local_rank}"
+    return torch.device(device)
+
+
+def init_distributed(device: str) -> Dist:
+    """Join the ``torchrun`` process group if launched by it (idempotent), else a single process."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size == 1:
+        return Dist(0, 1, resolve_device(device))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    resolved = resolve_device(device, local_rank)
+    if not dist.is_initialized():
+        backend = "nccl" if resolved.type == "cuda" else "gloo"
+        if resolved.type == "cuda":
+            torch.cuda.set_device(resolved)
+        dist.init_process_group(backend=backend)
+    return Dist(dist.get_rank(), dist.get_world_size(), resolved)
+
+
+def shutdown_distributed() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()

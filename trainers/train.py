@@ -1,0 +1,657 @@
+"""The training loop of StarPO, StarPO-S and GiGPO: ``main(config)``.
+
+One iteration, top to bottom (RAGEN arXiv 2504.20073; GiGPO arXiv 2505.10978)::
+
+    rollout      num_env_groups x group_size episodes with the current policy (each rank plays its share)
+    samples      one row per episode (StarPO, StarPO-S) or per turn (GiGPO; any      -- trainers/samples.py
+                 algorithm with a history window)
+    filter       StarPO-S: keep the env groups with the largest reward std
+    forward      old log-probs, reference log-probs (KL), critic values (no grad)
+    advantages   grpo / reinforce | gae | gigpo, then KL reward, whitening, clip    -- trainers/advantages.py
+    adjust       rows per turn: make the row count a multiple of the mini-batch (batch_adjust_mode)
+    update       ppo_epochs x mini-batches: clipped policy loss - entropy (+ KL loss),  -- trainers/losses.py
+                 critic loss
+    metrics      one JSON line; Echo Trap warning; evaluation on the validation seeds; checkpoint
+
+The math lives in ``trainers.advantages`` / ``trainers.losses`` / ``trainers.masked``; this file only orchestrates.
+Under ``torchrun`` every rank rolls out its share of env groups, the trajectories are gathered so every rank holds
+the global batch, advantages are computed identically everywhere, and each mini-batch is split over the ranks with
+DDP averaging the gradients: N processes make the same update as one process with the same global batch.
+
+Dropout stays off (the models are kept in ``eval()`` mode, as TRL and verl disable it for RL), so a forward pass is a
+function of the weights and the ratio of the first mini-batch is exactly 1.
+
+Run: ``agentgym-bench train CONFIG [key=value ...]`` or ``torchrun --nproc_per_node N -m trainers.train CONFIG``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from agentgym_bench.rollout.engine import EnvGroups
+from agentgym_bench.rollout.hf import HFPolicy
+from agentgym_bench.rollout.trajectory import Trajectory
+from trainers import checkpoint as ckpt
+from trainers.advantages import (
+    clip_advantages,
+    gae_advantages,
+    gigpo_advantages,
+    group_normalize,
+    select_groups_by_std,
+    step_gae_advantages,
+)
+from trainers.config import ConfigError, EnvManager, TrainConfig
+from trainers.distributed import Dist, init_distributed
+from trainers.losses import (
+    agg_loss,
+    approx_kl,
+    entropy_from_logits,
+    kl_penalty,
+    logprobs_from_logits,
+    ppo_policy_loss,
+    value_loss,
+)
+from trainers.masked import explained_variance, masked_mean, masked_whiten
+from trainers.metrics import EchoTrapRule, MetricsLog, plot_metrics, success_gain
+from trainers.samples import Samples, adjust_batch, step_samples, trajectory_samples
+
+# ----------------------------------------------------------------------------------------------- models and state
+
+
+@dataclass
+class Models:
+    """The networks of a run. ``actor`` / ``critic`` may be DDP wrappers; ``*_module`` are the bare models."""
+
+    actor: torch.nn.Module
+    tokenizer: Any
+    critic: torch.nn.Module | None = None
+    reference: torch.nn.Module | None = None
+
+    @property
+    def actor_module(self) -> torch.nn.Module:
+        return getattr(self.actor, "module", self.actor)
+
+    @property
+    def critic_module(self) -> torch.nn.Module | None:
+        return None if self.critic is None else getattr(self.critic, "module", self.critic)
+
+
+def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None) -> Models:
+    """Actor and tokenizer (from the checkpoint or ``pretrain``), critic if ``gae``, frozen reference if a KL is used.
+
+    The critic is ``AutoModelForTokenClassification`` with one label on the same weights (RAGEN / verl); its new
+    value head is drawn from ``config.seed`` without touching the global RNG.
+    """
+    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
+
+    dtype = getattr(torch, config.dtype)
+    local = Path(config.pretrain).expanduser()
+    pretrain = str(local) if local.exists() else config.pretrain  # else a hub id
+    actor_path = checkpoint / "actor" if checkpoint else pretrain
+    tokenizer = AutoTokenizer.from_pretrained(actor_path)
+    actor = AutoModelForCausalLM.from_pretrained(actor_path, dtype=dtype).to(dist.device).eval()
+    critic = reference = None
+    if config.uses_critic:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(config.seed)
+            critic = AutoModelForTokenClassification.from_pretrained(
+                checkpoint / "critic" if checkpoint else pretrain, num_labels=1, dtype=dtype)
+        critic = critic.to(dist.device).eval()
+    if config.uses_reference:
+        reference = AutoModelForCausalLM.from_pretrained(pretrain, dtype=dtype).to(dist.device).eval()
+        reference.requires_grad_(False)
+    if dist.enabled:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        ids = [dist.device.index] if dist.device.type == "cuda" else None
+        actor = DDP(actor, device_ids=ids)
+        critic = DDP(critic, device_ids=ids) if critic is not None else None
+    return Models(actor, tokenizer, critic, reference)
+
+
+def _schedule(config: TrainConfig):
+    def factor(iteration: int) -> float:
+        if iteration < config.warmup_steps:
+            return (iteration + 1) / (config.warmup_steps + 1)
+        progress = (iteration - config.warmup_steps) / max(1, config.max_steps - config.warmup_steps)
+        if config.lr_scheduler_type == "linear":
+            return max(0.0, 1 - progress)
+        if config.lr_scheduler_type == "cosine":
+            return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+        return 1.0
+
+    return factor
+
+
+def make_optimizers(config: TrainConfig, models: Models) -> tuple[dict[str, Any], dict[str, Any]]:
+    """AdamW for the actor (and critic), each with a per-iteration LambdaLR schedule."""
+    params = {"actor": (models.actor_module.parameters(), config.learning_rate)}
+    if models.critic is not None:
+        params["critic"] = (models.critic_module.parameters(), config.critic_learning_rate)
+    optimizers = {name: torch.optim.AdamW(p, lr=lr, betas=config.adam_betas, weight_decay=config.weight_decay)
+                  for name, (p, lr) in params.items()}
+    schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, _schedule(config)) for name, opt in optimizers.items()}
+    return optimizers, schedulers
+
+
+# ----------------------------------------------------------------------------------------------------- rollout
+
+
+def _partition(manager: EnvManager) -> list[int]:
+    if manager.num_groups_partition is not None:
+        return list(manager.num_groups_partition)
+    n, k = manager.num_env_groups, len(manager.tags)
+    return [n // k + (1 if i < n % k else 0) for i in range(k)]
+
+
+class ShardGroups(EnvGroups):
+    """This rank's share of the env groups of one manager, seeded by the loop.
+
+    Seeds follow the rollout engine's convention over the *global* groups: the ``j``-th group of a tag gets
+    ``seed_start + iteration * num_env_groups + j`` (training) or ``seed_start + j`` every time (validation).
+    """
+
+    def __init__(self, manager: EnvManager, dist: Dist, seed_start: int, fixed: bool):
+        partition = _partition(manager)
+        global_tags = [t for t, n in zip(manager.tags, partition, strict=True) for _ in range(n)]
+        offsets = [j for n in partition for j in range(n)]
+        mine = dist.shard(len(global_tags))
+        tags = list(dict.fromkeys(global_tags[g] for g in mine))
+        super().__init__(tags, [sum(global_tags[g] == t for g in mine) for t in tags], manager.group_size,
+                         env_kwargs=manager.env_kwargs, seed=seed_start, fixed_seeds=True)
+        self.offsets = [offsets[g] for g in mine]
+        self.total_groups = len(global_tags)
+        self.fixed = fixed
+        self.step = 0
+
+    def group_seeds(self) -> list[int]:
+        base = self.seed + (0 if self.fixed else self.step * self.total_groups)
+        return [base + j for j in self.offsets]
+
+
+def play(groups: ShardGroups, policy: HFPolicy, history: int | None, dist: Dist) -> list[Trajectory]:
+    """Roll out this rank's groups and gather every rank's trajectories (global order)."""
+    mine = groups.rollout(policy, history=history)
+    return [t for part in dist.gather(mine) for t in part]
+
+
+def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
+    """Success, score, turns, reply length and format validity of a batch of episodes."""
+    turns = [turn for t in trajectories for turn in t.turns]
+    lengths = [len(turn.token_ids) for turn in turns if turn.token_ids is not None]
+    out = {
+        f"{prefix}/success": float(np.mean([t.success for t in trajectories])),
+        f"{prefix}/score": float(np.mean([t.episode_reward for t in trajectories])),
+        f"{prefix}/turns": float(np.mean([len(t.turns) for t in trajectories])),
+        f"{prefix}/format_valid": float(np.mean([bool(turn.info.get("format_valid")) for turn in turns])),
+        f"{prefix}/response_length": float(np.mean(lengths)) if lengths else float("nan"),
+    }
+    tags = sorted({t.tag for t in trajectories})
+    if len(tags) > 1 or prefix == "val":
+        for tag in tags:
+            out[f"{prefix}/{tag}/success"] = float(np.mean([t.success for t in trajectories if t.tag == tag]))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ forward passes
+
+
+def _rows(samples: Samples, rows: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Input ids and attention mask of ``rows``, trimmed to their longest row, on ``device``."""
+    length = int(samples.attention_mask[rows].sum(1).max())
+    return (samples.input_ids[rows, :length].to(device), samples.attention_mask[rows, :length].to(device), length)
+
+
+def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                   temperature: float, with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(b, L-1) log-probs of tokens 1..L-1 given their prefix, and the entropies of those predictions.
+
+    Logits are divided by the rollout temperature, as verl does, so the trained policy is the sampled one.
+    """
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+    if temperature != 1:
+        logits = logits / temperature
+    logprob = logprobs_from_logits(logits, input_ids[:, 1:])
+    return logprob, entropy_from_logits(logits) if with_entropy else None
+
+
+def token_values(critic: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """(b, L-1) value of the state before each of tokens 1..L-1 (the critic's output at the previous position)."""
+    return critic(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1, 0].float()
+
+
+@dataclass
+class Batch:
+    """Samples plus what the update needs, all token tensors (B, T-1) aligned with ``input_ids[:, 1:]``."""
+
+    samples: Samples
+    mask: torch.Tensor
+    old_logprob: torch.Tensor
+    advantages: torch.Tensor
+    ref_logprob: torch.Tensor | None = None
+    old_values: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def select(self, index: torch.Tensor) -> Batch:
+        pick = {k: (None if v is None else v[index]) for k, v in vars(self).items() if k != "samples"}
+        return Batch(samples=self.samples.select(index), **pick)
+
+
+@torch.no_grad()
+def score_samples(config: TrainConfig, models: Models, samples: Samples, dist: Dist) -> dict[str, torch.Tensor]:
+    """Old log-probs, reference log-probs and critic values of every row; each rank scores a share, then gather."""
+    n, width = len(samples), samples.input_ids.shape[1] - 1
+    share = np.array_split(np.arange(n), dist.world_size)[dist.rank]
+    wanted = {"old_logprob": True, "ref_logprob": models.reference is not None, "values": models.critic is not None}
+    local = {k: torch.zeros(len(share), width) for k, on in wanted.items() if on}
+    for start in range(0, len(share), config.micro_batch_size):
+        rows = torch.as_tensor(share[start:start + config.micro_batch_size])
+        ids, att, length = _rows(samples, rows, dist.device)
+        at = slice(start, start + len(rows))
+        local["old_logprob"][at, : length - 1] = token_logprobs(
+            models.actor_module, ids, att, config.temperature, False)[0].cpu()
+        if wanted["ref_logprob"]:
+            local["ref_logprob"][at, : length - 1] = token_logprobs(
+                models.reference, ids, att, config.temperature, False)[0].cpu()
+        if wanted["values"]:
+            local["values"][at, : length - 1] = token_values(models.critic_module, ids, att).cpu()
+    parts = dist.gather(local)
+    return {k: torch.cat([p[k] for p in parts]) for k in local}
+
+
+# ---------------------------------------------------------------------------------------------------- advantages
+
+
+def _norm_ids(config: TrainConfig, samples: Samples) -> torch.Tensor:
+    grouping = config.reward_normalization.grouping
+    if grouping == "traj_group_id":
+        return samples.group_ids
+    return samples.tag_ids if grouping == "tags" else torch.zeros_like(samples.group_ids)
+
+
+def compute_advantages(config: TrainConfig, samples: Samples, scored: dict[str, torch.Tensor]) -> Batch:
+    """Token advantages (and GAE returns) of every row: the estimator, the KL reward, whitening, clipping."""
+    mask = samples.loss_mask[:, 1:]
+    old, ref, values = scored["old_logprob"], scored.get("ref_logprob"), scored.get("values")
+    method = config.reward_normalization.method
+    ids = _norm_ids(config, samples)
+    kl_reward = None
+    if config.init_kl_coef > 0:  # per-token penalty -beta * KL(pi || pi_ref), entering as a reward
+        kl_reward = -config.init_kl_coef * torch.where(mask, kl_penalty(old, ref, config.kl_penalty), 0.0)
+    returns = None
+    if config.adv_estimator == "gae":  # the (normalised) episode score on the episode's last generated token (RAGEN)
+        token_rewards = torch.zeros_like(old)
+        last = torch.where(mask, torch.arange(mask.shape[1]), -1).max(dim=1).values  # last generated token per row
+        final = _last_turn_rows(samples)
+        token_rewards[final, last[final]] = group_normalize(samples.scores, ids, method)[final]
+        if kl_reward is not None:
+            token_rewards = token_rewards + kl_reward
+        if config.step_rows:  # one row per turn: chain GAE across the turns of each episode
+            advantages, returns = step_gae_advantages(token_rewards, values, mask, samples.episode_ids,
+                                                      samples.step_index, config.gamma, config.lambd)
+        else:
+            advantages, returns = gae_advantages(token_rewards, values, mask, config.gamma, config.lambd)
+    else:
+        if config.adv_estimator == "gigpo":
+            per_row = gigpo_advantages(
+                samples.step_rewards, ids, samples.episode_ids, samples.state_ids, samples.step_index,
+                step_reward_gamma=config.step_reward_gamma, method=method,
+                episode_reward_weight=config.episode_reward_weight,
+                step_reward_weight=config.step_reward_weight).advantages
+        else:  # grpo / reinforce: one group-normalised score per trajectory, on every row of the trajectory
+            first = _episode_first_rows(samples)
+            episode_norm = group_normalize(samples.scores[first], ids[first], method)
+            per_row = episode_norm[torch.searchsorted(samples.episode_ids[first], samples.episode_ids)]
+        advantages = per_row[:, None] * mask
+        if kl_reward is not None:  # the KL reward's return-to-go within each row (ROLL's reinforce return)
+            advantages = advantages + gae_advantages(kl_reward, torch.zeros_like(old), mask, 1.0, 1.0)[0]
+    if config.whiten_advantages:
+        advantages = masked_whiten(advantages, mask)
+    if config.advantage_clip is not None:
+        advantages = clip_advantages(advantages, config.advantage_clip)
+    return Batch(samples, mask, old, torch.where(mask, advantages, 0.0), ref, values, returns)
+
+
+# -------------------------------------------------------------------------------------------------------- update
+
+
+class _Mean:
+    """Weighted means accumulated locally and combined over ranks."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, list[float]] = {}
+
+    def add(self, key: str, value: torch.Tensor | float, weight: float) -> None:
+        s = self.sums.setdefault(key, [0.0, 0.0])
+        s[0] += float(value.detach() if isinstance(value, torch.Tensor) else value) * weight
+        s[1] += weight
+
+    def result(self, dist: Dist) -> dict[str, float]:
+        merged: dict[str, list[float]] = {}
+        for part in dist.gather(self.sums):
+            for key, (total, weight) in part.items():
+                m = merged.setdefault(key, [0.0, 0.0])
+                m[0] += total
+                m[1] += weight
+        return {k: (t / w if w else float("nan")) for k, (t, w) in merged.items()}
+
+
+def _denominator(config: TrainConfig, mask: torch.Tensor) -> float:
+    """The global mini-batch's token count (``token-mean``) or non-empty-row count, for ``agg_loss``."""
+    return float(mask.sum() if config.loss_agg_mode == "token-mean" else mask.any(-1).sum())
+
+
+def ppo_update(config: TrainConfig, models: Models, optimizers: dict[str, Any], batch: Batch, dist: Dist,
+               rng: np.random.Generator) -> dict[str, float]:
+    """``ppo_epochs`` passes of shuffled mini-batches; one optimiser step per mini-batch for the actor (and critic).
+
+    Every rank holds the whole ``batch`` and draws the same permutation from ``rng``; each mini-batch is split into
+    equal contiguous shares, one per rank, processed in micro-batches. Losses are scaled so that the gradient DDP
+    averages equals the gradient of the global mini-batch loss.
+    """
+    stats = _Mean()
+    clip_c = 1 + 2 * config.pg_clip if config.dual_clip_loss else None
+    mini = config.ppo_mini_batch_size
+    for _ in range(config.ppo_epochs):
+        order = torch.as_tensor(rng.permutation(len(batch)))
+        for start in range(0, len(batch), mini):
+            chosen = order[start:start + mini]
+            denominator = _denominator(config, batch.mask[chosen])
+            mine = chosen[list(dist.shard(len(chosen)))]
+            micro = [mine[i:i + config.micro_batch_size] for i in range(0, len(mine), config.micro_batch_size)]
+            for k, rows in enumerate(micro):
+                last = k == len(micro) - 1
+                ids, att, length = _rows(batch.samples, rows, dist.device)
+                part = batch.select(rows)
+                cut = slice(0, length - 1)
+                mask = part.mask[:, cut].to(dist.device)
+                tokens = float(mask.sum())
+                sync = contextlib.nullcontext() if last or not dist.enabled else models.actor.no_sync()
+                with sync:
+                    logprob, entropy = token_logprobs(models.actor, ids, att, config.temperature, True)
+                    old = part.old_logprob[:, cut].to(dist.device)
+                    pl = ppo_policy_loss(logprob, old, part.advantages[:, cut].to(dist.device),
+                                         config.clip_low, config.clip_high, clip_c)
+                    pg = agg_loss(pl.loss, mask, config.loss_agg_mode, denominator)
+                    ent = agg_loss(entropy, mask, config.loss_agg_mode, denominator)
+                    loss = pg - config.entropy_loss_coef * ent
+                    if part.ref_logprob is not None:
+                        kl = kl_penalty(logprob, part.ref_logprob[:, cut].to(dist.device), config.kl_penalty)
+                        if config.use_kl_loss:
+                            loss = loss + config.kl_loss_coef * agg_loss(kl, mask, config.loss_agg_mode, denominator)
+                        stats.add("loss/kl", masked_mean(kl, mask), tokens)
+                    (loss * dist.world_size).backward()
+                stats.add("loss/policy", masked_mean(pl.loss, mask), tokens)
+                stats.add("loss/entropy", masked_mean(entropy, mask), tokens)
+                stats.add("loss/clipfrac", masked_mean(pl.clipped.float(), mask), tokens)
+                stats.add("loss/approx_kl", approx_kl(logprob, old, mask), tokens)
+                if clip_c is not None:
+                    stats.add("loss/clipfrac_lower", masked_mean(pl.dual_clipped.float(), mask), tokens)
+                if models.critic is not None:
+                    sync = contextlib.nullcontext() if last or not dist.enabled else models.critic.no_sync()
+                    with sync:
+                        values = token_values(models.critic, ids, att)
+                        vl = value_loss(values, part.old_values[:, cut].to(dist.device),
+                                        part.returns[:, cut].to(dist.device), config.value_clip)
+                        (agg_loss(vl.loss, mask, config.loss_agg_mode, denominator) * dist.world_size).backward()
+                    stats.add("critic/value_loss", masked_mean(vl.loss, mask), tokens)
+                    stats.add("critic/clipfrac", masked_mean(vl.clipped.float(), mask), tokens)
+            for name, optimizer in optimizers.items():
+                module = models.actor_module if name == "actor" else models.critic_module
+                norm = float(torch.nn.utils.clip_grad_norm_(module.parameters(), config.max_grad_norm))
+                key = "loss/grad_norm" if name == "actor" else "critic/grad_norm"
+                if math.isfinite(norm):
+                    optimizer.step()
+                else:  # a NaN/inf gradient would poison the weights: skip this step (verl does the same)
+                    stats.add("warn/skipped_steps", 1.0, 1.0)
+                optimizer.zero_grad(set_to_none=True)
+                stats.add(key, norm if math.isfinite(norm) else float("nan"), 1.0 / dist.world_size)
+    return stats.result(dist)
+
+
+# ----------------------------------------------------------------------------------------------------- iteration
+
+
+def _episode_first_rows(samples: Samples) -> torch.Tensor:
+    """Index of one row per episode, in ascending episode id."""
+    return torch.as_tensor(np.unique(samples.episode_ids.numpy(), return_index=True)[1])
+
+
+def _last_turn_rows(samples: Samples) -> torch.Tensor:
+    """Bool (B,): the row holds its episode's last turn (every row, for whole-episode rows)."""
+    last = torch.full((int(samples.episode_ids.max()) + 1,), -1, dtype=torch.long)
+    last = last.scatter_reduce(0, samples.episode_ids, samples.step_index, "amax")
+    return samples.step_index == last[samples.episode_ids]
+
+
+def build_samples(config: TrainConfig, trajectories: list[Trajectory], tokenizer: Any, max_length: int | None):
+    if config.step_rows:
+        return step_samples(trajectories, tokenizer, max_length=max_length)
+    return trajectory_samples(trajectories, tokenizer, max_length=max_length)
+
+
+def group_std_metrics(samples: Samples, keep: torch.Tensor | None) -> dict[str, float]:
+    """Mean in-group std of the raw episode scores over all groups, and over the kept groups."""
+    first = _episode_first_rows(samples)
+    selection = select_groups_by_std(samples.scores[first], samples.group_ids[first], 1.0)
+    out = {"reward/in_group_std": float(selection.group_std.mean())}
+    if keep is not None:
+        kept_groups = torch.isin(selection.group_ids, torch.unique(samples.group_ids[keep]))
+        out["reward/in_group_std_kept"] = float(selection.group_std[kept_groups].mean())
+    else:
+        out["reward/in_group_std_kept"] = out["reward/in_group_std"]
+    return out
+
+
+def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], trajectories: list[Trajectory],
+               dist: Dist, rng: np.random.Generator) -> dict[str, float]:
+    """Everything after the rollout: samples, filter, scoring, advantages, batch adjustment, update -> metrics."""
+    max_length = getattr(models.actor_module.config, "max_position_embeddings", None)
+    samples = build_samples(config, trajectories, models.tokenizer, max_length)
+    record: dict[str, float] = {}
+    keep = None
+    if config.rollout_filter_ratio < 1:  # on one score per episode, then applied to all rows of the kept groups
+        first = _episode_first_rows(samples)
+        chosen = select_groups_by_std(samples.scores[first], samples.group_ids[first], config.rollout_filter_ratio,
+                                      config.rollout_filter_type)
+        keep = torch.isin(samples.group_ids, chosen.group_ids[chosen.group_kept])
+    record.update(group_std_metrics(samples, keep))
+    if keep is not None:
+        samples = samples.select(keep)
+    record["rollout/groups_kept"] = float(len(torch.unique(samples.group_ids)))
+    scored = score_samples(config, models, samples, dist)
+    batch = compute_advantages(config, samples, scored)
+    rollout_logprobs = _rollout_logprob_gap(trajectories, samples, batch, config)
+    if rollout_logprobs is not None:
+        record["rollout/logprob_diff"] = rollout_logprobs
+    if config.step_rows:
+        index, added, removed = adjust_batch(len(batch), config.ppo_mini_batch_size, config.batch_adjust_mode, rng)
+        batch = batch.select(torch.as_tensor(index))
+        record.update({"rollout/batch_add_count": float(added), "rollout/batch_remove_count": float(removed)})
+    record["rollout/samples"] = float(len(batch))
+    record["reward/advantage_mean"] = float(masked_mean(batch.advantages, batch.mask))
+    record["reward/advantage_abs"] = float(masked_mean(batch.advantages.abs(), batch.mask))
+    if batch.old_values is not None:
+        record["critic/value_mean"] = float(masked_mean(batch.old_values, batch.mask))
+        record["critic/explained_variance"] = float(explained_variance(batch.old_values, batch.returns, batch.mask))
+    record.update(ppo_update(config, models, optimizers, batch, dist, rng))
+    return record
+
+
+def _rollout_logprob_gap(trajectories: list[Trajectory], samples: Samples, batch: Batch,
+                        config: TrainConfig) -> float | None:
+    """Mean |recomputed - sampled| log-prob over the generated tokens (temperature applied to both; top_p = 1).
+
+    About 0 when the training rows hold exactly what the model read and sampled. Whole-episode rows differ after
+    the first turn if a reply does not re-tokenise to its sampled ids (the model then read the re-tokenised text,
+    e.g. an untrained model's stray special tokens); ``inf`` if the token counts disagree.
+    """
+    if config.top_p < 1 or any(turn.logprobs is None for t in trajectories for turn in t.turns):
+        return None
+    gaps = []
+    for row, (episode, step) in enumerate(zip(samples.episode_ids.tolist(), samples.step_index.tolist(), strict=True)):
+        turns = trajectories[episode].turns if not config.step_rows else [trajectories[episode].turns[step]]
+        sampled = torch.tensor([lp for turn in turns for lp in turn.logprobs])
+        recomputed = batch.old_logprob[row][batch.mask[row]]
+        if len(sampled) != len(recomputed):
+            return float("inf")
+        gaps.append((recomputed - sampled).abs().mean())
+    return float(torch.stack(gaps).mean())
+
+
+# -------------------------------------------------------------------------------------------------------- main
+
+
+@dataclass
+class TrainResult:
+    """What ``main`` returns: the run folder, every metrics record, and the first and last evaluations."""
+
+    output_dir: Path
+    records: list[dict[str, Any]] = field(default_factory=list)
+    first_eval: list[bool] = field(default_factory=list)
+    last_eval: list[bool] = field(default_factory=list)
+
+
+def evaluate(groups: ShardGroups, policy: HFPolicy, config: TrainConfig, dist: Dist,
+             seed: int) -> tuple[dict[str, float], list[bool]]:
+    """Play the validation seeds (the same ones every time, sampling noise reseeded from ``seed``)."""
+    policy.generator.manual_seed(seed)
+    trajectories = play(groups, policy, config.val_env_manager.history_length, dist)
+    return rollout_metrics(trajectories, "val"), [t.success for t in trajectories]
+
+
+def _check_world(config: TrainConfig, dist: Dist) -> None:
+    for name, value in [("train_env_manager.num_env_groups", config.train_env_manager.num_env_groups),
+                        ("val_env_manager.num_env_groups", config.val_env_manager.num_env_groups),
+                        ("ppo_mini_batch_size", config.ppo_mini_batch_size)]:
+        if value % dist.world_size:
+            raise ConfigError(f"{name}={value} must be divisible by the number of processes ({dist.world_size})")
+
+
+def _seed(config: TrainConfig, *words: int) -> int:
+    return int(np.random.SeedSequence([config.seed, *words]).generate_state(1)[0])
+
+
+def main(config: TrainConfig) -> TrainResult:
+    """Run (or resume) one training run as configured; returns the metrics and the first/last evaluations."""
+    dist = init_distributed(config.device)
+    _check_world(config, dist)
+    out = Path(config.output_dir)
+    resume = ckpt.find_checkpoint(out, config.resume_from_checkpoint)
+    models = load_models(config, dist, resume)
+    optimizers, schedulers = make_optimizers(config, models)
+    rng = np.random.default_rng(_seed(config, 1))
+    policy = HFPolicy(models.actor_module, models.tokenizer, temperature=config.temperature, top_p=config.top_p,
+                      max_new_tokens=config.max_new_tokens, seed=_seed(config, 2, dist.rank),
+                      max_batch_size=config.generation_batch_size)
+    val_policy = HFPolicy(models.actor_module, models.tokenizer, temperature=config.val_temperature,
+                          max_new_tokens=config.max_new_tokens, max_batch_size=config.generation_batch_size)
+    train_groups = ShardGroups(config.train_env_manager, dist, config.train_seed_start, fixed=False)
+    val_groups = ShardGroups(config.val_env_manager, dist, config.val_seed_start, fixed=True)
+    start, elapsed = 0, 0.0
+    if resume is not None:
+        state = ckpt.load_state(resume, dist, optimizers, schedulers)
+        start, elapsed = state["step"], state["elapsed"]
+        rng.bit_generator.state = state["numpy_rng"]
+        policy.generator.set_state(state["policy_rng"])
+    if dist.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        config.save(out / "config.yaml")
+    log = MetricsLog(out / "metrics.jsonl", resume_step=start if resume else None) if dist.is_main else None
+    history = log.history() if log else []
+    result = TrainResult(out, records=history)
+    rule = EchoTrapRule()
+    val_seed = _seed(config, 3)
+    t0 = time.perf_counter() - elapsed
+    if resume is None:
+        val, result.first_eval = evaluate(val_groups, val_policy, config, dist, val_seed)
+        _write(log, result, {"step": 0, **val, "time/total": time.perf_counter() - t0})
+    bar = tqdm(range(start + 1, config.max_steps + 1), desc="train", unit="it", initial=start,
+               total=config.max_steps, disable=not (config.progress and dist.is_main), file=sys.stderr)
+    for step in bar:
+        tick = time.perf_counter()
+        train_groups.step = step - 1
+        trajectories = play(train_groups, policy, config.train_env_manager.history_length, dist)
+        record: dict[str, Any] = {"step": step, **rollout_metrics(trajectories, "reward")}
+        record["rollout/response_length"] = record.pop("reward/response_length")
+        for key in ("turns", "format_valid"):
+            record[f"rollout/{key}"] = record.pop(f"reward/{key}")
+        record["reward/pass@k"] = _pass_at_k(trajectories)
+        record["time/rollout"] = time.perf_counter() - tick
+        tock = time.perf_counter()
+        record.update(train_step(config, models, optimizers, trajectories, dist, rng))
+        for name, scheduler in schedulers.items():
+            record["loss/lr" if name == "actor" else "critic/lr"] = scheduler.get_last_lr()[0]
+            scheduler.step()
+        record["time/update"] = time.perf_counter() - tock
+        series = result.records + [record]
+        record["warn/echo_trap"] = rule.check(*[[r.get(k, float("nan")) for r in series if "loss/grad_norm" in r]
+                                                for k in ("reward/in_group_std", "loss/entropy", "loss/grad_norm")])
+        if record["warn/echo_trap"] and dist.is_main:
+            bar.write(f"step {step}: Echo Trap warning — reward std and entropy collapsed while the gradient norm "
+                      "spiked (docs/trainers.md); consider a lower learning rate or the starpo_s preset")
+        if step % config.eval_steps == 0 or step == config.max_steps:
+            tock = time.perf_counter()
+            val, result.last_eval = evaluate(val_groups, val_policy, config, dist, val_seed)
+            record.update(val)
+            record["time/eval"] = time.perf_counter() - tock
+        record["time/step"] = time.perf_counter() - tick
+        record["time/total"] = time.perf_counter() - t0
+        _write(log, result, record)
+        bar.set_postfix({k.split("/")[-1]: round(record[k], 3) for k in ("reward/success", "val/success")
+                         if k in record})
+        if (config.save_steps and step % config.save_steps == 0) or step == config.max_steps:
+            ckpt.save(out, step, models, optimizers, schedulers, dist, config, {
+                "step": step, "elapsed": record["time/total"], "numpy_rng": rng.bit_generator.state,
+                "policy_rng": policy.generator.get_state()})
+    bar.close()
+    if dist.is_main:
+        plot_metrics(result.records, out / "curves.png", title=_title(config))
+        if result.first_eval and result.last_eval:
+            ckpt.write_json(out / "summary.json", {"val": success_gain(result.first_eval, result.last_eval),
+                                                   "wall_time_s": time.perf_counter() - t0})
+    train_groups.close()
+    val_groups.close()
+    return result
+
+
+def _pass_at_k(trajectories: list[Trajectory]) -> float:
+    groups: dict[str, bool] = {}
+    for t in trajectories:
+        groups[t.group_key] = groups.get(t.group_key, False) or t.success
+    return float(np.mean(list(groups.values())))
+
+
+def _write(log: MetricsLog | None, result: TrainResult, record: dict[str, Any]) -> None:
+    result.records.append(record)
+    if log is not None:
+        log.write(record)
+
+
+def _title(config: TrainConfig) -> str:
+    tags = ", ".join(config.train_env_manager.tags)
+    return f"{config.preset or config.adv_estimator} on {tags} (lr {config.learning_rate:g})"
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``python -m trainers.train CONFIG [key=value ...]`` (what ``torchrun -m trainers.train`` runs)."""
+    from agentgym_bench.commands.train import main as command_main
+
+    return command_main(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
