@@ -31,6 +31,9 @@ import yaml
 from trainers.advantages import NORM_METHODS
 from trainers.losses import AGG_MODES, KL_ESTIMATORS
 
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+"""The bundled configs (``agentgym-bench train --list``)."""
+
 ADV_ESTIMATORS = ("reinforce", "grpo", "gae", "gigpo")
 GROUPINGS = ("traj_group_id", "tags", "batch")
 BATCH_ADJUST_MODES = ("copy", "delete", "auto", "random_sample")
@@ -110,9 +113,13 @@ class TrainConfig:
     """``cpu``, ``cuda``, ``cuda:1`` ...; ``auto`` is ``cuda`` when available. Under torchrun each rank uses its own
     local GPU."""
     dtype: str = "float32"
-    """Parameter dtype: ``float32`` or ``bfloat16`` (GPU)."""
+    """Compute dtype: ``float32``, or ``bfloat16`` for mixed precision on GPU (autocast; parameters, gradients and
+    optimiser states stay float32, as verl's FSDP mixed precision; the vLLM engine runs in bfloat16)."""
     progress: bool = True
     """Show a tqdm progress bar over iterations (rank 0)."""
+    num_threads: int | None = None
+    """torch intra-op threads per process (``None``: torch's default). On CPU cores shared with other work, 1 is
+    often several times faster than 2 (threads spin-wait for each other)."""
 
     # -- rollout ---------------------------------------------------------------------------------------------------
     rollout_batch_size: int = 128
@@ -136,7 +143,16 @@ class TrainConfig:
     val_temperature: float = 1.0
     """Sampling temperature for evaluation (RAGEN 0.5; 0 is greedy)."""
     generation_batch_size: int | None = None
-    """Conversations per generation call (``None``: all at once)."""
+    """Conversations per generation call with the ``hf`` backend (``None``: all at once)."""
+    enable_old_logprobs_recompute: bool = True
+    """Score the sampled tokens with the actor before the update (verl; ROLL). ``false`` uses the log-probs the
+    sampler reported (one forward pass less per iteration; needs ``top_p: 1`` and a backend that reports them, and the
+    rows must hold exactly the sampled tokens: check ``rollout/logprob_diff`` on a recomputing run first)."""
+    generation_backend: str = "hf"
+    """``hf`` (transformers, CPU or GPU; the trained model itself generates) or ``vllm`` (GPU; a vLLM engine that
+    receives the actor's weights after every update)."""
+    vllm_gpu_memory_utilization: float = 0.5
+    """GPU memory fraction the vLLM engine may take; the rest is the trainer's (RAGEN 0.5)."""
 
     # -- advantages ------------------------------------------------------------------------------------------------
     adv_estimator: str = "grpo"
@@ -287,6 +303,7 @@ class TrainConfig:
         _choice("kl_penalty", self.kl_penalty, tuple(KL_ESTIMATORS))
         _choice("lr_scheduler_type", self.lr_scheduler_type, SCHEDULERS)
         _choice("dtype", self.dtype, ("float32", "bfloat16"))
+        _choice("generation_backend", self.generation_backend, ("hf", "vllm"))
         for name in ("max_steps", "ppo_epochs", "ppo_mini_batch_size", "micro_batch_size", "rollout_batch_size",
                      "val_batch_size", "max_new_tokens", "eval_steps", "save_total_limit"):
             _positive_int(name, getattr(self, name))
@@ -365,6 +382,12 @@ class TrainConfig:
             value = getattr(self, name)
             if value < low or (high is not None and value > high):
                 raise ConfigError(f"{name}={value} must be in [{low}, {high if high is not None else 'inf'})")
+        if not self.enable_old_logprobs_recompute and self.top_p < 1:
+            raise ConfigError("enable_old_logprobs_recompute=false uses the sampler's log-probs, which with top_p < 1 "
+                              "are of the truncated distribution, not the policy's; set top_p=1 or recompute")
+        if self.temperature == 0:
+            raise ConfigError("temperature=0 (greedy) gives no exploration and no valid log-probs to train on; use "
+                              "temperature > 0 for training rollouts (val_temperature may be 0)")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"top_p={self.top_p} must be in (0, 1]")
         for name in ("learning_rate", "critic_learning_rate", "max_grad_norm"):
@@ -379,8 +402,9 @@ class TrainConfig:
         if self.use_kl_loss and self.init_kl_coef > 0:
             raise ConfigError("both use_kl_loss and init_kl_coef > 0 are set: pick one place for the KL term "
                               "(init_kl_coef=0 for a KL loss, or use_kl_loss=false for a KL reward penalty)")
-        if self.generation_batch_size is not None:
-            _positive_int("generation_batch_size", self.generation_batch_size)
+        for name in ("generation_batch_size", "num_threads"):
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name))
 
     # -- I/O -------------------------------------------------------------------------------------------------------
 

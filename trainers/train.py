@@ -86,6 +86,23 @@ class Models:
         return None if self.critic is None else getattr(self.critic, "module", self.critic)
 
 
+def _model_path(config: TrainConfig) -> str:
+    """``pretrain`` with ``~`` expanded if it is a local folder, else as given (a hub id)."""
+    local = Path(config.pretrain).expanduser()
+    return str(local) if local.exists() else config.pretrain
+
+
+def _own_memory(model: torch.nn.Module) -> torch.nn.Module:
+    """Copy every parameter into a fresh allocation (tied weights stay tied: they are one Parameter).
+
+    ``from_pretrained`` can leave tensors inside the memory-mapped file at offsets that are not 64-byte aligned, and
+    CPU kernels may then take another code path and round differently; with fresh copies a resumed run computes
+    bit for bit what the uninterrupted run does."""
+    for param in model.parameters():
+        param.data = param.data.clone()
+    return model
+
+
 def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None) -> Models:
     """Actor and tokenizer (from the checkpoint or ``pretrain``), critic if ``gae``, frozen reference if a KL is used.
 
@@ -94,21 +111,20 @@ def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None)
     """
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
-    dtype = getattr(torch, config.dtype)
-    local = Path(config.pretrain).expanduser()
-    pretrain = str(local) if local.exists() else config.pretrain  # else a hub id
+    pretrain = _model_path(config)
     actor_path = checkpoint / "actor" if checkpoint else pretrain
     tokenizer = AutoTokenizer.from_pretrained(actor_path)
-    actor = AutoModelForCausalLM.from_pretrained(actor_path, dtype=dtype).to(dist.device).eval()
+    actor = _own_memory(AutoModelForCausalLM.from_pretrained(actor_path, dtype=torch.float32)).to(dist.device).eval()
     critic = reference = None
     if config.uses_critic:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)
             critic = AutoModelForTokenClassification.from_pretrained(
-                checkpoint / "critic" if checkpoint else pretrain, num_labels=1, dtype=dtype)
-        critic = critic.to(dist.device).eval()
+                checkpoint / "critic" if checkpoint else pretrain, num_labels=1, dtype=torch.float32)
+        critic = _own_memory(critic).to(dist.device).eval()
     if config.uses_reference:
-        reference = AutoModelForCausalLM.from_pretrained(pretrain, dtype=dtype).to(dist.device).eval()
+        reference = AutoModelForCausalLM.from_pretrained(pretrain, dtype=torch.float32)
+        reference = _own_memory(reference).to(dist.device).eval()
         reference.requires_grad_(False)
     if dist.enabled:
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -142,6 +158,71 @@ def make_optimizers(config: TrainConfig, models: Models) -> tuple[dict[str, Any]
                   for name, (p, lr) in params.items()}
     schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, _schedule(config)) for name, opt in optimizers.items()}
     return optimizers, schedulers
+
+
+def autocast(config: TrainConfig, dist: Dist) -> contextlib.AbstractContextManager:
+    """bfloat16 autocast on GPU when ``dtype: bfloat16`` (parameters stay float32), else nothing."""
+    if config.dtype == "bfloat16" and dist.device.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+class Sampler:
+    """The generation backends of a run: ``hf`` samples with the actor itself; ``vllm`` runs an engine that gets the
+    actor's weights after every update (:meth:`sync`). Training and evaluation differ in temperature and in their
+    random streams: the training stream is part of the checkpoint, evaluation is reseeded every time."""
+
+    def __init__(self, config: TrainConfig, models: Models, dist: Dist, model_path: str):
+        self.config = config
+        seed = _seed(config, 2, dist.rank)
+        if config.generation_backend == "vllm":
+            from agentgym_bench.rollout.vllm_backend import VLLMPolicy
+
+            self.train = VLLMPolicy(model_path, temperature=config.temperature, top_p=config.top_p,
+                                    max_new_tokens=config.max_new_tokens, seed=seed,
+                                    gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+                                    dtype="bfloat16" if config.dtype == "bfloat16" else "float32")
+            self.val = self.train
+        else:
+            self.train = HFPolicy(models.actor_module, models.tokenizer, temperature=config.temperature,
+                                  top_p=config.top_p, max_new_tokens=config.max_new_tokens, seed=seed,
+                                  max_batch_size=config.generation_batch_size)
+            self.val = HFPolicy(models.actor_module, models.tokenizer, temperature=config.val_temperature,
+                                max_new_tokens=config.max_new_tokens, max_batch_size=config.generation_batch_size)
+
+    @property
+    def is_vllm(self) -> bool:
+        return self.config.generation_backend == "vllm"
+
+    def state(self) -> Any:
+        """The training stream's position (a torch Generator state, or vLLM's request counter)."""
+        return self.train.requests_made if self.is_vllm else self.train.generator.get_state()
+
+    def load_state(self, state: Any) -> None:
+        if self.is_vllm:
+            self.train.requests_made = state
+        else:
+            self.train.generator.set_state(state)
+
+    def sync(self, models: Models) -> None:
+        """Push the actor's new weights into the vLLM engine (the ``hf`` backend samples with the actor itself)."""
+        if self.is_vllm:
+            self.train.sync_weights(models.actor_module)
+
+    @contextlib.contextmanager
+    def evaluation(self, seed: int):
+        """The evaluation policy, its random stream restarted from ``seed``."""
+        if not self.is_vllm:
+            self.val.generator.manual_seed(seed)
+            yield self.val
+            return
+        engine = self.val
+        saved = (engine.temperature, engine.top_p, engine.seed, engine.requests_made)
+        engine.temperature, engine.top_p, engine.seed, engine.requests_made = self.config.val_temperature, 1.0, seed, 0
+        try:
+            yield engine
+        finally:
+            engine.temperature, engine.top_p, engine.seed, engine.requests_made = saved
 
 
 # ----------------------------------------------------------------------------------------------------- rollout
@@ -179,7 +260,7 @@ class ShardGroups(EnvGroups):
         return [base + j for j in self.offsets]
 
 
-def play(groups: ShardGroups, policy: HFPolicy, history: int | None, dist: Dist) -> list[Trajectory]:
+def play(groups: ShardGroups, policy: Any, history: int | None, dist: Dist) -> list[Trajectory]:
     """Roll out this rank's groups and gather every rank's trajectories (global order)."""
     mine = groups.rollout(policy, history=history)
     return [t for part in dist.gather(mine) for t in part]
@@ -194,6 +275,7 @@ def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, fl
         f"{prefix}/score": float(np.mean([t.episode_reward for t in trajectories])),
         f"{prefix}/turns": float(np.mean([len(t.turns) for t in trajectories])),
         f"{prefix}/format_valid": float(np.mean([bool(turn.info.get("format_valid")) for turn in turns])),
+        f"{prefix}/action_valid": float(np.mean([bool(turn.info.get("action_is_valid")) for turn in turns])),
         f"{prefix}/response_length": float(np.mean(lengths)) if lengths else float("nan"),
     }
     tags = sorted({t.tag for t in trajectories})
@@ -255,21 +337,30 @@ def score_samples(config: TrainConfig, models: Models, samples: Samples, dist: D
     """Old log-probs, reference log-probs and critic values of every row; each rank scores a share, then gather."""
     n, width = len(samples), samples.input_ids.shape[1] - 1
     share = np.array_split(np.arange(n), dist.world_size)[dist.rank]
-    wanted = {"old_logprob": True, "ref_logprob": models.reference is not None, "values": models.critic is not None}
+    wanted = {"old_logprob": config.enable_old_logprobs_recompute, "ref_logprob": models.reference is not None,
+              "values": models.critic is not None}
     local = {k: torch.zeros(len(share), width) for k, on in wanted.items() if on}
     for start in range(0, len(share), config.micro_batch_size):
+        _score_rows(config, models, samples, dist, local, share, start)
+    parts = dist.gather(local)
+    return {k: torch.cat([p[k] for p in parts]) for k in local}
+
+
+def _score_rows(config: TrainConfig, models: Models, samples: Samples, dist: Dist, local: dict[str, torch.Tensor],
+                share: np.ndarray, start: int) -> None:
+    """Score one micro-batch of this rank's share into ``local``."""
+    with autocast(config, dist):
         rows = torch.as_tensor(share[start:start + config.micro_batch_size])
         ids, att, length = _rows(samples, rows, dist.device)
         at = slice(start, start + len(rows))
-        local["old_logprob"][at, : length - 1] = token_logprobs(
-            models.actor_module, ids, att, config.temperature, False)[0].cpu()
-        if wanted["ref_logprob"]:
+        if "old_logprob" in local:
+            local["old_logprob"][at, : length - 1] = token_logprobs(
+                models.actor_module, ids, att, config.temperature, False)[0].cpu()
+        if "ref_logprob" in local:
             local["ref_logprob"][at, : length - 1] = token_logprobs(
                 models.reference, ids, att, config.temperature, False)[0].cpu()
-        if wanted["values"]:
+        if "values" in local:
             local["values"][at, : length - 1] = token_values(models.critic_module, ids, att).cpu()
-    parts = dist.gather(local)
-    return {k: torch.cat([p[k] for p in parts]) for k in local}
 
 
 # ---------------------------------------------------------------------------------------------------- advantages
@@ -282,8 +373,11 @@ def _norm_ids(config: TrainConfig, samples: Samples) -> torch.Tensor:
     return samples.tag_ids if grouping == "tags" else torch.zeros_like(samples.group_ids)
 
 
-def compute_advantages(config: TrainConfig, samples: Samples, scored: dict[str, torch.Tensor]) -> Batch:
-    """Token advantages (and GAE returns) of every row: the estimator, the KL reward, whitening, clipping."""
+def compute_advantages(config: TrainConfig, samples: Samples,
+                       scored: dict[str, torch.Tensor]) -> tuple[Batch, dict[str, float]]:
+    """Token advantages (and GAE returns) of every row: the estimator, the KL reward, whitening, clipping.
+
+    Also returns GiGPO's diagnostics: the mean anchor-group size and the mean |A^S| (step-level part)."""
     mask = samples.loss_mask[:, 1:]
     old, ref, values = scored["old_logprob"], scored.get("ref_logprob"), scored.get("values")
     method = config.reward_normalization.method
@@ -292,6 +386,7 @@ def compute_advantages(config: TrainConfig, samples: Samples, scored: dict[str, 
     if config.init_kl_coef > 0:  # per-token penalty -beta * KL(pi || pi_ref), entering as a reward
         kl_reward = -config.init_kl_coef * torch.where(mask, kl_penalty(old, ref, config.kl_penalty), 0.0)
     returns = None
+    info: dict[str, float] = {}
     if config.adv_estimator == "gae":  # the (normalised) episode score on the episode's last generated token (RAGEN)
         token_rewards = torch.zeros_like(old)
         last = torch.where(mask, torch.arange(mask.shape[1]), -1).max(dim=1).values  # last generated token per row
@@ -306,11 +401,13 @@ def compute_advantages(config: TrainConfig, samples: Samples, scored: dict[str, 
             advantages, returns = gae_advantages(token_rewards, values, mask, config.gamma, config.lambd)
     else:
         if config.adv_estimator == "gigpo":
-            per_row = gigpo_advantages(
+            gigpo = gigpo_advantages(
                 samples.step_rewards, ids, samples.episode_ids, samples.state_ids, samples.step_index,
                 step_reward_gamma=config.step_reward_gamma, method=method,
-                episode_reward_weight=config.episode_reward_weight,
-                step_reward_weight=config.step_reward_weight).advantages
+                episode_reward_weight=config.episode_reward_weight, step_reward_weight=config.step_reward_weight)
+            per_row = gigpo.advantages
+            info = {"reward/anchor_group_size": float(gigpo.anchor_sizes.float().mean()),
+                    "reward/step_advantage_abs": float(gigpo.step_advantages.abs().mean())}
         else:  # grpo / reinforce: one group-normalised score per trajectory, on every row of the trajectory
             first = _episode_first_rows(samples)
             episode_norm = group_normalize(samples.scores[first], ids[first], method)
@@ -322,7 +419,7 @@ def compute_advantages(config: TrainConfig, samples: Samples, scored: dict[str, 
         advantages = masked_whiten(advantages, mask)
     if config.advantage_clip is not None:
         advantages = clip_advantages(advantages, config.advantage_clip)
-    return Batch(samples, mask, old, torch.where(mask, advantages, 0.0), ref, values, returns)
+    return Batch(samples, mask, old, torch.where(mask, advantages, 0.0), ref, values, returns), info
 
 
 # -------------------------------------------------------------------------------------------------------- update
@@ -381,7 +478,8 @@ def ppo_update(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
                 tokens = float(mask.sum())
                 sync = contextlib.nullcontext() if last or not dist.enabled else models.actor.no_sync()
                 with sync:
-                    logprob, entropy = token_logprobs(models.actor, ids, att, config.temperature, True)
+                    with autocast(config, dist):
+                        logprob, entropy = token_logprobs(models.actor, ids, att, config.temperature, True)
                     old = part.old_logprob[:, cut].to(dist.device)
                     pl = ppo_policy_loss(logprob, old, part.advantages[:, cut].to(dist.device),
                                          config.clip_low, config.clip_high, clip_c)
@@ -403,7 +501,8 @@ def ppo_update(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
                 if models.critic is not None:
                     sync = contextlib.nullcontext() if last or not dist.enabled else models.critic.no_sync()
                     with sync:
-                        values = token_values(models.critic, ids, att)
+                        with autocast(config, dist):
+                            values = token_values(models.critic, ids, att)
                         vl = value_loss(values, part.old_values[:, cut].to(dist.device),
                                         part.returns[:, cut].to(dist.device), config.value_clip)
                         (agg_loss(vl.loss, mask, config.loss_agg_mode, denominator) * dist.world_size).backward()
@@ -473,10 +572,14 @@ def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
         samples = samples.select(keep)
     record["rollout/groups_kept"] = float(len(torch.unique(samples.group_ids)))
     scored = score_samples(config, models, samples, dist)
-    batch = compute_advantages(config, samples, scored)
-    rollout_logprobs = _rollout_logprob_gap(trajectories, samples, batch, config)
-    if rollout_logprobs is not None:
-        record["rollout/logprob_diff"] = rollout_logprobs
+    if not config.enable_old_logprobs_recompute:
+        scored["old_logprob"] = sampled_logprobs(trajectories, samples, config.step_rows)
+    batch, info = compute_advantages(config, samples, scored)
+    record.update(info)
+    if config.enable_old_logprobs_recompute:
+        gap = _rollout_logprob_gap(trajectories, samples, batch, config)
+        if gap is not None:
+            record["rollout/logprob_diff"] = gap
     if config.step_rows:
         index, added, removed = adjust_batch(len(batch), config.ppo_mini_batch_size, config.batch_adjust_mode, rng)
         batch = batch.select(torch.as_tensor(index))
@@ -489,6 +592,26 @@ def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
         record["critic/explained_variance"] = float(explained_variance(batch.old_values, batch.returns, batch.mask))
     record.update(ppo_update(config, models, optimizers, batch, dist, rng))
     return record
+
+
+def sampled_logprobs(trajectories: list[Trajectory], samples: Samples, step_rows: bool) -> torch.Tensor:
+    """(B, T-1) the sampler's log-probs of each row's generated tokens, aligned like :func:`token_logprobs`.
+
+    Raises:
+        ValueError: the backend reported no log-probs, or a row's generated tokens do not match them in number.
+    """
+    out = torch.zeros(samples.input_ids.shape[0], samples.input_ids.shape[1] - 1)
+    mask = samples.loss_mask[:, 1:]
+    for row, (episode, step) in enumerate(zip(samples.episode_ids.tolist(), samples.step_index.tolist(), strict=True)):
+        turns = [trajectories[episode].turns[step]] if step_rows else trajectories[episode].turns
+        if any(turn.logprobs is None for turn in turns):
+            raise ValueError("the generation backend reported no log-probs; set enable_old_logprobs_recompute=true")
+        values = torch.tensor([lp for turn in turns for lp in turn.logprobs])
+        if len(values) != int(mask[row].sum()):
+            raise ValueError("a row's generated tokens do not match the sampled log-probs; set "
+                             "enable_old_logprobs_recompute=true")
+        out[row, mask[row]] = values
+    return out
 
 
 def _rollout_logprob_gap(trajectories: list[Trajectory], samples: Samples, batch: Batch,
@@ -525,11 +648,11 @@ class TrainResult:
     last_eval: list[bool] = field(default_factory=list)
 
 
-def evaluate(groups: ShardGroups, policy: HFPolicy, config: TrainConfig, dist: Dist,
+def evaluate(groups: ShardGroups, sampler: Sampler, config: TrainConfig, dist: Dist,
              seed: int) -> tuple[dict[str, float], list[bool]]:
     """Play the validation seeds (the same ones every time, sampling noise reseeded from ``seed``)."""
-    policy.generator.manual_seed(seed)
-    trajectories = play(groups, policy, config.val_env_manager.history_length, dist)
+    with sampler.evaluation(seed) as policy, autocast(config, dist):
+        trajectories = play(groups, policy, config.val_env_manager.history_length, dist)
     return rollout_metrics(trajectories, "val"), [t.success for t in trajectories]
 
 
@@ -547,6 +670,8 @@ def _seed(config: TrainConfig, *words: int) -> int:
 
 def main(config: TrainConfig) -> TrainResult:
     """Run (or resume) one training run as configured; returns the metrics and the first/last evaluations."""
+    if config.num_threads is not None:
+        torch.set_num_threads(config.num_threads)
     dist = init_distributed(config.device)
     _check_world(config, dist)
     out = Path(config.output_dir)
@@ -554,11 +679,7 @@ def main(config: TrainConfig) -> TrainResult:
     models = load_models(config, dist, resume)
     optimizers, schedulers = make_optimizers(config, models)
     rng = np.random.default_rng(_seed(config, 1))
-    policy = HFPolicy(models.actor_module, models.tokenizer, temperature=config.temperature, top_p=config.top_p,
-                      max_new_tokens=config.max_new_tokens, seed=_seed(config, 2, dist.rank),
-                      max_batch_size=config.generation_batch_size)
-    val_policy = HFPolicy(models.actor_module, models.tokenizer, temperature=config.val_temperature,
-                          max_new_tokens=config.max_new_tokens, max_batch_size=config.generation_batch_size)
+    sampler = Sampler(config, models, dist, str(resume / "actor") if resume else _model_path(config))
     train_groups = ShardGroups(config.train_env_manager, dist, config.train_seed_start, fixed=False)
     val_groups = ShardGroups(config.val_env_manager, dist, config.val_seed_start, fixed=True)
     start, elapsed = 0, 0.0
@@ -566,7 +687,7 @@ def main(config: TrainConfig) -> TrainResult:
         state = ckpt.load_state(resume, dist, optimizers, schedulers)
         start, elapsed = state["step"], state["elapsed"]
         rng.bit_generator.state = state["numpy_rng"]
-        policy.generator.set_state(state["policy_rng"])
+        sampler.load_state(state["policy_rng"])
     if dist.is_main:
         out.mkdir(parents=True, exist_ok=True)
         config.save(out / "config.yaml")
@@ -577,22 +698,24 @@ def main(config: TrainConfig) -> TrainResult:
     val_seed = _seed(config, 3)
     t0 = time.perf_counter() - elapsed
     if resume is None:
-        val, result.first_eval = evaluate(val_groups, val_policy, config, dist, val_seed)
+        val, result.first_eval = evaluate(val_groups, sampler, config, dist, val_seed)
         _write(log, result, {"step": 0, **val, "time/total": time.perf_counter() - t0})
     bar = tqdm(range(start + 1, config.max_steps + 1), desc="train", unit="it", initial=start,
                total=config.max_steps, disable=not (config.progress and dist.is_main), file=sys.stderr)
     for step in bar:
         tick = time.perf_counter()
         train_groups.step = step - 1
-        trajectories = play(train_groups, policy, config.train_env_manager.history_length, dist)
+        with autocast(config, dist):
+            trajectories = play(train_groups, sampler.train, config.train_env_manager.history_length, dist)
         record: dict[str, Any] = {"step": step, **rollout_metrics(trajectories, "reward")}
         record["rollout/response_length"] = record.pop("reward/response_length")
-        for key in ("turns", "format_valid"):
+        for key in ("turns", "format_valid", "action_valid"):
             record[f"rollout/{key}"] = record.pop(f"reward/{key}")
         record["reward/pass@k"] = _pass_at_k(trajectories)
         record["time/rollout"] = time.perf_counter() - tick
         tock = time.perf_counter()
         record.update(train_step(config, models, optimizers, trajectories, dist, rng))
+        sampler.sync(models)
         for name, scheduler in schedulers.items():
             record["loss/lr" if name == "actor" else "critic/lr"] = scheduler.get_last_lr()[0]
             scheduler.step()
@@ -605,7 +728,7 @@ def main(config: TrainConfig) -> TrainResult:
                       "spiked (docs/trainers.md); consider a lower learning rate or the starpo_s preset")
         if step % config.eval_steps == 0 or step == config.max_steps:
             tock = time.perf_counter()
-            val, result.last_eval = evaluate(val_groups, val_policy, config, dist, val_seed)
+            val, result.last_eval = evaluate(val_groups, sampler, config, dist, val_seed)
             record.update(val)
             record["time/eval"] = time.perf_counter() - tock
         record["time/step"] = time.perf_counter() - tick
@@ -616,7 +739,7 @@ def main(config: TrainConfig) -> TrainResult:
         if (config.save_steps and step % config.save_steps == 0) or step == config.max_steps:
             ckpt.save(out, step, models, optimizers, schedulers, dist, config, {
                 "step": step, "elapsed": record["time/total"], "numpy_rng": rng.bit_generator.state,
-                "policy_rng": policy.generator.get_state()})
+                "policy_rng": sampler.state()})
     bar.close()
     if dist.is_main:
         plot_metrics(result.records, out / "curves.png", title=_title(config))

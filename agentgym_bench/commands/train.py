@@ -12,9 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-import trainers
-
-CONFIG_DIR = Path(trainers.__file__).parent / "configs"
+from trainers.config import CONFIG_DIR
 
 
 def bundled_configs() -> list[str]:

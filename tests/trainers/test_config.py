@@ -115,3 +115,14 @@ def test_wrong_types_are_named(tmp_path):
     path.write_text("learning_rate: 1e-4\ncritic_learning_rate: 2E-3\n")  # YAML 1.1 would read strings
     config = load_config(path)
     assert (config.learning_rate, config.critic_learning_rate) == (1e-4, 2e-3)
+
+
+def test_every_bundled_config_loads():
+    from trainers.config import CONFIG_DIR
+
+    names = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+    assert {f"{a}-{e}" for a in ("starpo", "starpo_s", "gigpo") for e in ("frozenlake", "sokoban")} <= set(names)
+    for name in names:
+        config = load_config(CONFIG_DIR / f"{name}.yaml")
+        assert config.preset == name.split("-")[0]
+        assert config.val_seed_range.stop <= config.train_seed_range.start

@@ -3,6 +3,7 @@ global batch, and the whole loop runs."""
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +23,16 @@ SCRIPT = Path(__file__).with_name("ddp_check.py")
 def test_two_processes_make_the_same_update_as_one(tiny_model, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SCRIPT.parents[2])}
     torchrun = str(Path(sys.executable).parent / "torchrun")
-    done = subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", str(SCRIPT), str(tiny_model),
-                           str(tmp_path), "--loop"], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    # own session: on a timeout the workers are killed with torchrun instead of being left behind
+    with subprocess.Popen([torchrun, "--standalone", "--nproc_per_node", "2", str(SCRIPT), str(tiny_model),
+                           str(tmp_path), "--loop"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True) as process:
+        try:
+            _, stderr = process.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+    assert process.returncode == 0, stderr[-3000:]
     initial = AutoModelForCausalLM.from_pretrained(tiny_model).state_dict()
     for preset in ("starpo_s", "gigpo"):
         one_update(tiny_model, tmp_path, preset)  # one thread (conftest), as the torchrun workers: same rollouts
