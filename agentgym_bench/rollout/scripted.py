@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from agentgym_bench.agent.env import LLMAgentEnv
+from agentgym_bench.agent.parsing import format_reply
 from agentgym_bench.agent.policies import oracle_reply, random_reply
 from agentgym_bench.rollout.policy import Generation, Message
 
@@ -62,13 +63,27 @@ class NoisyOraclePolicy:
         epsilon: probability of a random turn, in [0, 1].
         seed: seeds the policy's generator (both the coin and the random actions).
         max_random_actions: most actions in a random reply.
+        max_oracle_actions: plan at most this many actions a turn (the game's ``oracle_turn`` with this per-turn
+            limit, so it replans more often: shorter, closed-loop replies that a small model imitates more easily);
+            ``None``: the env's own limit, as :func:`~agentgym_bench.agent.policies.oracle_reply`.
     """
 
-    def __init__(self, epsilon: float, seed: int = 0, *, max_random_actions: int = 1):
+    def __init__(self, epsilon: float, seed: int = 0, *, max_random_actions: int = 1,
+                 max_oracle_actions: int | None = None):
         if not 0 <= epsilon <= 1:
             raise ValueError(f"epsilon={epsilon} must be in [0, 1]")
+        if max_oracle_actions is not None and max_oracle_actions < 1:
+            raise ValueError(f"max_oracle_actions={max_oracle_actions} must be >= 1 or None")
         self.epsilon = float(epsilon)
         self.random = RandomPolicy(seed, max_actions=max_random_actions)
+        self.max_oracle_actions = max_oracle_actions
+
+    def _oracle(self, env: LLMAgentEnv) -> str:
+        if self.max_oracle_actions is None:
+            return oracle_reply(env)
+        limit = min(self.max_oracle_actions, env.max_actions_per_turn)
+        actions = env.game.unwrapped.oracle_turn(env.turns_left, env.actions_left, limit)
+        return format_reply(list(actions), enable_think=env.enable_think)
 
     def generate(self, conversations: Sequence[list[Message]],
                  envs: Sequence[LLMAgentEnv] | None = None) -> list[Generation]:
@@ -78,5 +93,5 @@ class NoisyOraclePolicy:
             if self.random.rng.random() < self.epsilon:
                 out.append(Generation(random_reply(env, self.random.rng, max_actions=self.random.max_actions)))
             else:
-                out.append(Generation(oracle_reply(env)))
+                out.append(Generation(self._oracle(env)))
         return out

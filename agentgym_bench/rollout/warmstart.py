@@ -12,8 +12,9 @@ from scratch, so the warm start gives it both, on purpose well below the oracle:
    Training runs inside ``torch.random.fork_rng`` seeded from ``seed``, so a model with dropout is reproducible too
    and the caller's global RNG is left as it was.
 3. Evaluation on the validation seeds ``0 .. N-1`` (the benchmark's evaluation seeds, disjoint from training) with
-   sampling at ``temperature``: success per env with a 95% Wilson interval, next to the oracle and a random policy
-   on the same seeds.
+   sampling at ``temperature``: success per env with a 95% Wilson interval, next to the oracle and two random
+   policies on the same seeds: one valid action a turn (the random policy of DESIGN.md's prototype) and 1..k valid
+   actions a turn, k the per-turn limit (``agentgym-bench demo``, ``docs/oracles.md``).
 
 The output folder is an ordinary Hugging Face model folder plus ``warmstart.json``: the settings, the training
 loss, and the evaluation table. Its ``"rollout"`` entry (prompt template, history window, reply budget) is how the
@@ -54,6 +55,7 @@ class WarmStartConfig:
         prompt: prompt template of the envs (``"compact"`` for the small model).
         history: history window of the prompts (``0``: the current observation only).
         epsilon: probability that a demonstration turn is a random valid action instead of the oracle's.
+        oracle_actions: most actions a demonstration turn of the oracle plans (``None``: the env's per-turn limit).
         episodes: demonstration episodes per env.
         epochs: passes over the demonstrations.
         batch_size: rows (turns) per optimiser step.
@@ -70,11 +72,12 @@ class WarmStartConfig:
     envs: tuple[str, ...] = DEFAULT_ENVS
     prompt: str = "compact"
     history: int | None = 0
-    epsilon: float = 0.25
-    episodes: int = 2000
-    epochs: int = 3
-    batch_size: int = 64
-    lr: float = 2e-3
+    epsilon: float = 0.1
+    oracle_actions: int | None = 2
+    episodes: int = 3000
+    epochs: int = 6
+    batch_size: int = 32
+    lr: float = 3e-3
     warmup: float = 0.05
     eval_episodes: int = 500
     temperature: float = 1.0
@@ -111,7 +114,7 @@ def collect_demonstrations(config: WarmStartConfig, *, progress: bool = False) -
     per_batch = min(config.episodes, 512)
     groups = EnvGroups(config.envs, [per_batch] * len(config.envs), 1, env_kwargs=config.all_env_kwargs,
                        seed=TRAIN_SEED_START)
-    policy = NoisyOraclePolicy(config.epsilon, seed=config.seed)
+    policy = NoisyOraclePolicy(config.epsilon, seed=config.seed, max_oracle_actions=config.oracle_actions)
     out: list[Trajectory] = []
     batches = math.ceil(config.episodes / per_batch)
     for _ in tqdm(range(batches), desc="demonstrations", unit="batch", disable=not progress):
@@ -197,11 +200,12 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
     losses = finetune(model, tokenizer, demonstrations, config, progress=progress)
     trained = time.time()
     policy = HFPolicy(model, tokenizer, temperature=config.temperature, max_new_tokens=config.max_new_tokens,
-                      seed=config.seed)
+                      seed=config.seed, max_batch_size=256)
     evaluation = {
         "warm_start": success_table(policy, config, history=config.history),
         "oracle": success_table(OraclePolicy(), config, history=config.history),
         "random": success_table(RandomPolicy(config.seed), config, history=config.history),
+        "random_one_action": success_table(RandomPolicy(config.seed, max_actions=1), config, history=config.history),
     }
     output = Path(config.output)
     output.mkdir(parents=True, exist_ok=True)
@@ -224,11 +228,12 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
 
 def format_report(report: dict[str, Any]) -> str:
     """The evaluation as a Markdown table."""
-    lines = ["| env | random | warm start | oracle |", "|---|---|---|---|"]
+    lines = ["| env | random, 1 action a turn | random, 1..k actions a turn | warm start | oracle |",
+             "|---|---|---|---|---|"]
     evaluation = report["evaluation"]
     for env_id in evaluation["oracle"]:
         cells = [f"{r['success']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-                 for r in (evaluation[k][env_id] for k in ("random", "warm_start", "oracle"))]
+                 for r in (evaluation[k][env_id] for k in ("random_one_action", "random", "warm_start", "oracle"))]
         lines.append(f"| {env_id} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -52,3 +52,14 @@ def test_scripted_policies_need_the_envs():
         NoisyOraclePolicy(1.5)
     with pytest.raises(ValueError, match="max_actions"):
         RandomPolicy(max_actions=0)
+
+
+def test_noisy_oracle_can_plan_fewer_actions_a_turn():
+    batch = envs(40)
+    full = [parse_reply(oracle_reply(e)).actions for e in batch]
+    capped = [parse_reply(g.text).actions
+              for g in NoisyOraclePolicy(0.0, max_oracle_actions=1).generate([[]] * 40, batch)]
+    assert max(len(a) for a in full) == 2 and max(len(a) for a in capped) == 1
+    assert all(c == f[:1] for c, f in zip(capped, full, strict=True))  # the toy oracle walks straight to the goal
+    with pytest.raises(ValueError, match="max_oracle_actions"):
+        NoisyOraclePolicy(0.1, max_oracle_actions=0)
