@@ -142,17 +142,20 @@ def success_gain(successes_before: Sequence[bool], successes_after: Sequence[boo
             "n_before": n0, "n_after": n1}
 
 
-# (title, [(key, label), ...]) panels of the curves plot
-PANELS: list[tuple[str, list[tuple[str, str]]]] = [
-    ("success", [("reward/success", "train"), ("val/success", "validation")]),
-    ("episode score", [("reward/score", "train"), ("val/score", "validation")]),
-    ("in-group reward std", [("reward/in_group_std", "all groups"), ("reward/in_group_std_kept", "kept groups")]),
-    ("entropy", [("loss/entropy", "actor")]),
-    ("gradient norm", [("loss/grad_norm", "actor"), ("critic/grad_norm", "critic")]),
-    ("response length (tokens/turn)", [("rollout/response_length", "train")]),
-    ("policy update", [("loss/clipfrac", "clip fraction"), ("loss/approx_kl", "approx. KL")]),
-    ("critic", [("critic/value_loss", "value loss"), ("critic/explained_variance", "explained var.")]),
-    ("KL to reference", [("loss/kl", "KL")]),
+# (title, [(key, label), ...], y-limits or None) panels of the curves plot
+PANELS: list[tuple[str, list[tuple[str, str]], tuple[float, float] | None]] = [
+    ("success", [("reward/success", "train"), ("val/success", "validation")], None),
+    ("episode score", [("reward/score", "train"), ("val/score", "validation")], None),
+    ("in-group reward std", [("reward/in_group_std", "all groups"), ("reward/in_group_std_kept", "kept groups")],
+     None),
+    ("entropy", [("loss/entropy", "actor")], None),
+    ("gradient norm", [("loss/grad_norm", "actor"), ("critic/grad_norm", "critic")], None),
+    ("reply length (tokens)", [("rollout/response_length", "train")], None),
+    ("valid replies", [("rollout/format_valid", "format"), ("rollout/action_valid", "actions")], (-0.05, 1.05)),
+    ("policy update", [("loss/clipfrac", "clip fraction"), ("loss/approx_kl", "approx. KL")], None),
+    ("KL to reference", [("loss/kl", "KL")], None),
+    ("critic loss", [("critic/value_loss", "value loss")], None),
+    ("critic explained variance", [("critic/explained_variance", "explained var.")], (-1.05, 1.05)),
 ]
 
 
@@ -167,21 +170,27 @@ def plot_metrics(records: Iterable[Mapping[str, Any]], path: str | os.PathLike, 
 
     records = list(records)
     warnings = [r["step"] for r in records if r.get("warn/echo_trap")]
-    cols = 3
+    steps = [r["step"] for r in records] or [0]
+    cols = 4
     rows = math.ceil(len(PANELS) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.8 * rows), squeeze=False)
-    for ax, (panel_title, series) in zip(axes.flat, PANELS, strict=False):
+    fig, axes = plt.subplots(rows, cols, figsize=(3.8 * cols, 2.7 * rows), squeeze=False)
+    for ax, (panel_title, series, limits) in zip(axes.flat, PANELS, strict=False):
         drawn = False
         for key, label in series:
             points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
             if not points:
                 continue
             xs, ys = zip(*points, strict=True)
+            if limits is not None:  # e.g. explained variance of near-constant returns: -1e15 would hide the rest
+                ys = [min(max(y, limits[0]), limits[1]) for y in ys]
             style = {"marker": "o", "markersize": 3} if len(points) < 30 or key.startswith("val/") else {}
             ax.plot(xs, ys, label=label, linewidth=1.2, **style)
             drawn = True
         for step in warnings:
             ax.axvline(step, color="red", alpha=0.3, linewidth=1)
+        ax.set_xlim(min(steps), max(max(steps), min(steps) + 1))
+        if limits is not None:
+            ax.set_ylim(*limits)
         ax.set_title(panel_title, fontsize=10)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)

@@ -295,16 +295,28 @@ def _rows(samples: Samples, rows: torch.Tensor, device: torch.device) -> tuple[t
 
 
 def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   temperature: float, with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+                   temperature: float, with_entropy: bool,
+                   mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(b, L-1) log-probs of tokens 1..L-1 given their prefix, and the entropies of those predictions.
 
-    Logits are divided by the rollout temperature, as verl does, so the trained policy is the sampled one.
+    Logits are divided by the rollout temperature, as verl does, so the trained policy is the sampled one. With a
+    (b, L-1) ``mask`` only those positions are computed (softmax over the vocabulary is the costly part with a large
+    one); the others are 0.
     """
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
+    targets = input_ids[:, 1:]
+    if mask is not None:
+        logits, targets = logits[mask], targets[mask]
+    logits = logits.float()
     if temperature != 1:
         logits = logits / temperature
-    logprob = logprobs_from_logits(logits, input_ids[:, 1:])
-    return logprob, entropy_from_logits(logits) if with_entropy else None
+    logprob = logprobs_from_logits(logits, targets)
+    entropy = entropy_from_logits(logits) if with_entropy else None
+    if mask is None:
+        return logprob, entropy
+    full = torch.zeros(mask.shape, dtype=logprob.dtype, device=logprob.device)
+    return (full.masked_scatter(mask, logprob),
+            None if entropy is None else torch.zeros_like(full).masked_scatter(mask, entropy))
 
 
 def token_values(critic: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -353,12 +365,13 @@ def _score_rows(config: TrainConfig, models: Models, samples: Samples, dist: Dis
         rows = torch.as_tensor(share[start:start + config.micro_batch_size])
         ids, att, length = _rows(samples, rows, dist.device)
         at = slice(start, start + len(rows))
+        mask = samples.loss_mask[rows, 1:length].to(dist.device)
         if "old_logprob" in local:
             local["old_logprob"][at, : length - 1] = token_logprobs(
-                models.actor_module, ids, att, config.temperature, False)[0].cpu()
+                models.actor_module, ids, att, config.temperature, False, mask)[0].cpu()
         if "ref_logprob" in local:
             local["ref_logprob"][at, : length - 1] = token_logprobs(
-                models.reference, ids, att, config.temperature, False)[0].cpu()
+                models.reference, ids, att, config.temperature, False, mask)[0].cpu()
         if "values" in local:
             local["values"][at, : length - 1] = token_values(models.critic_module, ids, att).cpu()
 
@@ -479,7 +492,7 @@ def ppo_update(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
                 sync = contextlib.nullcontext() if last or not dist.enabled else models.actor.no_sync()
                 with sync:
                     with autocast(config, dist):
-                        logprob, entropy = token_logprobs(models.actor, ids, att, config.temperature, True)
+                        logprob, entropy = token_logprobs(models.actor, ids, att, config.temperature, True, mask)
                     old = part.old_logprob[:, cut].to(dist.device)
                     pl = ppo_policy_loss(logprob, old, part.advantages[:, cut].to(dist.device),
                                          config.clip_low, config.clip_high, clip_c)
