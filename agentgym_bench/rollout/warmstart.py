@@ -252,6 +252,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="history window in turns; -1 for the full conversation (default: %(default)s)")
     parser.add_argument("--epsilon", type=float, default=d.epsilon,
                         help="probability of a random-action turn in the demonstrations (default: %(default)s)")
+    parser.add_argument("--oracle-actions", type=int, default=d.oracle_actions,
+                        help="most actions a demonstration turn of the oracle plans; 0 for the env's per-turn limit "
+                        "(default: %(default)s)")
     parser.add_argument("--episodes", type=int, default=d.episodes,
                         help="demonstration episodes per env (default: %(default)s)")
     parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations "
@@ -275,7 +278,8 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     config = WarmStartConfig(
         model=args.model, output=args.output, envs=tuple(args.envs), prompt=args.prompt,
-        history=None if args.history < 0 else args.history, epsilon=args.epsilon, episodes=args.episodes,
+        history=None if args.history < 0 else args.history, epsilon=args.epsilon,
+        oracle_actions=args.oracle_actions or None, episodes=args.episodes,
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, eval_episodes=args.eval_episodes,
         temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
     report = warm_start(config, progress=True)
