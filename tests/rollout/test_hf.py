@@ -95,3 +95,21 @@ def test_bad_arguments(model_and_tokenizer, kwargs):
     model, tokenizer = model_and_tokenizer
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         HFPolicy(model, tokenizer, **kwargs)
+
+
+def test_a_qwen2_architecture_takes_the_same_path(model_and_tokenizer):
+    """A tiny randomly initialised Qwen2 (rotary positions, grouped-query attention): left padding and the KV cache
+    must give the same greedy replies batched as one at a time."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    tokenizer = model_and_tokenizer[1]
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = Qwen2ForCausalLM(config).eval()
+    policy = HFPolicy(model, tokenizer, temperature=0, max_new_tokens=8)
+    convs = conversations()
+    batch = policy.generate(convs)
+    assert [g.token_ids for g in batch] == [policy.generate([c])[0].token_ids for c in convs]
