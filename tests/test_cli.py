@@ -14,7 +14,7 @@ def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
 def test_help_lists_commands():
     out = cli("--help")
     assert out.returncode == 0
-    for name in ["envs", "play", "demo", "init-model", "warmstart"]:
+    for name in ["envs", "play", "demo", "init-model", "warmstart", "train", "serve", "webshop-serve"]:
         assert name in out.stdout
 
 
