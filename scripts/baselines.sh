@@ -17,6 +17,7 @@ echo "== 2/3  warm start of the default model -> $WARM"
 if [ -f "$WARM/config.json" ]; then
   echo "(already there; delete $WARM to redo it)"
 else
+  [ -f runs/models/default/config.json ] || $AGB init-model --path runs/models/default
   $AGB warmstart --model runs/models/default --output "$WARM"
 fi
 
