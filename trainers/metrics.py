@@ -183,8 +183,12 @@ def plot_metrics(records: Iterable[Mapping[str, Any]], path: str | os.PathLike, 
             xs, ys = zip(*points, strict=True)
             if limits is not None:  # e.g. explained variance of near-constant returns: -1e15 would hide the rest
                 ys = [min(max(y, limits[0]), limits[1]) for y in ys]
-            style = {"marker": "o", "markersize": 3} if len(points) < 30 or key.startswith("val/") else {}
-            ax.plot(xs, ys, label=label, linewidth=1.2, **style)
+            if len(points) < 30 or key.startswith("val/"):
+                ax.plot(xs, ys, label=label, linewidth=1.2, marker="o", markersize=3)
+            else:  # noisy per-iteration values: faint, with a trailing mean over 10 iterations on top
+                line = ax.plot(xs, ys, linewidth=0.8, alpha=0.3)[0]
+                smooth = [sum(ys[max(0, i - 9): i + 1]) / len(ys[max(0, i - 9): i + 1]) for i in range(len(ys))]
+                ax.plot(xs, smooth, label=f"{label} (mean of 10)", linewidth=1.4, color=line.get_color())
             drawn = True
         for step in warnings:
             ax.axvline(step, color="red", alpha=0.3, linewidth=1)
