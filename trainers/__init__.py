@@ -7,4 +7,9 @@ The math is pure masked-tensor functions, shared by every trainer and documented
 - ``trainers.losses``: PPO clipped policy loss (clip-higher, dual clip), clipped value loss, ``agg_loss``,
   entropy and log-probs from logits, KL estimators.
 - ``trainers.masked``: masked mean / variance / whitening, explained variance.
+
+The loop (docs/trainers.md) is ``trainers.train.main(config)``: ``trainers.config`` (the typed config, YAML, overrides)
+and ``trainers.presets`` (StarPO, StarPO-S, GiGPO), ``trainers.rollouts`` (generation backends, env groups,
+evaluation), ``trainers.samples`` (trajectories -> training rows), ``trainers.metrics`` (JSON lines, Echo Trap rule,
+plots), ``trainers.checkpoint``, ``trainers.distributed`` (torchrun/DDP).
 """

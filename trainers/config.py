@@ -336,8 +336,9 @@ class TrainConfig:
             if len(partition) != len(manager.tags) or sum(partition) != manager.num_env_groups:
                 raise ConfigError(f"{prefix}.num_groups_partition={partition} must give one count per tag "
                                   f"({len(manager.tags)} tags) summing to num_env_groups={manager.num_env_groups}")
-            if any(not isinstance(n, int) or n < 0 for n in partition):
-                raise ConfigError(f"{prefix}.num_groups_partition={partition} must hold integers >= 0")
+            if any(not isinstance(n, int) or n < 1 for n in partition):
+                raise ConfigError(f"{prefix}.num_groups_partition={partition} must hold integers >= 1 (drop a tag "
+                                  "instead of giving it 0 groups)")
         if manager.history_length is not None and (not isinstance(manager.history_length, int)
                                                    or manager.history_length < 0):
             raise ConfigError(f"{prefix}.history_length={manager.history_length!r} must be null or an integer >= 0")

@@ -7,6 +7,7 @@ GPU of its ``LOCAL_RANK``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -51,6 +52,13 @@ class Dist:
     def barrier(self) -> None:
         if self.enabled:
             dist.barrier()
+
+
+def autocast(config: Any, job: Dist) -> contextlib.AbstractContextManager:
+    """bfloat16 autocast on GPU when ``config.dtype`` is ``bfloat16`` (parameters stay float32), else nothing."""
+    if config.dtype == "bfloat16" and job.device.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def resolve_device(device: str, local_rank: int = 0) -> torch.device:

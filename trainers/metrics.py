@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EchoTrapRule", "MetricsLog", "plot_metrics", "read_metrics", "success_gain"]
+__all__ = ["EchoTrapRule", "MetricsLog", "plot_metrics", "plot_runs", "read_metrics", "success_gain"]
 
 
 def _clean(value: Any) -> Any:
@@ -209,6 +209,33 @@ def plot_metrics(records: Iterable[Mapping[str, Any]], path: str | os.PathLike, 
     suptitle = title + ("  (red: Echo Trap warning)" if warnings else "")
     if suptitle:
         fig.suptitle(suptitle, fontsize=11)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def plot_runs(panels: dict[str, dict[str, str | os.PathLike]], path: str | os.PathLike, key: str = "val/success",
+              ylabel: str = "validation success") -> Path:
+    """One panel per entry of ``panels`` (title -> {label: metrics.jsonl path}), each drawing ``key`` of every run
+    against the iteration: several runs side by side, e.g. the algorithms on one env."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.4), squeeze=False)
+    for ax, (title, runs) in zip(axes[0], panels.items(), strict=True):
+        for label, metrics_path in runs.items():
+            points = [(r["step"], r[key]) for r in read_metrics(metrics_path) if r.get(key) is not None]
+            if points:
+                ax.plot(*zip(*points, strict=True), marker="o", markersize=3, linewidth=1.3, label=label)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("iteration", fontsize=9)
+        ax.set_ylabel(ylabel, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=90)

@@ -38,8 +38,6 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from agentgym_bench.rollout.engine import EnvGroups
-from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.trajectory import Trajectory
 from trainers import checkpoint as ckpt
 from trainers.advantages import (
@@ -50,8 +48,8 @@ from trainers.advantages import (
     select_groups_by_std,
     step_gae_advantages,
 )
-from trainers.config import ConfigError, EnvManager, TrainConfig
-from trainers.distributed import Dist, init_distributed
+from trainers.config import ConfigError, TrainConfig
+from trainers.distributed import Dist, autocast, init_distributed
 from trainers.losses import (
     agg_loss,
     approx_kl,
@@ -63,6 +61,7 @@ from trainers.losses import (
 )
 from trainers.masked import explained_variance, masked_mean, masked_whiten
 from trainers.metrics import EchoTrapRule, MetricsLog, plot_metrics, success_gain
+from trainers.rollouts import Sampler, ShardGroups, evaluate, pass_at_k, play, rollout_metrics, seed_from
 from trainers.samples import Samples, adjust_batch, step_samples, trajectory_samples
 
 # ----------------------------------------------------------------------------------------------- models and state
@@ -158,131 +157,6 @@ def make_optimizers(config: TrainConfig, models: Models) -> tuple[dict[str, Any]
                   for name, (p, lr) in params.items()}
     schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, _schedule(config)) for name, opt in optimizers.items()}
     return optimizers, schedulers
-
-
-def autocast(config: TrainConfig, dist: Dist) -> contextlib.AbstractContextManager:
-    """bfloat16 autocast on GPU when ``dtype: bfloat16`` (parameters stay float32), else nothing."""
-    if config.dtype == "bfloat16" and dist.device.type == "cuda":
-        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
-class Sampler:
-    """The generation backends of a run: ``hf`` samples with the actor itself; ``vllm`` runs an engine that gets the
-    actor's weights after every update (:meth:`sync`). Training and evaluation differ in temperature and in their
-    random streams: the training stream is part of the checkpoint, evaluation is reseeded every time."""
-
-    def __init__(self, config: TrainConfig, models: Models, dist: Dist, model_path: str):
-        self.config = config
-        seed = _seed(config, 2, dist.rank)
-        if config.generation_backend == "vllm":
-            from agentgym_bench.rollout.vllm_backend import VLLMPolicy
-
-            self.train = VLLMPolicy(model_path, temperature=config.temperature, top_p=config.top_p,
-                                    max_new_tokens=config.max_new_tokens, seed=seed,
-                                    gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-                                    dtype="bfloat16" if config.dtype == "bfloat16" else "float32")
-            self.val = self.train
-        else:
-            self.train = HFPolicy(models.actor_module, models.tokenizer, temperature=config.temperature,
-                                  top_p=config.top_p, max_new_tokens=config.max_new_tokens, seed=seed,
-                                  max_batch_size=config.generation_batch_size)
-            self.val = HFPolicy(models.actor_module, models.tokenizer, temperature=config.val_temperature,
-                                max_new_tokens=config.max_new_tokens, max_batch_size=config.generation_batch_size)
-
-    @property
-    def is_vllm(self) -> bool:
-        return self.config.generation_backend == "vllm"
-
-    def state(self) -> Any:
-        """The training stream's position (a torch Generator state, or vLLM's request counter)."""
-        return self.train.requests_made if self.is_vllm else self.train.generator.get_state()
-
-    def load_state(self, state: Any) -> None:
-        if self.is_vllm:
-            self.train.requests_made = state
-        else:
-            self.train.generator.set_state(state)
-
-    def sync(self, models: Models) -> None:
-        """Push the actor's new weights into the vLLM engine (the ``hf`` backend samples with the actor itself)."""
-        if self.is_vllm:
-            self.train.sync_weights(models.actor_module)
-
-    @contextlib.contextmanager
-    def evaluation(self, seed: int):
-        """The evaluation policy, its random stream restarted from ``seed``."""
-        if not self.is_vllm:
-            self.val.generator.manual_seed(seed)
-            yield self.val
-            return
-        engine = self.val
-        saved = (engine.temperature, engine.top_p, engine.seed, engine.requests_made)
-        engine.temperature, engine.top_p, engine.seed, engine.requests_made = self.config.val_temperature, 1.0, seed, 0
-        try:
-            yield engine
-        finally:
-            engine.temperature, engine.top_p, engine.seed, engine.requests_made = saved
-
-
-# ----------------------------------------------------------------------------------------------------- rollout
-
-
-def _partition(manager: EnvManager) -> list[int]:
-    if manager.num_groups_partition is not None:
-        return list(manager.num_groups_partition)
-    n, k = manager.num_env_groups, len(manager.tags)
-    return [n // k + (1 if i < n % k else 0) for i in range(k)]
-
-
-class ShardGroups(EnvGroups):
-    """This rank's share of the env groups of one manager, seeded by the loop.
-
-    Seeds follow the rollout engine's convention over the *global* groups: the ``j``-th group of a tag gets
-    ``seed_start + iteration * num_env_groups + j`` (training) or ``seed_start + j`` every time (validation).
-    """
-
-    def __init__(self, manager: EnvManager, dist: Dist, seed_start: int, fixed: bool):
-        partition = _partition(manager)
-        global_tags = [t for t, n in zip(manager.tags, partition, strict=True) for _ in range(n)]
-        offsets = [j for n in partition for j in range(n)]
-        mine = dist.shard(len(global_tags))
-        tags = list(dict.fromkeys(global_tags[g] for g in mine))
-        super().__init__(tags, [sum(global_tags[g] == t for g in mine) for t in tags], manager.group_size,
-                         env_kwargs=manager.env_kwargs, seed=seed_start, fixed_seeds=True)
-        self.offsets = [offsets[g] for g in mine]
-        self.total_groups = len(global_tags)
-        self.fixed = fixed
-        self.step = 0
-
-    def group_seeds(self) -> list[int]:
-        base = self.seed + (0 if self.fixed else self.step * self.total_groups)
-        return [base + j for j in self.offsets]
-
-
-def play(groups: ShardGroups, policy: Any, history: int | None, dist: Dist) -> list[Trajectory]:
-    """Roll out this rank's groups and gather every rank's trajectories (global order)."""
-    mine = groups.rollout(policy, history=history)
-    return [t for part in dist.gather(mine) for t in part]
-
-
-def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
-    """Success, score, turns, reply length and format validity of a batch of episodes."""
-    turns = [turn for t in trajectories for turn in t.turns]
-    lengths = [len(turn.token_ids) for turn in turns if turn.token_ids is not None]
-    out = {
-        f"{prefix}/success": float(np.mean([t.success for t in trajectories])),
-        f"{prefix}/score": float(np.mean([t.episode_reward for t in trajectories])),
-        f"{prefix}/turns": float(np.mean([len(t.turns) for t in trajectories])),
-        f"{prefix}/format_valid": float(np.mean([bool(turn.info.get("format_valid")) for turn in turns])),
-        f"{prefix}/action_valid": float(np.mean([bool(turn.info.get("action_is_valid")) for turn in turns])),
-        f"{prefix}/response_length": float(np.mean(lengths)) if lengths else float("nan"),
-    }
-    tags = sorted({t.tag for t in trajectories})
-    if len(tags) > 1 or prefix == "val":
-        for tag in tags:
-            out[f"{prefix}/{tag}/success"] = float(np.mean([t.success for t in trajectories if t.tag == tag]))
-    return out
 
 
 # ------------------------------------------------------------------------------------------------ forward passes
@@ -661,14 +535,6 @@ class TrainResult:
     last_eval: list[bool] = field(default_factory=list)
 
 
-def evaluate(groups: ShardGroups, sampler: Sampler, config: TrainConfig, dist: Dist,
-             seed: int) -> tuple[dict[str, float], list[bool]]:
-    """Play the validation seeds (the same ones every time, sampling noise reseeded from ``seed``)."""
-    with sampler.evaluation(seed) as policy, autocast(config, dist):
-        trajectories = play(groups, policy, config.val_env_manager.history_length, dist)
-    return rollout_metrics(trajectories, "val"), [t.success for t in trajectories]
-
-
 def _check_world(config: TrainConfig, dist: Dist) -> None:
     for name, value in [("train_env_manager.num_env_groups", config.train_env_manager.num_env_groups),
                         ("val_env_manager.num_env_groups", config.val_env_manager.num_env_groups),
@@ -677,12 +543,9 @@ def _check_world(config: TrainConfig, dist: Dist) -> None:
             raise ConfigError(f"{name}={value} must be divisible by the number of processes ({dist.world_size})")
 
 
-def _seed(config: TrainConfig, *words: int) -> int:
-    return int(np.random.SeedSequence([config.seed, *words]).generate_state(1)[0])
-
-
 def main(config: TrainConfig) -> TrainResult:
     """Run (or resume) one training run as configured; returns the metrics and the first/last evaluations."""
+    started = time.perf_counter()
     if config.num_threads is not None:
         torch.set_num_threads(config.num_threads)
     dist = init_distributed(config.device)
@@ -691,8 +554,9 @@ def main(config: TrainConfig) -> TrainResult:
     resume = ckpt.find_checkpoint(out, config.resume_from_checkpoint)
     models = load_models(config, dist, resume)
     optimizers, schedulers = make_optimizers(config, models)
-    rng = np.random.default_rng(_seed(config, 1))
-    sampler = Sampler(config, models, dist, str(resume / "actor") if resume else _model_path(config))
+    rng = np.random.default_rng(seed_from(config.seed, 1))
+    sampler = Sampler(config, models.actor_module, models.tokenizer, dist,
+                      str(resume / "actor") if resume else _model_path(config))
     train_groups = ShardGroups(config.train_env_manager, dist, config.train_seed_start, fixed=False)
     val_groups = ShardGroups(config.val_env_manager, dist, config.val_seed_start, fixed=True)
     start, elapsed = 0, 0.0
@@ -708,8 +572,8 @@ def main(config: TrainConfig) -> TrainResult:
     history = log.history() if log else []
     result = TrainResult(out, records=history)
     rule = EchoTrapRule()
-    val_seed = _seed(config, 3)
-    t0 = time.perf_counter() - elapsed
+    val_seed = seed_from(config.seed, 3)
+    t0 = started - elapsed  # time/total counts start-up (models, envs) too
     if resume is None:
         val, result.first_eval = evaluate(val_groups, sampler, config, dist, val_seed)
         _write(log, result, {"step": 0, **val, "time/total": time.perf_counter() - t0})
@@ -724,11 +588,11 @@ def main(config: TrainConfig) -> TrainResult:
         record["rollout/response_length"] = record.pop("reward/response_length")
         for key in ("turns", "format_valid", "action_valid"):
             record[f"rollout/{key}"] = record.pop(f"reward/{key}")
-        record["reward/pass@k"] = _pass_at_k(trajectories)
+        record["reward/pass@k"] = pass_at_k(trajectories)
         record["time/rollout"] = time.perf_counter() - tick
         tock = time.perf_counter()
         record.update(train_step(config, models, optimizers, trajectories, dist, rng))
-        sampler.sync(models)
+        sampler.sync(models.actor_module)
         for name, scheduler in schedulers.items():
             record["loss/lr" if name == "actor" else "critic/lr"] = scheduler.get_last_lr()[0]
             scheduler.step()
@@ -762,13 +626,6 @@ def main(config: TrainConfig) -> TrainResult:
     train_groups.close()
     val_groups.close()
     return result
-
-
-def _pass_at_k(trajectories: list[Trajectory]) -> float:
-    groups: dict[str, bool] = {}
-    for t in trajectories:
-        groups[t.group_key] = groups.get(t.group_key, False) or t.success
-    return float(np.mean(list(groups.values())))
 
 
 def _write(log: MetricsLog | None, result: TrainResult, record: dict[str, Any]) -> None:

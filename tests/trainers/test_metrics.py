@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from trainers.metrics import EchoTrapRule, MetricsLog, plot_metrics, read_metrics, success_gain
+from trainers.metrics import EchoTrapRule, MetricsLog, plot_metrics, plot_runs, read_metrics, success_gain
 
 RULE = EchoTrapRule()  # window 5, std below 0.5 x peak, entropy below 0.6 x peak, grad >= 3 x earlier median
 
@@ -102,3 +102,14 @@ def test_plot_writes_a_png_with_warnings_and_missing_panels(tmp_path):
     with Image.open(path) as image:
         assert image.format == "PNG"
         assert image.size[0] > 800 and image.size[1] > 600
+
+
+def test_plot_runs_draws_several_runs(tmp_path):
+    for name, slope in (("a", 0.01), ("b", 0.02)):
+        log = MetricsLog(tmp_path / f"{name}.jsonl")
+        for step in range(0, 101, 25):
+            log.write({"step": step, "val/success": 0.2 + slope * step / 10})
+    runs = {"A": tmp_path / "a.jsonl", "B": tmp_path / "b.jsonl"}
+    path = plot_runs({"env 1": runs, "env 2": runs}, tmp_path / "runs.png")
+    with Image.open(path) as image:
+        assert image.size[0] > image.size[1] > 200

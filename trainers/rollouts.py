@@ -1,0 +1,159 @@
+"""Rollout side of the loop: the generation backends, this rank's env groups, playing and evaluating episodes.
+
+- :class:`Sampler`: ``hf`` (the actor itself samples) or ``vllm`` (an engine fed the actor's weights after each
+  update), with a training stream that checkpoints and an evaluation stream reseeded every evaluation.
+- :class:`ShardGroups`: this rank's share of the env groups, seeded by the rollout engine's convention over the
+  global groups, so N processes play exactly the episodes one process would.
+- :func:`play` / :func:`evaluate`: roll out and gather every rank's trajectories; :func:`rollout_metrics`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import numpy as np
+import torch
+
+from agentgym_bench.rollout.engine import EnvGroups
+from agentgym_bench.rollout.hf import HFPolicy
+from agentgym_bench.rollout.trajectory import Trajectory
+from trainers.config import EnvManager, TrainConfig
+from trainers.distributed import Dist, autocast
+
+
+def seed_from(seed: int, *words: int) -> int:
+    """A 32-bit seed derived from the run's ``seed`` and a purpose (``words``), so each stream is independent."""
+    return int(np.random.SeedSequence([seed, *words]).generate_state(1)[0])
+
+
+class Sampler:
+    """The generation backends of a run: ``hf`` samples with the actor itself; ``vllm`` runs an engine that gets the
+    actor's weights after every update (:meth:`sync`). Training and evaluation differ in temperature and in their
+    random streams: the training stream is part of the checkpoint, evaluation is reseeded every time."""
+
+    def __init__(self, config: TrainConfig, actor: torch.nn.Module, tokenizer: Any, dist: Dist,
+                 model_path: str):
+        self.config = config
+        seed = seed_from(config.seed, 2, dist.rank)
+        if config.generation_backend == "vllm":
+            from agentgym_bench.rollout.vllm_backend import VLLMPolicy
+
+            self.train = VLLMPolicy(model_path, temperature=config.temperature, top_p=config.top_p,
+                                    max_new_tokens=config.max_new_tokens, seed=seed,
+                                    gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+                                    dtype="bfloat16" if config.dtype == "bfloat16" else "float32")
+            self.val = self.train
+        else:
+            self.train = HFPolicy(actor, tokenizer, temperature=config.temperature,
+                                  top_p=config.top_p, max_new_tokens=config.max_new_tokens, seed=seed,
+                                  max_batch_size=config.generation_batch_size)
+            self.val = HFPolicy(actor, tokenizer, temperature=config.val_temperature,
+                                max_new_tokens=config.max_new_tokens, max_batch_size=config.generation_batch_size)
+
+    @property
+    def is_vllm(self) -> bool:
+        return self.config.generation_backend == "vllm"
+
+    def state(self) -> Any:
+        """The training stream's position (a torch Generator state, or vLLM's request counter)."""
+        return self.train.requests_made if self.is_vllm else self.train.generator.get_state()
+
+    def load_state(self, state: Any) -> None:
+        if self.is_vllm:
+            self.train.requests_made = state
+        else:
+            self.train.generator.set_state(state)
+
+    def sync(self, actor: torch.nn.Module) -> None:
+        """Push the actor's new weights into the vLLM engine (the ``hf`` backend samples with the actor itself)."""
+        if self.is_vllm:
+            self.train.sync_weights(actor)
+
+    @contextlib.contextmanager
+    def evaluation(self, seed: int):
+        """The evaluation policy, its random stream restarted from ``seed``."""
+        if not self.is_vllm:
+            self.val.generator.manual_seed(seed)
+            yield self.val
+            return
+        engine = self.val
+        saved = (engine.temperature, engine.top_p, engine.seed, engine.requests_made)
+        engine.temperature, engine.top_p, engine.seed, engine.requests_made = self.config.val_temperature, 1.0, seed, 0
+        try:
+            yield engine
+        finally:
+            engine.temperature, engine.top_p, engine.seed, engine.requests_made = saved
+
+
+def _partition(manager: EnvManager) -> list[int]:
+    if manager.num_groups_partition is not None:
+        return list(manager.num_groups_partition)
+    n, k = manager.num_env_groups, len(manager.tags)
+    return [n // k + (1 if i < n % k else 0) for i in range(k)]
+
+
+class ShardGroups(EnvGroups):
+    """This rank's share of the env groups of one manager, seeded by the loop.
+
+    Seeds follow the rollout engine's convention over the *global* groups: the ``j``-th group of a tag gets
+    ``seed_start + iteration * num_env_groups + j`` (training) or ``seed_start + j`` every time (validation).
+    """
+
+    def __init__(self, manager: EnvManager, dist: Dist, seed_start: int, fixed: bool):
+        partition = _partition(manager)
+        global_tags = [t for t, n in zip(manager.tags, partition, strict=True) for _ in range(n)]
+        offsets = [j for n in partition for j in range(n)]
+        mine = dist.shard(len(global_tags))
+        tags = list(dict.fromkeys(global_tags[g] for g in mine))
+        super().__init__(tags, [sum(global_tags[g] == t for g in mine) for t in tags], manager.group_size,
+                         env_kwargs=manager.env_kwargs, seed=seed_start, fixed_seeds=True)
+        self.offsets = [offsets[g] for g in mine]
+        self.total_groups = len(global_tags)
+        self.fixed = fixed
+        self.step = 0
+
+    def group_seeds(self) -> list[int]:
+        base = self.seed + (0 if self.fixed else self.step * self.total_groups)
+        return [base + j for j in self.offsets]
+
+
+def play(groups: ShardGroups, policy: Any, history: int | None, dist: Dist) -> list[Trajectory]:
+    """Roll out this rank's groups and gather every rank's trajectories (global order)."""
+    mine = groups.rollout(policy, history=history)
+    return [t for part in dist.gather(mine) for t in part]
+
+
+def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
+    """Success, score, turns, reply length and format validity of a batch of episodes."""
+    turns = [turn for t in trajectories for turn in t.turns]
+    lengths = [len(turn.token_ids) for turn in turns if turn.token_ids is not None]
+    out = {
+        f"{prefix}/success": float(np.mean([t.success for t in trajectories])),
+        f"{prefix}/score": float(np.mean([t.episode_reward for t in trajectories])),
+        f"{prefix}/turns": float(np.mean([len(t.turns) for t in trajectories])),
+        f"{prefix}/format_valid": float(np.mean([bool(turn.info.get("format_valid")) for turn in turns])),
+        f"{prefix}/action_valid": float(np.mean([bool(turn.info.get("action_is_valid")) for turn in turns])),
+        f"{prefix}/response_length": float(np.mean(lengths)) if lengths else float("nan"),
+    }
+    tags = sorted({t.tag for t in trajectories})
+    if len(tags) > 1 or prefix == "val":
+        for tag in tags:
+            out[f"{prefix}/{tag}/success"] = float(np.mean([t.success for t in trajectories if t.tag == tag]))
+    return out
+
+
+def pass_at_k(trajectories: list[Trajectory]) -> float:
+    """Fraction of env groups with at least one success."""
+    groups: dict[str, bool] = {}
+    for t in trajectories:
+        groups[t.group_key] = groups.get(t.group_key, False) or t.success
+    return float(np.mean(list(groups.values())))
+
+
+def evaluate(groups: ShardGroups, sampler: Sampler, config: TrainConfig, dist: Dist,
+             seed: int) -> tuple[dict[str, float], list[bool]]:
+    """Play the validation seeds (the same ones every time, sampling noise reseeded from ``seed``)."""
+    with sampler.evaluation(seed) as policy, autocast(config, dist):
+        trajectories = play(groups, policy, config.val_env_manager.history_length, dist)
+    return rollout_metrics(trajectories, "val"), [t.success for t in trajectories]
