@@ -169,3 +169,14 @@ def test_sampled_logprobs_are_the_recomputed_ones(tiny_model, episodes):
     assert int(mask.sum()) > 20
     torch.testing.assert_close(sampled[mask], recomputed[mask], atol=1e-4, rtol=0)
     assert bool((sampled[~mask] == 0).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_vllm_generation_and_bf16_on_gpu(tiny_model, tmp_path):
+    pytest.importorskip("vllm")
+    overrides = {"device": "cuda", "dtype": "bfloat16", "generation_backend": "vllm", "max_steps": 2,
+                 "vllm_gpu_memory_utilization": 0.3}
+    result = main(config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo_s", **overrides)))
+    assert [r["step"] for r in result.records] == [0, 1, 2]
+    assert all(math.isfinite(r["loss/policy"]) for r in result.records[1:])
