@@ -9,6 +9,7 @@ CONFIG ...``. The keys are documented in ``docs/trainers.md`` and in ``trainers/
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -68,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if os.environ.get("RANK", "0") != "0":  # under torchrun, one report
+        return 0
     print(f"run folder: {result.output_dir}  (metrics.jsonl, curves.png, summary.json, checkpoint-*/)")
     if result.first_eval and result.last_eval:
         from trainers.metrics import success_gain

@@ -126,3 +126,22 @@ def test_every_bundled_config_loads():
         config = load_config(CONFIG_DIR / f"{name}.yaml")
         assert config.preset == name.split("-")[0]
         assert config.val_seed_range.stop <= config.train_seed_range.start
+
+
+def test_train_command_reports_config_errors_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("group_size: 4\n")
+    for args, message in [([str(bad)], "did you mean train_env_manager.group_size"),
+                          (["starpo_s-frozenlake", "rollout_filter_ratio=0.01"], "keeps no group")]:
+        done = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "train", *args], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr and "Traceback" not in done.stderr
+    from agentgym_bench.commands.train import bundled_configs, resolve_config
+
+    assert "starpo_s-frozenlake" in bundled_configs()
+    with pytest.raises(FileNotFoundError, match="no bundled config of that name"):
+        resolve_config("no-such-config")
