@@ -30,6 +30,9 @@ from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, 
 
 TRAIN_SEED_START = 10_000
 VALIDATION_SEED_START = 0
+TEST_SEED_START = 1_000_000_000
+"""The benchmark suites' held-out test seeds start here (see :mod:`agentgym_bench.benchmark.suites`): no training,
+validation, warm start or tuning may use a seed at or above it."""
 
 T = TypeVar("T")
 
