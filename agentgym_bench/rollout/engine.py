@@ -31,8 +31,22 @@ from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, 
 TRAIN_SEED_START = 10_000
 VALIDATION_SEED_START = 0
 TEST_SEED_START = 1_000_000_000
-"""The benchmark suites' held-out test seeds start here (see :mod:`agentgym_bench.benchmark.suites`): no training,
-validation, warm start or tuning may use a seed at or above it."""
+TEST_SEEDS = range(TEST_SEED_START, TEST_SEED_START + 1_000_000)
+"""The benchmark suites' held-out test seeds (see :mod:`agentgym_bench.benchmark.suites`): no training, validation,
+warm start or tuning may use one; :func:`check_seeds_disjoint` refuses a range that meets them."""
+
+
+def check_seeds_disjoint(name: str, seeds: range, other_name: str = "the benchmark's held-out test seeds",
+                         other: range = TEST_SEEDS) -> None:
+    """Raise ``ValueError`` naming both ranges if ``seeds`` and ``other`` share a seed."""
+    low, high = max(seeds.start, other.start), min(seeds.stop, other.stop)
+    if len(seeds) and len(other) and low < high:
+        raise ValueError(f"{name} {_span(seeds)} meet {other_name} {_span(other)} (e.g. seed {low}); "
+                         "move them apart")
+
+
+def _span(seeds: range) -> str:
+    return f"{seeds.start}..{seeds.stop - 1}" if len(seeds) else "(none)"
 
 T = TypeVar("T")
 
