@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "webshop-serve": ("agentgym_bench.envs.webshop.server", "serve the bundled WebShop store over HTTP"),
     "init-model": ("agentgym_bench.rollout.default_model", "build the small local default model"),
     "warmstart": ("agentgym_bench.rollout.warmstart", "supervised warm start on oracle demonstrations"),
-    "train": ("agentgym_bench.commands.train", "train with StarPO, StarPO-S or GiGPO from a YAML config"),
+    "train": ("trainers.cli", "train with StarPO, StarPO-S or GiGPO from a YAML config"),
     "serve": ("agentgym_bench.rollout.server", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
 }
 

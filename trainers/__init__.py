@@ -8,8 +8,10 @@ The math is pure masked-tensor functions, shared by every trainer and documented
   entropy and log-probs from logits, KL estimators.
 - ``trainers.masked``: masked mean / variance / whitening, explained variance.
 
-The loop (docs/trainers.md) is ``trainers.train.main(config)``: ``trainers.config`` (the typed config, YAML, overrides)
-and ``trainers.presets`` (StarPO, StarPO-S, GiGPO), ``trainers.rollouts`` (generation backends, env groups,
-evaluation), ``trainers.samples`` (trajectories -> training rows), ``trainers.metrics`` (JSON lines, Echo Trap rule,
-plots), ``trainers.checkpoint``, ``trainers.distributed`` (torchrun/DDP).
+The loop (docs/trainers.md) is ``trainers.train.main(config)``, run by ``trainers.cli`` (``agentgym-bench train``):
+``trainers.config`` (the typed config, YAML, overrides) and ``trainers.presets`` (StarPO, StarPO-S, GiGPO),
+``trainers.rollouts`` (generation backends, playing and evaluating; env groups and seeds are the rollout engine's),
+``trainers.samples`` (trajectories -> training rows), ``trainers.ppo`` (scoring, advantages, the PPO update),
+``trainers.metrics`` (JSON lines, Echo Trap rule, plots), ``trainers.checkpoint``, ``trainers.distributed``
+(torchrun/DDP).
 """

@@ -5,7 +5,8 @@ Layout::
     checkpoint-N/
       actor/               Hugging Face folder: model + tokenizer (load with from_pretrained, evaluate, serve)
       critic/              Hugging Face folder of the critic (AutoModelForTokenClassification), gae runs only
-      trainer_state.pt     iteration, optimiser and scheduler states, numpy Generator state, elapsed time
+      trainer_state.pt     iteration, optimiser and scheduler states, numpy Generator state, elapsed time, the
+                           first evaluation's successes (a resumed run reports its gain from them)
       rng_rank{r}.pt       the rollout sampler's torch.Generator state of each rank
       config.yaml          the run's config
 
@@ -61,7 +62,8 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
          dist: Any, config: Any, state: dict[str, Any]) -> Path:
     """Write ``checkpoint-{step}`` (every rank calls this; rank 0 writes the shared files) and prune old ones.
 
-    ``state`` holds ``step``, ``elapsed``, ``numpy_rng`` (same on every rank) and ``policy_rng`` (per rank).
+    ``state`` holds ``step``, ``elapsed``, ``numpy_rng``, ``first_eval`` (same on every rank) and ``policy_rng``
+    (per rank).
     """
     final = output_dir / f"checkpoint-{step}"
     tmp = output_dir / f"checkpoint-{step}.tmp"
@@ -80,7 +82,7 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
     if dist.is_main:
         torch.save({
             "step": state["step"], "elapsed": state["elapsed"], "numpy_rng": state["numpy_rng"],
-            "world_size": dist.world_size,
+            "first_eval": list(state.get("first_eval", [])), "world_size": dist.world_size,
             "optimizers": {k: o.state_dict() for k, o in optimizers.items()},
             "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
         }, tmp / "trainer_state.pt")
@@ -94,7 +96,7 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
 
 def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: dict[str, Any]) -> dict[str, Any]:
     """Restore optimisers and schedulers in place; return the loop state (``step``, ``elapsed``, ``numpy_rng``,
-    ``policy_rng``). The models themselves are loaded from ``actor/`` and ``critic/`` by the loop.
+    ``first_eval``, ``policy_rng``). The models themselves are loaded from ``actor/`` and ``critic/`` by the loop.
 
     Raises:
         ConfigError: the checkpoint was written by a different number of processes (the sampler states are

@@ -10,9 +10,16 @@ where only RAGEN has it (``rollout_filter_ratio``), and Hugging Face ``TrainingA
     reward_normalization: {grouping: traj_group_id, method: identity}
     train_env_manager: {num_env_groups: 8, group_size: 16, tags: [AgentFrozenLake-v0]}
 
-Precedence: dataclass defaults (= StarPO) < ``preset`` (:mod:`trainers.presets`) < the YAML file < ``key=value``
-overrides. Unknown keys are an error that names the closest known key; ``__post_init__`` checks every cross-field
-invariant and says how to fix a violation. Derived sizes are properties, never fields.
+ROLL's documented example configs load unchanged (``tests/trainers/test_roll_configs.py``): ROLL's tag names
+(``FrozenLake``, ``SimpleSokoban`` ...) are read as our env ids (:data:`ROLL_TAGS`), and ROLL's infrastructure keys
+that mean nothing here (:data:`IGNORED_KEYS`: worker placement, trackers, env manager classes) are dropped with a
+one-line notice on stderr, never silently.
+
+Precedence: dataclass defaults (= StarPO without its reward KL, which ``add_token_level_kl`` turns on) < ``preset``
+(:mod:`trainers.presets`) < the YAML file < ``key=value`` overrides. Unknown keys are an error that names the
+closest known key; ``__post_init__`` checks every cross-field invariant and says how to fix a violation. Derived
+sizes are properties, never fields. Every error is a :class:`ConfigError` (a
+:class:`~agentgym_bench.errors.UserError`: the command line prints it as one line).
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ import dataclasses
 import difflib
 import os
 import re
+import sys
+import types
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,25 +38,48 @@ from typing import Any
 
 import yaml
 
+from agentgym_bench.errors import UserError
+from agentgym_bench.rollout.engine import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 from trainers.advantages import NORM_METHODS
 from trainers.losses import AGG_MODES, KL_ESTIMATORS
-
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
-"""The bundled configs (``agentgym-bench train --list``)."""
 
 ADV_ESTIMATORS = ("reinforce", "grpo", "gae", "gigpo")
 GROUPINGS = ("traj_group_id", "tags", "batch")
 BATCH_ADJUST_MODES = ("copy", "delete", "auto", "random_sample")
 SCHEDULERS = ("constant", "linear", "cosine")
 
-# Seed ranges: the rollout engine's conventions (agentgym_bench/rollout/engine.py, docs/trainers.md). Validation and
-# benchmark evaluation use seeds 0 .. N-1 per env id; every training seed is >= TRAIN_SEED_START.
-TRAIN_SEED_START = 10_000
-VAL_SEED_START = 0
+ROLL_TAGS = {
+    "FrozenLake": "AgentFrozenLake-v0",
+    "SimpleSokoban": "AgentSokoban-v0",
+    "LargerSokoban": "AgentSokobanLarge-v0",
+    "SokobanDifferentGridVocab": "AgentSokobanAltVocab-v0",
+    "Bandit": "AgentBandit-v0",
+    "BanditTest": "AgentBanditTest-v0",
+    "WebShop": "AgentWebShop-v0",
+}
+"""ROLL's / RAGEN's env tags and the env ids that implement them here (docs/envs.md)."""
+
+IGNORED_KEYS = {
+    "": ("env_manager_cls", "num_gpus_per_node", "exp_name", "logging_dir", "logging_steps", "track_with",
+         "tracker_kwargs", "system_envs", "render_save_dir", "checkpoint_config"),
+    "env_manager": ("max_env_num_per_worker",),
+}
+"""ROLL keys with no meaning here (placement, trackers, env manager classes: rows follow ``adv_estimator`` and
+``history_length``), accepted with a notice. Top level (``""``) and inside ``train_env_manager`` /
+``val_env_manager``."""
 
 
-class ConfigError(ValueError):
+VAL_BATCH_SIZE = 64
+"""Default validation episodes: 64 seeds, one episode each."""
+
+
+class ConfigError(UserError, ValueError):
     """A configuration that cannot run; the message says how to fix it."""
+
+
+def notice(message: str) -> None:
+    """One line on stderr about a config key that was read differently or ignored."""
+    print(f"notice: {message}", file=sys.stderr)
 
 
 @dataclass
@@ -57,7 +90,31 @@ class RewardNormalization:
     """Which episodes are normalised together: ``traj_group_id`` (the episodes of one env group, same seed; RAGEN's
     ``state``), ``tags`` (all episodes of one env id; RAGEN's ``inductive``) or ``batch`` (the whole batch)."""
     method: str = "mean_std"
-    """``identity`` (raw score), ``mean`` (score - group mean) or ``mean_std`` ((score - mean) / (std + 1e-6))."""
+    """``identity`` (raw score), ``mean`` (score - group mean) or ``mean_std`` ((score - mean) / (std + 1e-6));
+    ROLL's ``asym_clip`` is read as ``mean_std`` (what ROLL computes for it)."""
+    norm_mean_type: str | None = None
+    """ROLL's explicit form, which takes priority over ``method``: ``group`` (the ``grouping`` groups), ``batch`` or
+    null (no mean subtracted). Resolved into ``method`` / ``grouping`` when read."""
+    norm_std_type: str | None = None
+    """ROLL's explicit form: ``group``, ``batch`` or null (no division by the std). Must use the same scope as
+    ``norm_mean_type`` (the mixed forms are not implemented)."""
+
+    def __post_init__(self) -> None:
+        if self.method == "asym_clip":
+            self.method = "mean_std"
+        mean, std = self.norm_mean_type, self.norm_std_type
+        if mean is None and std is None:
+            return
+        for name, value in (("norm_mean_type", mean), ("norm_std_type", std)):
+            if value not in (None, "group", "batch"):
+                raise ConfigError(f"reward_normalization.{name}={value!r} is not one of group, batch, null")
+        if mean is None or (std is not None and std != mean):
+            raise ConfigError(f"reward_normalization.norm_mean_type={mean!r} with norm_std_type={std!r} is not "
+                              "supported: use the same scope for both, or only norm_mean_type")
+        self.method = "mean" if std is None else "mean_std"
+        if mean == "batch":
+            self.grouping = "batch"
+        self.norm_mean_type = self.norm_std_type = None
 
 
 @dataclass
@@ -73,7 +130,9 @@ class EnvManager:
     group_size: int = 16
     """Episodes per group, same env and seed (the paper's N). Validation uses 1."""
     tags: list[str] = field(default_factory=lambda: ["AgentFrozenLake-v0"])
-    """Registered agent env ids (ROLL ``tags``)."""
+    """Registered agent env ids (ROLL ``tags``; ROLL's own tag names such as ``FrozenLake`` are read as our ids,
+    :data:`ROLL_TAGS`). ``val_env_manager`` takes the training tags, ``env_kwargs`` and ``history_length`` unless
+    it sets its own."""
     num_groups_partition: list[int] | None = None
     """Groups per tag, summing to ``num_env_groups`` (ROLL ``num_groups_partition``, RAGEN ``n_groups``);
     ``None`` splits evenly (the first tags get one more when it does not divide)."""
@@ -94,7 +153,8 @@ class TrainConfig:
     preset: str | None = None
     """``starpo``, ``starpo_s`` or ``gigpo``: settings applied before the file's own (see trainers/presets.py)."""
     pretrain: str = "~/.cache/agentgym-bench/models/warmstart"
-    """Model folder or hub id to start from (ROLL ``pretrain``); the critic starts from the same weights."""
+    """Model folder, a name under ``$AGENTGYM_BENCH_HOME/models`` or a hub id to start from (ROLL ``pretrain``;
+    :func:`agentgym_bench.paths.resolve_model`); the critic starts from the same weights."""
     output_dir: str = "runs/train"
     """Run folder: ``metrics.jsonl``, ``curves.png``, ``config.yaml``, ``checkpoint-N/``."""
     seed: int = 0
@@ -124,15 +184,21 @@ class TrainConfig:
     # -- rollout ---------------------------------------------------------------------------------------------------
     rollout_batch_size: int = 128
     """Episodes per iteration (ROLL); must equal ``train_env_manager.num_env_groups * group_size``."""
-    val_batch_size: int = 64
-    """Episodes per evaluation (ROLL); must equal ``val_env_manager.num_env_groups * group_size``."""
+    val_batch_size: int = VAL_BATCH_SIZE
+    """Episodes per evaluation (ROLL). ``val_env_manager.num_env_groups`` follows it when not set (and the other way
+    round); when both are set they must agree."""
+    sequence_length: int | None = None
+    """Cap on the tokens of one model call, prompt + reply (ROLL). Before each turn an episode whose prompt plus
+    ``max_new_tokens`` would exceed it ends there (truncated), so no training row is longer; ROLL instead shortens
+    the last reply. ``null``: the model's ``max_position_embeddings``."""
     train_env_manager: EnvManager = field(default_factory=EnvManager)
     """Training env groups."""
-    val_env_manager: EnvManager = field(default_factory=lambda: EnvManager(num_env_groups=64, group_size=1))
+    val_env_manager: EnvManager = field(
+        default_factory=lambda: EnvManager(num_env_groups=VAL_BATCH_SIZE, group_size=1))
     """Validation env groups (RAGEN: 256 groups of 1)."""
     train_seed_start: int = TRAIN_SEED_START
     """Seed of the first training group; group k of the run uses ``train_seed_start + k``."""
-    val_seed_start: int = VAL_SEED_START
+    val_seed_start: int = VALIDATION_SEED_START
     """Seed of the first validation group; the same seeds every evaluation. Must not overlap training seeds."""
     max_new_tokens: int = 32
     """Token budget of one reply (ROLL ``generating_args.max_new_tokens``; RAGEN ``response_length``)."""
@@ -145,9 +211,14 @@ class TrainConfig:
     generation_batch_size: int | None = None
     """Conversations per generation call with the ``hf`` backend (``None``: all at once)."""
     enable_old_logprobs_recompute: bool = True
-    """Score the sampled tokens with the actor before the update (verl; ROLL). ``false`` uses the log-probs the
-    sampler reported (one forward pass less per iteration; needs ``top_p: 1`` and a backend that reports them, and the
-    rows must hold exactly the sampled tokens: check ``rollout/logprob_diff`` on a recomputing run first)."""
+    """ROLL's meaning: score the sampled tokens with the actor before the update. ``false`` takes the old log-probs
+    from the update's own first forward pass instead (exact while the weights have not moved; cached for later
+    epochs); as in ROLL, recomputing is forced when the iteration takes more than one optimiser step, for ``gigpo``,
+    and with a reward KL (``add_token_level_kl``)."""
+    use_sampler_logprobs: bool = False
+    """Use the log-probs the sampler reported as old log-probs (no scoring pass; ours, not ROLL's). Needs
+    ``top_p: 1``, a backend that reports them, and rows holding exactly the sampled tokens: check
+    ``rollout/logprob_diff`` on a recomputing run first."""
     generation_backend: str = "hf"
     """``hf`` (transformers, CPU or GPU; the trained model itself generates) or ``vllm`` (GPU; a vLLM engine that
     receives the actor's weights after every update)."""
@@ -179,6 +250,8 @@ class TrainConfig:
     the ``starpo_s`` preset sets it)."""
     advantage_clip: float | None = None
     """Clamp advantages to [-c, c] after whitening (ROLL)."""
+    reward_clip: float | None = None
+    """Clamp the normalised episode score (GiGPO: the combined step value) to [-c, c] before advantages (ROLL)."""
     batch_adjust_mode: str = "copy"
     """Batches of step rows vary in size; make the row count a multiple of ``ppo_mini_batch_size`` by ``copy``
     (duplicate random rows), ``delete`` (drop random rows), ``auto`` (delete if less than half a mini-batch would go,
@@ -207,21 +280,30 @@ class TrainConfig:
     """Clip range of the value loss (ROLL ``value_clip``; RAGEN ``cliprange_value`` 0.5)."""
     entropy_loss_coef: float = 0.001
     """Entropy bonus coefficient (ROLL; RAGEN ``entropy_coeff`` 0.001)."""
+    add_token_level_kl: bool = False
+    """Add the per-token penalty ``-init_kl_coef * KL(pi || pi_ref)`` to the rewards (ROLL: ``init_kl_coef`` acts
+    only with it). The ``starpo`` preset turns it on (RAGEN's vanilla StarPO: 0.001, k1)."""
     init_kl_coef: float = 0.001
-    """Fixed KL coefficient of a per-token penalty ``-coef * KL(pi || pi_ref)`` added to the rewards (ROLL's
-    ``init_kl_coef`` with ``add_token_level_kl``; RAGEN's vanilla StarPO: 0.001, k1). 0 disables it."""
+    """Fixed coefficient of the reward KL penalty (ROLL; no adaptive controller: ``target_kl`` must stay null)."""
+    target_kl: float | None = None
+    """ROLL's adaptive KL controller target; not implemented here, so only null is accepted."""
+    kl_penalty: str = "k1"
+    """Estimator of the reward KL penalty: ``k1``/``kl``, ``k2``/``mse``, ``k3``/``low_var_kl`` (ROLL / verl)."""
     use_kl_loss: bool = False
-    """Add ``kl_loss_coef * KL(pi || pi_ref)`` to the actor loss instead (ROLL; the GiGPO recipes)."""
+    """Add ``kl_loss_coef * KL(pi || pi_ref)`` to the actor loss (ROLL; the GiGPO recipes)."""
     kl_loss_coef: float = 0.0
     """Coefficient of the KL loss (ROLL; GiGPO recipes 0.01)."""
-    kl_penalty: str = "k1"
-    """KL estimator for both uses: ``k1``/``kl``, ``k2``/``mse``, ``k3``/``low_var_kl`` (ROLL / verl)."""
+    kl_loss_type: str = "k3"
+    """Estimator of the KL loss (verl's name). k3 as ROLL: k1's gradient is zero in expectation, so a k1 loss
+    would not pull the policy toward the reference."""
     max_grad_norm: float = 1.0
     """Gradient clipping of actor and critic (ROLL; RAGEN ``grad_clip``)."""
     learning_rate: float = 1e-4
     """Actor learning rate, AdamW (RAGEN: 1e-6 for Qwen2.5-0.5B; the small default model needs ~1e-4)."""
     critic_learning_rate: float = 1e-3
     """Critic learning rate (RAGEN: 10x the actor's)."""
+    critic_warmup: int = 0
+    """Iterations at the start that update only the critic, not the actor (ROLL; ``gae`` only)."""
     weight_decay: float = 0.01
     """AdamW weight decay (RAGEN 0.01)."""
     adam_betas: tuple[float, float] = (0.9, 0.999)
@@ -232,12 +314,7 @@ class TrainConfig:
     """Linear warm-up over this many iterations."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.reward_normalization, Mapping):
-            self.reward_normalization = _build(RewardNormalization, self.reward_normalization, "reward_normalization.")
-        for name in ("train_env_manager", "val_env_manager"):
-            value = getattr(self, name)
-            if isinstance(value, Mapping):
-                setattr(self, name, _build(EnvManager, value, name + "."))
+        _nest(self, "")
         self.adam_betas = tuple(self.adam_betas)
         self._check()
 
@@ -258,9 +335,14 @@ class TrainConfig:
         return self.adv_estimator == "gae"
 
     @property
+    def kl_in_reward(self) -> bool:
+        """The reward carries the per-token KL penalty."""
+        return self.add_token_level_kl and self.init_kl_coef > 0
+
+    @property
     def uses_reference(self) -> bool:
         """A frozen copy of the initial policy is needed for a KL term."""
-        return self.init_kl_coef > 0 or (self.use_kl_loss and self.kl_loss_coef > 0)
+        return self.kl_in_reward or (self.use_kl_loss and self.kl_loss_coef > 0)
 
     @property
     def clip_low(self) -> float:
@@ -291,9 +373,6 @@ class TrainConfig:
 
     def _check(self) -> None:
         _check_types(self, "")
-        _check_types(self.reward_normalization, "reward_normalization.")
-        _check_types(self.train_env_manager, "train_env_manager.")
-        _check_types(self.val_env_manager, "val_env_manager.")
         _choice("adv_estimator", self.adv_estimator, ADV_ESTIMATORS)
         _choice("reward_normalization.grouping", self.reward_normalization.grouping, GROUPINGS)
         _choice("reward_normalization.method", self.reward_normalization.method, NORM_METHODS)
@@ -301,13 +380,14 @@ class TrainConfig:
         _choice("batch_adjust_mode", self.batch_adjust_mode, BATCH_ADJUST_MODES)
         _choice("loss_agg_mode", self.loss_agg_mode, AGG_MODES)
         _choice("kl_penalty", self.kl_penalty, tuple(KL_ESTIMATORS))
+        _choice("kl_loss_type", self.kl_loss_type, tuple(KL_ESTIMATORS))
         _choice("lr_scheduler_type", self.lr_scheduler_type, SCHEDULERS)
         _choice("dtype", self.dtype, ("float32", "bfloat16"))
         _choice("generation_backend", self.generation_backend, ("hf", "vllm"))
         for name in ("max_steps", "ppo_epochs", "ppo_mini_batch_size", "micro_batch_size", "rollout_batch_size",
                      "val_batch_size", "max_new_tokens", "eval_steps", "save_total_limit"):
             _positive_int(name, getattr(self, name))
-        for name in ("save_steps", "warmup_steps", "train_seed_start", "val_seed_start"):
+        for name in ("save_steps", "warmup_steps", "train_seed_start", "val_seed_start", "critic_warmup"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r} must be an integer >= 0")
         for prefix in ("train_env_manager", "val_env_manager"):
@@ -317,12 +397,18 @@ class TrainConfig:
         if self.reward_normalization.method == "identity" and self.adv_estimator == "gigpo":
             raise ConfigError("adv_estimator=gigpo needs reward_normalization.method mean or mean_std: identity would "
                               "add raw step returns to the advantage (ROLL's silent pitfall)")
+        self._check_seeds()
+
+    def _check_seeds(self) -> None:
         train, val = self.train_seed_range, self.val_seed_range
-        if train.start < val.stop and val.start < train.stop:
-            raise ConfigError(
-                f"training seeds {_fmt_range(train)} and validation seeds {_fmt_range(val)} overlap (e.g. seed "
-                f"{max(train.start, val.start)}); keep train_seed_start >= "
-                f"{TRAIN_SEED_START} and val_seed_start + val_env_manager.num_env_groups <= {TRAIN_SEED_START}")
+        try:
+            check_seeds_disjoint("training seeds", train, "validation seeds", val)
+            check_seeds_disjoint("training seeds", train)
+            check_seeds_disjoint("validation seeds", val)
+        except ValueError as error:
+            raise ConfigError(f"{error} (train_seed_start, val_seed_start; training starts at {TRAIN_SEED_START} "
+                              f"by default, validation at {VALIDATION_SEED_START}, held-out test seeds from "
+                              f"{TEST_SEEDS.start})") from None
 
     def _check_env_manager(self, prefix: str) -> None:
         manager: EnvManager = getattr(self, prefix)
@@ -331,6 +417,7 @@ class TrainConfig:
         if not manager.tags or not all(isinstance(t, str) for t in manager.tags):
             raise ConfigError(f"{prefix}.tags={manager.tags!r} must be a non-empty list of env ids, e.g. "
                               "[AgentFrozenLake-v0]")
+        _check_env_ids(prefix, manager.tags)
         partition = manager.num_groups_partition
         if partition is not None:
             if len(partition) != len(manager.tags) or sum(partition) != manager.num_env_groups:
@@ -383,9 +470,9 @@ class TrainConfig:
             value = getattr(self, name)
             if value < low or (high is not None and value > high):
                 raise ConfigError(f"{name}={value} must be in [{low}, {high if high is not None else 'inf'})")
-        if not self.enable_old_logprobs_recompute and self.top_p < 1:
-            raise ConfigError("enable_old_logprobs_recompute=false uses the sampler's log-probs, which with top_p < 1 "
-                              "are of the truncated distribution, not the policy's; set top_p=1 or recompute")
+        if self.use_sampler_logprobs and self.top_p < 1:
+            raise ConfigError("use_sampler_logprobs=true with top_p < 1: the sampler's log-probs are then of the "
+                              "truncated distribution, not the policy's; set top_p=1 or use_sampler_logprobs=false")
         if self.temperature == 0:
             raise ConfigError("temperature=0 (greedy) gives no exploration and no valid log-probs to train on; use "
                               "temperature > 0 for training rollouts (val_temperature may be 0)")
@@ -400,9 +487,20 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"{name}={value} must be > 0, or null to disable")
-        if self.use_kl_loss and self.init_kl_coef > 0:
-            raise ConfigError("both use_kl_loss and init_kl_coef > 0 are set: pick one place for the KL term "
-                              "(init_kl_coef=0 for a KL loss, or use_kl_loss=false for a KL reward penalty)")
+        if self.use_kl_loss and self.kl_in_reward:
+            raise ConfigError("both use_kl_loss and add_token_level_kl with init_kl_coef > 0 are set: pick one place "
+                              "for the KL term (add_token_level_kl=false for a KL loss, or use_kl_loss=false)")
+        if self.target_kl is not None:
+            raise ConfigError(f"target_kl={self.target_kl}: ROLL's adaptive KL controller is not implemented here; "
+                              "remove target_kl (init_kl_coef is then a fixed coefficient)")
+        if self.critic_warmup and not self.uses_critic:
+            raise ConfigError(f"critic_warmup={self.critic_warmup} needs a critic (adv_estimator=gae); set it to 0")
+        if self.reward_clip is not None and self.reward_clip <= 0:
+            raise ConfigError(f"reward_clip={self.reward_clip} must be > 0, or null to disable")
+        if self.sequence_length is not None and (not isinstance(self.sequence_length, int)
+                                                 or self.sequence_length <= self.max_new_tokens):
+            raise ConfigError(f"sequence_length={self.sequence_length} must be an integer above max_new_tokens="
+                              f"{self.max_new_tokens} (it caps prompt + reply), or null")
         for name in ("generation_batch_size", "num_threads"):
             if getattr(self, name) is not None:
                 _positive_int(name, getattr(self, name))
@@ -429,32 +527,74 @@ def _positive_int(name: str, value: Any) -> None:
         raise ConfigError(f"{name}={value!r} must be a positive integer")
 
 
-_TYPE_CHECKS = {
-    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "bool": lambda v: isinstance(v, bool),
-    "str": lambda v: isinstance(v, str),
-    "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-    "list[int]": lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
-    "dict[str, Any]": lambda v: isinstance(v, dict),
-    "tuple[float, float]": lambda v: isinstance(v, tuple) and len(v) == 2
-    and all(isinstance(x, int | float) for x in v),
-}
+def _matches(value: Any, annotation: Any) -> bool:
+    """``value`` against a field annotation: int, float (an int is a float), bool, str, ``Any``, ``list[X]``,
+    ``dict[str, X]``, ``tuple[X, ...]`` of fixed length, ``X | None``.
+
+    Raises:
+        ConfigError: an annotation this function does not know (a field added without a check).
+    """
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is Any:
+        return True
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if annotation is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if annotation is str:
+        return isinstance(value, str)
+    if annotation is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, a) for a in args)
+    if origin is list:
+        return isinstance(value, list) and all(_matches(x, args[0]) for x in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_matches(k, args[0]) and _matches(v, args[1])
+                                               for k, v in value.items())
+    if origin is tuple:
+        return isinstance(value, tuple) and len(value) == len(args) and all(map(_matches, value, args))
+    raise ConfigError(f"no type check for the annotation {annotation!r}")
+
+
+def _annotation_text(annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) if typing.get_origin(annotation) is None else None
+    return (text or str(annotation).replace("typing.", "")).replace("NoneType", "null").replace("None", "null")
 
 
 def _check_types(obj: Any, prefix: str) -> None:
-    """Each field's value against its annotation (``X | None`` allows None; an int is a float)."""
+    """Each field's value against its annotation, nested dataclasses included."""
+    hints = typing.get_type_hints(type(obj))
     for f in dataclasses.fields(obj):
-        annotation = str(f.type)
-        if annotation in ("RewardNormalization", "EnvManager"):
-            continue
-        value = getattr(obj, f.name)
-        optional = annotation.endswith(" | None")
-        base = annotation.removesuffix(" | None")
-        if value is None and optional:
-            continue
-        if not _TYPE_CHECKS[base](value):
-            raise ConfigError(f"{prefix}{f.name}={value!r} must be {annotation.replace('None', 'null')}")
+        value, annotation = getattr(obj, f.name), hints[f.name]
+        if dataclasses.is_dataclass(annotation):
+            _check_types(value, f"{prefix}{f.name}.")
+        elif not _matches(value, annotation):
+            raise ConfigError(f"{prefix}{f.name}={value!r} must be {_annotation_text(annotation)}")
+
+
+def _nest(obj: Any, prefix: str) -> None:
+    """Build every dataclass-typed field given as a mapping (``reward_normalization``, ``*_env_manager``)."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        cls, value = hints[f.name], getattr(obj, f.name)
+        if dataclasses.is_dataclass(cls) and isinstance(value, Mapping):
+            setattr(obj, f.name, _build(cls, value, f"{prefix}{f.name}."))
+
+
+def _check_env_ids(prefix: str, tags: Sequence[str]) -> None:
+    import gymnasium as gym
+
+    import agentgym_bench  # noqa: F401 - registers the env ids
+
+    for tag in tags:
+        if tag not in gym.registry:
+            close = difflib.get_close_matches(tag, [k for k in gym.registry if k.startswith("Agent")], n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ConfigError(f"{prefix}.tags: {tag!r} is not a registered env id; {hint}`agentgym-bench envs` "
+                              "lists them")
 
 
 class _Loader(yaml.SafeLoader):
@@ -473,18 +613,13 @@ def _yaml_load(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
 
 
-def _fmt_range(r: range) -> str:
-    return f"[{r.start}, {r.stop})"
-
-
 def _known_keys(cls: type, prefix: str = "") -> list[str]:
     keys = []
+    hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         keys.append(prefix + f.name)
-        if f.name in ("reward_normalization",):
-            keys += _known_keys(RewardNormalization, f"{f.name}.")
-        if f.name in ("train_env_manager", "val_env_manager"):
-            keys += _known_keys(EnvManager, f"{f.name}.")
+        if dataclasses.is_dataclass(hints[f.name]):
+            keys += _known_keys(hints[f.name], f"{prefix}{f.name}.")
     return keys
 
 
@@ -541,12 +676,59 @@ def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
     return data
 
 
+def _read_roll_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """Drop :data:`IGNORED_KEYS` and map ROLL tag names to env ids, each with a notice."""
+    out = {}
+    for key, value in data.items():
+        if key in IGNORED_KEYS[""]:
+            notice(f"ignoring {key} (ROLL infrastructure; no meaning here)")
+            continue
+        if key in ("train_env_manager", "val_env_manager") and isinstance(value, Mapping):
+            value = dict(value)
+            for name in IGNORED_KEYS["env_manager"]:
+                if name in value:
+                    notice(f"ignoring {key}.{name} (ROLL infrastructure; no meaning here)")
+                    del value[name]
+            if isinstance(value.get("tags"), list):
+                for tag in value["tags"]:
+                    if tag in ROLL_TAGS:
+                        notice(f"{key}.tags: reading ROLL's {tag} as {ROLL_TAGS[tag]}")
+                value["tags"] = [ROLL_TAGS.get(t, t) if isinstance(t, str) else t for t in value["tags"]]
+        out[key] = value
+    return out
+
+
+def _validation_defaults(merged: dict[str, Any]) -> dict[str, Any]:
+    """``val_env_manager`` takes the training tags, env kwargs and history window unless it sets its own; its group
+    count follows ``val_batch_size`` (or sets it) when only one of the two is given."""
+    train = merged.get("train_env_manager") or {}
+    val = dict(merged.get("val_env_manager") or {})
+    if isinstance(train, Mapping):
+        for key in ("tags", "env_kwargs", "history_length"):
+            if key in train and key not in val:
+                val[key] = train[key]
+    val.setdefault("group_size", 1)
+    size = val["group_size"]
+    if "num_env_groups" not in val:
+        batch = merged.get("val_batch_size", VAL_BATCH_SIZE)
+        if isinstance(batch, int) and isinstance(size, int) and size > 0:
+            val["num_env_groups"] = max(1, batch // size)
+    elif "val_batch_size" not in merged and isinstance(val["num_env_groups"], int) and isinstance(size, int):
+        merged = {**merged, "val_batch_size": val["num_env_groups"] * size}
+    return {**merged, "val_env_manager": val}
+
+
 def config_from_dict(data: Mapping[str, Any], overrides: Sequence[str] | Mapping[str, Any] = ()) -> TrainConfig:
-    """Defaults < ``preset`` < ``data`` < ``overrides`` (``key=value`` strings or a nested dict)."""
+    """Defaults < ``preset`` < ``data`` < ``overrides`` (``key=value`` strings or a nested dict).
+
+    ROLL's infrastructure keys are dropped and its tag names mapped, with a notice each (module docstring)."""
     from trainers.presets import PRESETS
 
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"a config must be a mapping of keys, not {type(data).__name__}")
     extra = parse_overrides(overrides) if not isinstance(overrides, Mapping) else dict(overrides)
-    merged = _merge(dict(data), extra)
+    merged = _read_roll_keys(_merge(dict(data), extra))
+    merged = _validation_defaults(merged)
     preset = merged.get("preset")
     if preset is not None:
         if preset not in PRESETS:
@@ -561,9 +743,26 @@ def config_from_dict(data: Mapping[str, Any], overrides: Sequence[str] | Mapping
 
 
 def load_config(path: str | os.PathLike, overrides: Sequence[str] | Mapping[str, Any] = ()) -> TrainConfig:
-    """Read a YAML config file, then apply ``overrides``."""
-    text = Path(path).read_text()
-    data = _yaml_load(text) or {}
+    """Read a YAML config file, then apply ``overrides``.
+
+    Raises:
+        ConfigError: the file is missing, empty, not YAML or not a mapping (the message names the file), or the
+            config is invalid.
+    """
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
+    try:
+        data = _yaml_load(text)
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        line = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(f"{path} is not valid YAML{line}: {problem}") from None
+    if data is None:
+        raise ConfigError(f"{path} is empty; start from a bundled config (`agentgym-bench train --list`, "
+                          "`--print-config`) and set the keys you change")
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping of config keys, not {type(data).__name__}")
     return config_from_dict(data, overrides)

@@ -4,12 +4,14 @@ StarPO-S differs from StarPO by settings only, so it is a preset, not a copy (st
 samples (one row per env step) and the advantage, which the loop selects from ``adv_estimator``.
 
 - ``STARPO``: vanilla StarPO as in RAGEN's paper (arXiv 2504.20073, App. B.2) in its GRPO form: group-normalised
-  episode scores, symmetric clip 0.2, KL penalty 0.001 (k1), no filter, no critic.
+  episode scores, symmetric clip 0.2, KL penalty 0.001 (k1) in the reward, no filter, no critic.
 - ``STARPO_S``: StarPO plus the paper's four changes (RAGEN ``config/base.yaml``): keep the 25% of env groups with the
   largest reward std, a critic (PPO with GAE, gamma = lambda = 1, whitened advantages), no KL, clip-higher 0.2/0.28.
-- ``GIGPO``: Group-in-Group Policy Optimization (arXiv 2505.10978) as in ROLL's FrozenLake/Sokoban GiGPO recipes:
-  step-level samples, ``reward_normalization.method: mean``, step returns discounted by 0.95, weights 1/1,
-  advantage clip 20, no whitening, KL loss 0.01 (k3, ``low_var_kl``), ``batch_adjust_mode: copy``.
+- ``GIGPO``: Group-in-Group Policy Optimization (arXiv 2505.10978) as in ROLL's FrozenLake GiGPO recipe
+  (``examples/qwen2.5-0.5B-agentic/agent_val_frozen_lake_gigpo.yaml``): step-level samples,
+  ``reward_normalization.method: mean``, step returns discounted by 0.95, weights 1/1, advantage clip 20, no
+  whitening, KL loss 0.01 (k3, ROLL's fixed estimator), no entropy bonus, ``loss_agg_mode: seq-mean-token-mean``
+  (ROLL's default), ``batch_adjust_mode: copy``.
 
 Each preset lists every setting that defines it, even where it equals the default, so a preset reads as the
 algorithm's definition.
@@ -25,10 +27,13 @@ STARPO: dict[str, Any] = {
     "rollout_filter_ratio": 1.0,
     "use_pg_clip_range": False,
     "pg_clip": 0.2,
+    "add_token_level_kl": True,
     "init_kl_coef": 0.001,
     "kl_penalty": "k1",
     "use_kl_loss": False,
     "whiten_advantages": False,
+    "entropy_loss_coef": 0.001,
+    "loss_agg_mode": "token-mean",
 }
 
 STARPO_S: dict[str, Any] = {
@@ -43,6 +48,7 @@ STARPO_S: dict[str, Any] = {
     "use_pg_clip_range": True,
     "pg_clip_low": 0.2,
     "pg_clip_high": 0.28,
+    "add_token_level_kl": False,
     "init_kl_coef": 0.0,
 }
 
@@ -58,10 +64,13 @@ GIGPO: dict[str, Any] = {
     "rollout_filter_ratio": 1.0,
     "use_pg_clip_range": False,
     "pg_clip": 0.2,
+    "add_token_level_kl": False,
     "init_kl_coef": 0.0,
     "use_kl_loss": True,
     "kl_loss_coef": 0.01,
-    "kl_penalty": "k3",
+    "kl_loss_type": "k3",
+    "entropy_loss_coef": 0.0,
+    "loss_agg_mode": "seq-mean-token-mean",
 }
 
 PRESETS: dict[str, dict[str, Any]] = {"starpo": STARPO, "starpo_s": STARPO_S, "gigpo": GIGPO}

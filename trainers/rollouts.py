@@ -1,9 +1,8 @@
-"""Rollout side of the loop: the generation backends, this rank's env groups, playing and evaluating episodes.
+"""Rollout side of the loop: the generation backends, playing and evaluating episodes (the env groups, their
+seeds and each rank's share are the rollout engine's, :class:`agentgym_bench.rollout.engine.EnvGroups`).
 
 - :class:`Sampler`: ``hf`` (the actor itself samples) or ``vllm`` (an engine fed the actor's weights after each
   update), with a training stream that checkpoints and an evaluation stream reseeded every evaluation.
-- :class:`ShardGroups`: this rank's share of the env groups, seeded by the rollout engine's convention over the
-  global groups, so N processes play exactly the episodes one process would.
 - :func:`play` / :func:`evaluate`: roll out and gather every rank's trajectories; :func:`rollout_metrics`.
 """
 
@@ -18,7 +17,7 @@ import torch
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.trajectory import Trajectory
-from trainers.config import EnvManager, TrainConfig
+from trainers.config import TrainConfig
 from trainers.distributed import Dist, autocast
 
 
@@ -86,41 +85,10 @@ class Sampler:
             engine.temperature, engine.top_p, engine.seed, engine.requests_made = saved
 
 
-def _partition(manager: EnvManager) -> list[int]:
-    if manager.num_groups_partition is not None:
-        return list(manager.num_groups_partition)
-    n, k = manager.num_env_groups, len(manager.tags)
-    return [n // k + (1 if i < n % k else 0) for i in range(k)]
-
-
-class ShardGroups(EnvGroups):
-    """This rank's share of the env groups of one manager, seeded by the loop.
-
-    Seeds follow the rollout engine's convention over the *global* groups: the ``j``-th group of a tag gets
-    ``seed_start + iteration * num_env_groups + j`` (training) or ``seed_start + j`` every time (validation).
-    """
-
-    def __init__(self, manager: EnvManager, dist: Dist, seed_start: int, fixed: bool):
-        partition = _partition(manager)
-        global_tags = [t for t, n in zip(manager.tags, partition, strict=True) for _ in range(n)]
-        offsets = [j for n in partition for j in range(n)]
-        mine = dist.shard(len(global_tags))
-        tags = list(dict.fromkeys(global_tags[g] for g in mine))
-        super().__init__(tags, [sum(global_tags[g] == t for g in mine) for t in tags], manager.group_size,
-                         env_kwargs=manager.env_kwargs, seed=seed_start, fixed_seeds=True)
-        self.offsets = [offsets[g] for g in mine]
-        self.total_groups = len(global_tags)
-        self.fixed = fixed
-        self.step = 0
-
-    def group_seeds(self) -> list[int]:
-        base = self.seed + (0 if self.fixed else self.step * self.total_groups)
-        return [base + j for j in self.offsets]
-
-
-def play(groups: ShardGroups, policy: Any, history: int | None, dist: Dist) -> list[Trajectory]:
+def play(groups: EnvGroups, policy: Any, history: int | None, dist: Dist,
+         prompt_fits: Any = None) -> list[Trajectory]:
     """Roll out this rank's groups and gather every rank's trajectories (global order)."""
-    mine = groups.rollout(policy, history=history)
+    mine = groups.rollout(policy, history=history, prompt_fits=prompt_fits)
     return [t for part in dist.gather(mine) for t in part]
 
 
@@ -151,7 +119,7 @@ def pass_at_k(trajectories: list[Trajectory]) -> float:
     return float(np.mean(list(groups.values())))
 
 
-def evaluate(groups: ShardGroups, sampler: Sampler, config: TrainConfig, dist: Dist,
+def evaluate(groups: EnvGroups, sampler: Sampler, config: TrainConfig, dist: Dist,
              seed: int) -> tuple[dict[str, float], list[bool]]:
     """Play the validation seeds (the same ones every time, sampling noise reseeded from ``seed``)."""
     with sampler.evaluation(seed) as policy, autocast(config, dist):

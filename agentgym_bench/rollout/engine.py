@@ -5,11 +5,15 @@ Groups are split across env ids by ``tags`` and ``num_groups_partition`` (severa
 of a group resets with the same seed, so members start in the same state and, taking the same actions, see the same
 outcomes (RAGEN semantics; stochastic transitions come from the env's seeded ``np_random``).
 
-Seeds. The ``j``-th group of a tag (counting within the tag) resets with ``seed + iteration * num_env_groups + j``;
-``iteration`` advances after each :meth:`EnvGroups.rollout` unless ``fixed_seeds``. Conventions (the trainer keeps
-them disjoint): training starts at :data:`TRAIN_SEED_START` (10 000, as RAGEN's ``seed.train``); validation and
-benchmark evaluation use seeds ``0 .. N-1`` per env id, fixed — :meth:`EnvGroups.validation` — so evaluation sets of
-up to 10 000 episodes never meet a training seed.
+Seeds (this module is their one owner). The ``j``-th group of a tag (counting within the tag) resets with
+``seed + iteration * num_env_groups + j``; ``iteration`` advances after each :meth:`EnvGroups.rollout` unless
+``fixed_seeds`` (set it to resume a run's sequence). Conventions, kept disjoint by the trainer's config check
+(:func:`check_seeds_disjoint`): training starts at :data:`TRAIN_SEED_START` (10 000, as RAGEN's ``seed.train``);
+validation and benchmark evaluation use seeds ``0 .. N-1`` per env id, fixed — :meth:`EnvGroups.validation` — so
+evaluation sets of up to 10 000 episodes never meet a training seed; :data:`TEST_SEEDS` are held out.
+
+Sharding. Under data parallelism each process plays a contiguous share of the *global* groups (``shard=(rank,
+world_size)``) with the seeds one process would give them, so N processes play exactly the episodes of one.
 
 Each turn :meth:`EnvGroups.rollout` gathers the messages of every live env (:func:`build_messages` with the history
 window) into one ``policy.generate`` call, steps each env with its reply, and drops finished envs. Stepping and
@@ -48,6 +52,11 @@ def check_seeds_disjoint(name: str, seeds: range, other_name: str = "the benchma
 def _span(seeds: range) -> str:
     return f"{seeds.start}..{seeds.stop - 1}" if len(seeds) else "(none)"
 
+
+def even_partition(num_env_groups: int, num_tags: int) -> list[int]:
+    """Groups per tag when none is given: an even split, the first tags one more when it does not divide."""
+    return [num_env_groups // num_tags + (1 if i < num_env_groups % num_tags else 0) for i in range(num_tags)]
+
 T = TypeVar("T")
 
 
@@ -63,17 +72,21 @@ class EnvGroups:
         seed: the first seed (see the module docstring).
         fixed_seeds: reuse the same seeds every rollout (validation).
         max_workers: step and reset envs in a thread pool of this size (``0``: in the calling thread).
+        shard: ``(rank, world_size)``: hold only this process's contiguous share of the global groups (their count
+            must divide evenly); seeds and group indices stay those of the global batch.
 
     Attributes:
-        envs: the envs, group-major: env ``i`` is member ``i % group_size`` of group ``i // group_size``.
+        envs: this process's envs, group-major: member ``i % group_size`` of owned group ``i // group_size``.
         env_tags: the tag of each env.
+        groups: the global index of each owned group.
         iteration: rollouts done so far (restore it to resume a run's seed sequence).
     """
 
     def __init__(self, tags: Sequence[str], num_groups_partition: Sequence[int], group_size: int = 1, *,
                  env_kwargs: Mapping[str, Any] | None = None,
                  tag_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
-                 seed: int = TRAIN_SEED_START, fixed_seeds: bool = False, max_workers: int = 0):
+                 seed: int = TRAIN_SEED_START, fixed_seeds: bool = False, max_workers: int = 0,
+                 shard: tuple[int, int] = (0, 1)):
         tags, partition = list(tags), list(num_groups_partition)
         if not tags or len(tags) != len(partition):
             raise ValueError(f"tags={tags} and num_groups_partition={partition} must be non-empty and the same length")
@@ -91,12 +104,21 @@ class EnvGroups:
             raise ValueError(f"tag_kwargs names {unknown}, which are not in tags={tags}")
         if max_workers < 0:
             raise ValueError(f"max_workers={max_workers} must be >= 0")
+        rank, world = shard
+        if not 0 <= rank < world or sum(partition) % world:
+            raise ValueError(f"{sum(partition)} env groups cannot be split evenly over {world} processes "
+                             f"(shard={shard})")
         self.tags, self.num_groups_partition, self.group_size = tags, partition, group_size
         self.kwargs = {t: {**(env_kwargs or {}), **((tag_kwargs or {}).get(t, {}))} for t in tags}
         self.seed, self.fixed_seeds, self.max_workers = seed, fixed_seeds, max_workers
         self.iteration = 0
-        self.group_tags = [t for t, n in zip(tags, partition, strict=True) for _ in range(n)]
-        self.group_offsets = [j for n in partition for j in range(n)]
+        all_tags = [t for t, n in zip(tags, partition, strict=True) for _ in range(n)]
+        all_offsets = [j for n in partition for j in range(n)]
+        per = len(all_tags) // world
+        self.total_groups = len(all_tags)
+        self.groups = list(range(rank * per, (rank + 1) * per))
+        self.group_tags = [all_tags[g] for g in self.groups]
+        self.group_offsets = [all_offsets[g] for g in self.groups]
         self.env_tags = [t for t in self.group_tags for _ in range(group_size)]
         self.envs = [gym.make(t, **self.kwargs[t]) for t in self.env_tags]
         self._pool = ThreadPoolExecutor(max_workers) if max_workers else None
@@ -108,10 +130,11 @@ class EnvGroups:
 
     @property
     def num_env_groups(self) -> int:
-        return len(self.group_tags)
+        """Groups of the global batch (all processes)."""
+        return self.total_groups
 
     def group_seeds(self) -> list[int]:
-        """The seed of each group in the next rollout."""
+        """The seed of each owned group in the next rollout."""
         base = self.seed + (0 if self.fixed_seeds else self.iteration * self.num_env_groups)
         return [base + j for j in self.group_offsets]
 
@@ -120,19 +143,26 @@ class EnvGroups:
             return [fn(i) for i in indices]
         return list(self._pool.map(fn, indices))
 
-    def rollout(self, policy: Policy, *, history: int | None = None, progress: bool = False) -> list[Trajectory]:
+    def rollout(self, policy: Policy, *, history: int | None = None, progress: bool = False,
+                prompt_fits: Callable[[list[dict[str, str]]], bool] | None = None) -> list[Trajectory]:
         """Play one episode in every env and return the trajectories (env order).
 
         Args:
             policy: the generation backend; called once per turn with all live envs' messages.
             history: the history window of the prompts (see :mod:`agentgym_bench.rollout.trajectory`).
             progress: show a progress bar of finished episodes.
+            prompt_fits: a length cap (ROLL's ``sequence_length``): before each turn, an episode whose messages
+                it rejects ends there, truncated (``final_observation`` is the unanswered observation).
+
+        Raises:
+            ValueError: ``prompt_fits`` rejects an episode's first prompt (nothing could be generated).
         """
         seeds = [s for s in self.group_seeds() for _ in range(self.group_size)]
         starts = self._map(lambda i: self.envs[i].reset(seed=seeds[i]), range(len(self.envs)))
         trajectories = [
             Trajectory(env_id=tag, env_kwargs=dict(self.kwargs[tag]), tag=tag, seed=seeds[i],
-                       group=i // self.group_size, system_prompt=str(info.get("system_prompt", "")), history=history)
+                       group=self.groups[i // self.group_size], system_prompt=str(info.get("system_prompt", "")),
+                       history=history)
             for i, (tag, (_, info)) in enumerate(zip(self.env_tags, starts, strict=True))
         ]
         observations = [obs for obs, _ in starts]
@@ -143,6 +173,19 @@ class EnvGroups:
             messages = [build_messages(trajectories[i].system_prompt, [t.observation for t in trajectories[i].turns],
                                        [t.reply for t in trajectories[i].turns], observations[i], history)
                         for i in live]
+            if prompt_fits is not None:
+                fits = [prompt_fits(m) for m in messages]
+                for i, ok in zip(live, fits, strict=True):
+                    if not ok and not trajectories[i].turns:
+                        raise ValueError(f"the first prompt of {self.env_tags[i]} (seed {seeds[i]}) does not fit the "
+                                         "length cap (sequence_length): raise it or shorten the prompt")
+                    if not ok:
+                        trajectories[i].final_observation, trajectories[i].truncated = observations[i], True
+                        bar.update(1)
+                messages = [m for m, ok in zip(messages, fits, strict=True) if ok]
+                live = [i for i, ok in zip(live, fits, strict=True) if ok]
+                if not live:
+                    break
             generations = policy.generate(messages, [self.envs[i].unwrapped for i in live])
             if len(generations) != len(live):
                 raise RuntimeError(f"the policy returned {len(generations)} replies for {len(live)} conversations")

@@ -4,21 +4,23 @@ import dataclasses
 
 import pytest
 
+from agentgym_bench.errors import UserError
 from trainers.config import ConfigError, TrainConfig, config_from_dict, load_config, parse_overrides
 from trainers.presets import GIGPO, PRESETS, STARPO, STARPO_S
 
 
-def test_defaults_are_starpo():
+def test_defaults_are_starpo_without_its_reward_kl():
     default = TrainConfig()
     starpo = config_from_dict({"preset": "starpo"})
-    assert dataclasses.replace(starpo, preset=None) == default
+    assert dataclasses.replace(starpo, preset=None, add_token_level_kl=False) == default
+    assert starpo.kl_in_reward and not default.kl_in_reward and not default.uses_reference  # ROLL: opt-in
 
 
 def test_starpo_s_is_starpo_plus_the_four_changes():
     changed = {k for k in STARPO_S if STARPO.get(k) != STARPO_S[k]}
     assert changed == {"adv_estimator", "gamma", "lambd", "reward_normalization", "whiten_advantages",
                        "rollout_filter_ratio", "rollout_filter_type", "use_pg_clip_range", "pg_clip_low",
-                       "pg_clip_high", "init_kl_coef"}
+                       "pg_clip_high", "add_token_level_kl", "init_kl_coef"}
     config = config_from_dict({"preset": "starpo_s"})
     assert config.uses_critic and not config.uses_reference
     assert (config.clip_low, config.clip_high) == (0.2, 0.28)
@@ -29,6 +31,9 @@ def test_gigpo_preset_is_step_level_with_a_kl_loss():
     config = config_from_dict({"preset": "gigpo"})
     assert config.step_level and config.uses_reference and not config.uses_critic
     assert config.reward_normalization.method == "mean"
+    # ROLL's FrozenLake GiGPO recipe (examples/qwen2.5-0.5B-agentic/agent_val_frozen_lake_gigpo.yaml)
+    assert (config.entropy_loss_coef, config.loss_agg_mode, config.advantage_clip) == (0, "seq-mean-token-mean", 20)
+    assert (config.kl_loss_coef, config.kl_loss_type, config.kl_in_reward) == (0.01, "k3", False)
     assert set(GIGPO) <= {f.name for f in dataclasses.fields(TrainConfig)}
 
 
@@ -71,12 +76,22 @@ def test_unknown_keys_and_values_name_the_fix(data, message):
     ({"rollout_filter_ratio": 0.1}, "keeps no group out of 8: raise it to at least 0.125"),
     ({"rollout_filter_ratio": 0.5, "ppo_mini_batch_size": 48}, "64 trajectories .* after the filter"),
     ({"ppo_mini_batch_size": 32, "micro_batch_size": 5}, "multiple of micro_batch_size=5"),
-    ({"train_seed_start": 10}, "overlap"),
-    ({"val_seed_start": 10_000, "max_steps": 3}, "overlap"),
+    ({"train_seed_start": 10}, r"training seeds 10..809 meet validation seeds 0..63"),
+    ({"val_seed_start": 10_000, "max_steps": 3}, "meet validation seeds 10000..10063"),
     ({"preset": "gigpo", "reward_normalization": {"method": "identity"}}, "needs reward_normalization.method"),
-    ({"train_env_manager": {"num_groups_partition": [4, 3], "tags": ["a", "b"]}}, "summing to num_env_groups=8"),
-    ({"use_kl_loss": True, "kl_loss_coef": 0.01}, "pick one place for the KL term"),
-    ({"val_batch_size": 32}, "val_batch_size=32 must equal"),
+    ({"train_env_manager": {"num_groups_partition": [4, 3], "tags": ["AgentSokoban-v0", "AgentFrozenLake-v0"]}},
+     "summing to num_env_groups=8"),
+    ({"use_kl_loss": True, "kl_loss_coef": 0.01, "add_token_level_kl": True}, "pick one place for the KL term"),
+    ({"val_batch_size": 32, "val_env_manager": {"num_env_groups": 16}}, "val_batch_size=32 must equal"),
+    ({"target_kl": 0.1}, "adaptive KL controller is not implemented"),
+    ({"critic_warmup": 2}, "needs a critic"),
+    ({"sequence_length": 16, "max_new_tokens": 32}, "must be an integer above max_new_tokens=32"),
+    ({"reward_normalization": {"norm_mean_type": "batch", "norm_std_type": "group"}}, "same scope"),
+    ({"train_env_manager": {"tags": ["AgentFrozenLak-v0"]}}, "not a registered env id; did you mean "
+                                                             "AgentFrozenLake-v0"),
+    ({"train_seed_start": 999_999_500}, r"training seeds 999999500..1000000299 meet the benchmark.s held-out "
+                                        "test seeds 1000000000..1000999999"),
+    ({"val_seed_start": 1_000_000_010}, "validation seeds 1000000010..1000000073 meet the benchmark's held-out"),
     ({"top_p": 0}, "top_p"),
 ])
 def test_inconsistent_values_fail_at_start_with_a_fix(data, message):
@@ -118,7 +133,7 @@ def test_wrong_types_are_named(tmp_path):
 
 
 def test_every_bundled_config_loads():
-    from trainers.config import CONFIG_DIR
+    from trainers.cli import CONFIG_DIR
 
     names = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
     assert {f"{a}-{e}" for a in ("starpo", "starpo_s", "gigpo") for e in ("frozenlake", "sokoban")} <= set(names)
@@ -140,8 +155,8 @@ def test_train_command_reports_config_errors_without_a_traceback(tmp_path):
                               text=True, timeout=120)
         assert done.returncode == 2, done.stderr
         assert message in done.stderr and "Traceback" not in done.stderr
-    from agentgym_bench.commands.train import bundled_configs, resolve_config
+    from trainers.cli import bundled_configs, resolve_config
 
     assert "starpo_s-frozenlake" in bundled_configs()
-    with pytest.raises(FileNotFoundError, match="no bundled config of that name"):
+    with pytest.raises(UserError, match="no bundled config of that name"):
         resolve_config("no-such-config")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trainers.config import CONFIG_DIR, load_config
+from trainers.cli import CONFIG_DIR
+from trainers.config import load_config
 from trainers.metrics import success_gain
 from trainers.train import main
 

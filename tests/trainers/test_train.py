@@ -77,7 +77,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_p
     config = config_from_dict(tiny_config_dict(tiny_model, killed, "starpo_s", **overrides))
     config.save(tmp_path / "run.yaml")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    command = [sys.executable, "-m", "trainers.train", str(tmp_path / "run.yaml")]
+    command = [sys.executable, "-m", "trainers.cli", str(tmp_path / "run.yaml")]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 300
@@ -157,7 +157,8 @@ def test_config_file_round_trip_for_the_subprocess(tiny_model, tmp_path):
 
 def test_sampled_logprobs_are_the_recomputed_ones(tiny_model, episodes):
     from trainers.distributed import Dist
-    from trainers.train import load_models, sampled_logprobs, score_samples
+    from trainers.ppo import score_samples
+    from trainers.train import load_models, sampled_logprobs
 
     _, windowed, tokenizer = episodes
     config = config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "gigpo"))

@@ -2,8 +2,12 @@
 
 ``CONFIG`` is a YAML file or the name of a bundled config in ``trainers/configs/`` (``starpo_s-frozenlake``; see
 ``--list``). Each ``key=value`` overrides one key, dotted for nested ones (``train_env_manager.group_size=8``);
-values are YAML (``1e-4``, ``true``, ``[a, b]``). Under ``torchrun``: ``torchrun --nproc_per_node N -m trainers.train
+values are YAML (``1e-4``, ``true``, ``[a, b]``). Under ``torchrun``: ``torchrun --nproc_per_node N -m trainers.cli
 CONFIG ...``. The keys are documented in ``docs/trainers.md`` and in ``trainers/config.py``.
+
+Reached from ``agentgym-bench``'s lazy command table; ``--list`` and ``--help`` import neither torch nor the loop.
+Config mistakes are :class:`~trainers.config.ConfigError` (a :class:`~agentgym_bench.errors.UserError`): one line
+on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ import os
 import sys
 from pathlib import Path
 
-from trainers.config import CONFIG_DIR
+from agentgym_bench.errors import UserError
+
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+"""The bundled configs (``agentgym-bench train --list``)."""
 
 
 def bundled_configs() -> list[str]:
@@ -28,8 +35,8 @@ def resolve_config(name: str) -> Path:
     bundled = CONFIG_DIR / f"{name.removesuffix('.yaml')}.yaml"
     if bundled.is_file():
         return bundled
-    raise FileNotFoundError(f"no config file {name!r} and no bundled config of that name; bundled: "
-                            f"{', '.join(bundled_configs())}")
+    raise UserError(f"no config file {name!r} and no bundled config of that name; bundled: "
+                    f"{', '.join(bundled_configs())}")
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +47,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainers.config import ConfigError, load_config
-
     if args.list:
         print("\n".join(bundled_configs()))
         return 0
@@ -49,10 +54,16 @@ def run(args: argparse.Namespace) -> int:
         print("error: give a CONFIG (a YAML file or one of: " + ", ".join(bundled_configs()) + ")", file=sys.stderr)
         return 2
     try:
-        config = load_config(resolve_config(args.config), args.overrides)
-    except (ConfigError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        return _train(args)
+    except UserError as error:
+        print(f"agentgym-bench train: error: {error}", file=sys.stderr)
         return 2
+
+
+def _train(args: argparse.Namespace) -> int:
+    from trainers.config import load_config
+
+    config = load_config(resolve_config(args.config), args.overrides)
     if args.print_config:
         import yaml
 
@@ -64,11 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
-    try:
-        result = train_main(config)
-    except (ConfigError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    result = train_main(config)
     if os.environ.get("RANK", "0") != "0":  # under torchrun, one report
         return 0
     print(f"run folder: {result.output_dir}  (metrics.jsonl, curves.png, summary.json, checkpoint-*/)")
@@ -86,3 +93,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="agentgym-bench train", description=__doc__.splitlines()[0])
     configure_parser(parser)
     return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":  # what ``torchrun -m trainers.cli`` runs
+    sys.exit(main(sys.argv[1:]))

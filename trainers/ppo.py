@@ -1,0 +1,360 @@
+"""Scoring and the PPO update: training rows in, token advantages and optimiser steps out.
+
+- :func:`score_samples`: the forward passes without gradient (old log-probs, reference log-probs, critic values),
+  each rank scoring a share of the rows.
+- :func:`compute_advantages`: the configured estimator (``grpo``/``reinforce``, ``gae``, ``gigpo``), the reward
+  KL penalty, reward clip, whitening and advantage clip -> a :class:`Batch`.
+- :func:`ppo_update`: ``ppo_epochs`` passes of shuffled mini-batches, each split over the ranks and processed in
+  micro-batches (:func:`micro_batch_loss`); one optimiser step per mini-batch.
+
+The math itself is in :mod:`trainers.advantages`, :mod:`trainers.losses` and :mod:`trainers.masked`; the loop that
+calls these is :mod:`trainers.train`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainers.advantages import (
+    clip_advantages,
+    gae_advantages,
+    gigpo_advantages,
+    group_normalize,
+    step_gae_advantages,
+)
+from trainers.config import TrainConfig
+from trainers.distributed import Dist, autocast
+from trainers.losses import (
+    agg_loss,
+    approx_kl,
+    entropy_from_logits,
+    kl_penalty,
+    logprobs_from_logits,
+    ppo_policy_loss,
+    value_loss,
+)
+from trainers.masked import masked_mean, masked_whiten
+from trainers.samples import Samples
+
+# ------------------------------------------------------------------------------------------------ forward passes
+
+
+def _rows(samples: Samples, rows: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Input ids and attention mask of ``rows``, trimmed to their longest row, on ``device``."""
+    length = int(samples.attention_mask[rows].sum(1).max())
+    return (samples.input_ids[rows, :length].to(device), samples.attention_mask[rows, :length].to(device), length)
+
+
+def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                   temperature: float, with_entropy: bool,
+                   mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(b, L-1) log-probs of tokens 1..L-1 given their prefix, and the entropies of those predictions.
+
+    Logits are divided by the rollout temperature, as verl does, so the trained policy is the sampled one. With a
+    (b, L-1) ``mask`` only those positions are computed (softmax over the vocabulary is the costly part with a large
+    one); the others are 0.
+    """
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
+    targets = input_ids[:, 1:]
+    if mask is not None:
+        logits, targets = logits[mask], targets[mask]
+    logits = logits.float()
+    if temperature != 1:
+        logits = logits / temperature
+    logprob = logprobs_from_logits(logits, targets)
+    entropy = entropy_from_logits(logits) if with_entropy else None
+    if mask is None:
+        return logprob, entropy
+    full = torch.zeros(mask.shape, dtype=logprob.dtype, device=logprob.device)
+    return (full.masked_scatter(mask, logprob),
+            None if entropy is None else torch.zeros_like(full).masked_scatter(mask, entropy))
+
+
+def token_values(critic: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """(b, L-1) value of the state before each of tokens 1..L-1 (the critic's output at the previous position)."""
+    return critic(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1, 0].float()
+
+
+@dataclass
+class Batch:
+    """Samples plus what the update needs, all token tensors (B, T-1) aligned with ``input_ids[:, 1:]``.
+
+    ``old_logprob`` is ``None`` when the update's own first forward pass provides it (ROLL's
+    ``enable_old_logprobs_recompute: false``); :func:`ppo_update` then fills it in."""
+
+    samples: Samples
+    mask: torch.Tensor
+    old_logprob: torch.Tensor | None
+    advantages: torch.Tensor
+    ref_logprob: torch.Tensor | None = None
+    old_values: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def select(self, index: torch.Tensor) -> Batch:
+        pick = {k: (None if v is None else v[index]) for k, v in vars(self).items() if k != "samples"}
+        return Batch(samples=self.samples.select(index), **pick)
+
+
+@torch.no_grad()
+def score_samples(config: TrainConfig, models: Any, samples: Samples, dist: Dist,
+                  old_logprob: bool = True) -> dict[str, torch.Tensor]:
+    """Old log-probs (if ``old_logprob``), reference log-probs and critic values of every row; each rank scores a
+    share, then gather."""
+    n, width = len(samples), samples.input_ids.shape[1] - 1
+    share = np.array_split(np.arange(n), dist.world_size)[dist.rank]
+    wanted = {"old_logprob": old_logprob, "ref_logprob": models.reference is not None,
+              "values": models.critic is not None}
+    local = {k: torch.zeros(len(share), width) for k, on in wanted.items() if on}
+    for start in range(0, len(share), config.micro_batch_size):
+        _score_rows(config, models, samples, dist, local, share, start)
+    parts = dist.gather(local)
+    return {k: torch.cat([p[k] for p in parts]) for k in local}
+
+
+def _score_rows(config: TrainConfig, models: Any, samples: Samples, dist: Dist, local: dict[str, torch.Tensor],
+                share: np.ndarray, start: int) -> None:
+    """Score one micro-batch of this rank's share into ``local``."""
+    with autocast(config, dist):
+        rows = torch.as_tensor(share[start:start + config.micro_batch_size])
+        ids, att, length = _rows(samples, rows, dist.device)
+        at = slice(start, start + len(rows))
+        mask = samples.loss_mask[rows, 1:length].to(dist.device)
+        if "old_logprob" in local:
+            local["old_logprob"][at, : length - 1] = token_logprobs(
+                models.actor_module, ids, att, config.temperature, False, mask)[0].cpu()
+        if "ref_logprob" in local:
+            local["ref_logprob"][at, : length - 1] = token_logprobs(
+                models.reference, ids, att, config.temperature, False, mask)[0].cpu()
+        if "values" in local:
+            local["values"][at, : length - 1] = token_values(models.critic_module, ids, att).cpu()
+
+
+# ---------------------------------------------------------------------------------------------------- advantages
+
+
+def _norm_ids(config: TrainConfig, samples: Samples) -> torch.Tensor:
+    grouping = config.reward_normalization.grouping
+    if grouping == "traj_group_id":
+        return samples.group_ids
+    return samples.tag_ids if grouping == "tags" else torch.zeros_like(samples.group_ids)
+
+
+def _episode_scores(config: TrainConfig, samples: Samples, ids: torch.Tensor) -> torch.Tensor:
+    """(B,) each row's episode score normalised within its group, one value per *episode* (not per row, so an
+    episode's weight does not depend on how many turn rows it has), then clipped to ``reward_clip``."""
+    first = _episode_first_rows(samples)
+    normalised = group_normalize(samples.scores[first], ids[first], config.reward_normalization.method)
+    return _reward_clip(config, normalised[torch.searchsorted(samples.episode_ids[first], samples.episode_ids)])
+
+
+def _reward_clip(config: TrainConfig, values: torch.Tensor) -> torch.Tensor:
+    return values if config.reward_clip is None else values.clamp(-config.reward_clip, config.reward_clip)
+
+
+def compute_advantages(config: TrainConfig, samples: Samples,
+                       scored: dict[str, torch.Tensor]) -> tuple[Batch, dict[str, float]]:
+    """Token advantages (and GAE returns) of every row: the estimator, the KL reward, whitening, clipping.
+
+    Also returns GiGPO's diagnostics: the mean anchor-group size and the mean |A^S| (step-level part)."""
+    mask = samples.loss_mask[:, 1:]
+    old, ref, values = scored.get("old_logprob"), scored.get("ref_logprob"), scored.get("values")
+    method = config.reward_normalization.method
+    ids = _norm_ids(config, samples)
+    kl_reward = None
+    if config.kl_in_reward:  # per-token penalty -beta * KL(pi || pi_ref), entering as a reward
+        kl_reward = -config.init_kl_coef * torch.where(mask, kl_penalty(old, ref, config.kl_penalty), 0.0)
+    returns = None
+    info: dict[str, float] = {}
+    if config.adv_estimator == "gae":  # the (normalised) episode score on the episode's last generated token (RAGEN)
+        token_rewards = torch.zeros(mask.shape)
+        last = torch.where(mask, torch.arange(mask.shape[1]), -1).max(dim=1).values  # last generated token per row
+        final = _last_turn_rows(samples)
+        token_rewards[final, last[final]] = _episode_scores(config, samples, ids)[final]
+        if kl_reward is not None:
+            token_rewards = token_rewards + kl_reward
+        if config.step_rows:  # one row per turn: chain GAE across the turns of each episode
+            advantages, returns = step_gae_advantages(token_rewards, values, mask, samples.episode_ids,
+                                                      samples.step_index, config.gamma, config.lambd)
+        else:
+            advantages, returns = gae_advantages(token_rewards, values, mask, config.gamma, config.lambd)
+    else:
+        if config.adv_estimator == "gigpo":
+            gigpo = gigpo_advantages(
+                samples.step_rewards, ids, samples.episode_ids, samples.state_ids, samples.step_index,
+                step_reward_gamma=config.step_reward_gamma, method=method,
+                episode_reward_weight=config.episode_reward_weight, step_reward_weight=config.step_reward_weight)
+            per_row = _reward_clip(config, gigpo.advantages)
+            info = {"reward/anchor_group_size": float(gigpo.anchor_sizes.float().mean()),
+                    "reward/step_advantage_abs": float(gigpo.step_advantages.abs().mean())}
+        else:  # grpo / reinforce: one group-normalised score per trajectory, on every row of the trajectory
+            per_row = _episode_scores(config, samples, ids)
+        advantages = per_row[:, None] * mask
+        if kl_reward is not None:  # the KL reward's return-to-go within each row (ROLL's reinforce return)
+            advantages = advantages + gae_advantages(kl_reward, torch.zeros_like(kl_reward), mask, 1.0, 1.0)[0]
+    if config.whiten_advantages:
+        advantages = masked_whiten(advantages, mask)
+    if config.advantage_clip is not None:
+        advantages = clip_advantages(advantages, config.advantage_clip)
+    return Batch(samples, mask, old, torch.where(mask, advantages, 0.0), ref, values, returns), info
+
+
+# -------------------------------------------------------------------------------------------------------- update
+
+
+class _Mean:
+    """Weighted means accumulated locally and combined over ranks."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, list[float]] = {}
+
+    def add(self, key: str, value: torch.Tensor | float, weight: float) -> None:
+        s = self.sums.setdefault(key, [0.0, 0.0])
+        s[0] += float(value.detach() if isinstance(value, torch.Tensor) else value) * weight
+        s[1] += weight
+
+    def result(self, dist: Dist) -> dict[str, float]:
+        merged: dict[str, list[float]] = {}
+        for part in dist.gather(self.sums):
+            for key, (total, weight) in part.items():
+                m = merged.setdefault(key, [0.0, 0.0])
+                m[0] += total
+                m[1] += weight
+        return {k: (t / w if w else float("nan")) for k, (t, w) in merged.items()}
+
+
+def _denominator(config: TrainConfig, mask: torch.Tensor) -> float:
+    """The global mini-batch's token count (``token-mean``) or non-empty-row count, for ``agg_loss``."""
+    return float(mask.sum() if config.loss_agg_mode == "token-mean" else mask.any(-1).sum())
+
+
+def ppo_update(config: TrainConfig, models: Any, optimizers: dict[str, Any], batch: Batch, dist: Dist,
+               rng: np.random.Generator, update_actor: bool = True) -> dict[str, float]:
+    """``ppo_epochs`` passes of shuffled mini-batches; one optimiser step per mini-batch for the actor (and critic).
+
+    Every rank holds the whole ``batch`` and draws the same permutation from ``rng``; each mini-batch is split into
+    equal contiguous shares, one per rank, processed in micro-batches. Losses are scaled so that the gradient DDP
+    averages equals the gradient of the global mini-batch loss. ``update_actor=False`` trains only the critic
+    (ROLL's ``critic_warmup``). A ``batch.old_logprob`` of ``None`` is filled from the first epoch's forward pass
+    (valid because the weights have not moved before the only mini-batch's step).
+    """
+    stats = _Mean()
+    mini = config.ppo_mini_batch_size
+    fill = batch.old_logprob is None
+    if fill:
+        if len(batch) > mini:
+            raise ValueError("old log-probs from the update's forward pass need one mini-batch per epoch; "
+                             "recompute them")
+        batch.old_logprob = torch.zeros(batch.mask.shape)
+    for epoch in range(config.ppo_epochs):
+        order = torch.as_tensor(rng.permutation(len(batch)))
+        for start in range(0, len(batch), mini):
+            chosen = order[start:start + mini]
+            denominator = _denominator(config, batch.mask[chosen])
+            mine = chosen[list(dist.shard(len(chosen)))]
+            micro = [mine[i:i + config.micro_batch_size] for i in range(0, len(mine), config.micro_batch_size)]
+            for k, rows in enumerate(micro):
+                micro_batch_loss(config, models, batch, rows, denominator, dist, stats, update_actor,
+                                 sync=k == len(micro) - 1, fill_old=fill and epoch == 0)
+            _optimizer_steps(config, models, optimizers, dist, stats, update_actor)
+    return stats.result(dist)
+
+
+def _no_sync(model: torch.nn.Module, sync: bool, dist: Dist) -> contextlib.AbstractContextManager:
+    """DDP's ``no_sync`` except on the micro-batch that ends a mini-batch (gradient accumulation)."""
+    return contextlib.nullcontext() if sync or not dist.enabled else model.no_sync()
+
+
+def micro_batch_loss(config: TrainConfig, models: Any, batch: Batch, rows: torch.Tensor, denominator: float,
+                     dist: Dist, stats: _Mean, update_actor: bool, sync: bool, fill_old: bool = False) -> None:
+    """Forward and backward of one micro-batch (``rows`` of ``batch``): the clipped policy loss minus the entropy
+    bonus (plus the KL loss) for the actor, the clipped value loss for the critic; metrics into ``stats``.
+    ``fill_old``: this forward pass provides the old log-probs (written into ``batch.old_logprob``)."""
+    ids, att, length = _rows(batch.samples, rows, dist.device)
+    part = batch.select(rows)
+    cut = slice(0, length - 1)
+    mask = part.mask[:, cut].to(dist.device)
+    tokens = float(mask.sum())
+    if update_actor:
+        with _no_sync(models.actor, sync, dist):
+            _actor_loss(config, models, batch, part, rows, ids, att, cut, mask, denominator, dist, stats, tokens,
+                        fill_old)
+    if models.critic is not None:
+        with _no_sync(models.critic, sync, dist):
+            with autocast(config, dist):
+                values = token_values(models.critic, ids, att)
+            vl = value_loss(values, part.old_values[:, cut].to(dist.device), part.returns[:, cut].to(dist.device),
+                            config.value_clip)
+            (agg_loss(vl.loss, mask, config.loss_agg_mode, denominator) * dist.world_size).backward()
+        stats.add("critic/value_loss", masked_mean(vl.loss, mask), tokens)
+        stats.add("critic/clipfrac", masked_mean(vl.clipped.float(), mask), tokens)
+
+
+def _actor_loss(config: TrainConfig, models: Any, batch: Batch, part: Batch, rows: torch.Tensor, ids: torch.Tensor,
+                att: torch.Tensor, cut: slice, mask: torch.Tensor, denominator: float, dist: Dist, stats: _Mean,
+                tokens: float, fill_old: bool) -> None:
+    clip_c = 1 + 2 * config.pg_clip if config.dual_clip_loss else None
+    with autocast(config, dist):
+        logprob, entropy = token_logprobs(models.actor, ids, att, config.temperature, True, mask)
+    if fill_old:  # ROLL's reuse: the first forward pass at the rollout's weights gives them
+        batch.old_logprob[rows, : cut.stop] = logprob.detach().float().cpu()
+        old = logprob.detach()
+    else:
+        old = part.old_logprob[:, cut].to(dist.device)
+    pl = ppo_policy_loss(logprob, old, part.advantages[:, cut].to(dist.device), config.clip_low, config.clip_high,
+                         clip_c)
+    loss = agg_loss(pl.loss, mask, config.loss_agg_mode, denominator)
+    loss = loss - config.entropy_loss_coef * agg_loss(entropy, mask, config.loss_agg_mode, denominator)
+    if part.ref_logprob is not None:
+        ref = part.ref_logprob[:, cut].to(dist.device)
+        if config.use_kl_loss:
+            kl = kl_penalty(logprob, ref, config.kl_loss_type)
+            loss = loss + config.kl_loss_coef * agg_loss(kl, mask, config.loss_agg_mode, denominator)
+        else:
+            kl = kl_penalty(logprob, ref, config.kl_penalty)
+        stats.add("loss/kl", masked_mean(kl, mask), tokens)
+    (loss * dist.world_size).backward()
+    stats.add("loss/policy", masked_mean(pl.loss, mask), tokens)
+    stats.add("loss/entropy", masked_mean(entropy, mask), tokens)
+    stats.add("loss/clipfrac", masked_mean(pl.clipped.float(), mask), tokens)
+    stats.add("loss/approx_kl", approx_kl(logprob, old, mask), tokens)
+    if clip_c is not None:
+        stats.add("loss/clipfrac_lower", masked_mean(pl.dual_clipped.float(), mask), tokens)
+
+
+def _optimizer_steps(config: TrainConfig, models: Any, optimizers: dict[str, Any], dist: Dist, stats: _Mean,
+                     update_actor: bool) -> None:
+    """Clip each model's gradient norm and step its optimiser; a non-finite norm skips the step (verl)."""
+    for name, optimizer in optimizers.items():
+        if name == "actor" and not update_actor:
+            continue
+        module = models.actor_module if name == "actor" else models.critic_module
+        norm = float(torch.nn.utils.clip_grad_norm_(module.parameters(), config.max_grad_norm))
+        if math.isfinite(norm):
+            optimizer.step()
+        else:  # a NaN/inf gradient would poison the weights
+            stats.add("warn/skipped_steps", 1.0, 1.0)
+        optimizer.zero_grad(set_to_none=True)
+        stats.add("loss/grad_norm" if name == "actor" else "critic/grad_norm", norm if math.isfinite(norm)
+                  else float("nan"), 1.0 / dist.world_size)
+
+
+def _episode_first_rows(samples: Samples) -> torch.Tensor:
+    """Index of one row per episode, in ascending episode id."""
+    return torch.as_tensor(np.unique(samples.episode_ids.numpy(), return_index=True)[1])
+
+
+def _last_turn_rows(samples: Samples) -> torch.Tensor:
+    """Bool (B,): the row holds its episode's last turn (every row, for whole-episode rows)."""
+    last = torch.full((int(samples.episode_ids.max()) + 1,), -1, dtype=torch.long)
+    last = last.scatter_reduce(0, samples.episode_ids, samples.step_index, "amax")
+    return samples.step_index == last[samples.episode_ids]
+
