@@ -378,12 +378,13 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     record["reward/pass@k"] = pass_at_k(trajectories)
     record["time/rollout"] = time.perf_counter() - tick
     tock = time.perf_counter()
-    record.update(train_step(config, run.models, run.optimizers, trajectories, dist, run.rng,
-                             update_actor=step > config.critic_warmup))
+    update_actor = step > config.critic_warmup
+    record.update(train_step(config, run.models, run.optimizers, trajectories, dist, run.rng, update_actor))
     run.sampler.sync(run.models.actor_module)
     for name, scheduler in run.schedulers.items():
         record["loss/lr" if name == "actor" else "critic/lr"] = scheduler.get_last_lr()[0]
-        scheduler.step()
+        if name == "critic" or update_actor:  # the actor's schedule counts its own steps (critic warm-up)
+            scheduler.step()
     record["time/update"] = time.perf_counter() - tock
     series = run.result.records + [record]
     record["warn/echo_trap"] = run.rule.check(*[[r.get(k, float("nan")) for r in series if "loss/grad_norm" in r]

@@ -131,3 +131,27 @@ def test_bad_group_size_and_tag_kwargs():
         EnvGroups([TOY_ID], [1], 0)
     with pytest.raises(ValueError, match="tag_kwargs"):
         EnvGroups([TOY_ID], [1], tag_kwargs={"Other-v0": {}})
+
+
+def test_shards_play_exactly_the_groups_and_seeds_of_one_process():
+    one = EnvGroups([TOY_ID, "AgentFrozenLake-v0"], [4, 2], 2, env_kwargs={"prompt": "compact"})
+    shards = [EnvGroups([TOY_ID, "AgentFrozenLake-v0"], [4, 2], 2, env_kwargs={"prompt": "compact"}, shard=(r, 3))
+              for r in range(3)]
+    for _ in range(2):  # the counter advances per rollout over the global groups
+        expected = [(t.env_id, t.seed, t.group, t.group_key) for t in one.rollout(RandomPolicy(0))]
+        got = [(t.env_id, t.seed, t.group, t.group_key) for s in shards for t in s.rollout(RandomPolicy(0))]
+        assert got == expected
+    assert [s.num_env_groups for s in shards] == [6, 6, 6] and shards[1].groups == [2, 3]
+    with pytest.raises(ValueError, match="6 env groups cannot be split evenly over 4 processes"):
+        EnvGroups([TOY_ID], [6], 1, shard=(0, 4))
+
+
+def test_a_length_cap_ends_episodes_before_a_turn_that_does_not_fit():
+    policy = FixedReply("<think></think><answer>Right</answer>")
+    groups = EnvGroups([TOY_ID], [2], 1, env_kwargs={"prompt": "compact"})
+    capped = groups.rollout(policy, history=None, prompt_fits=lambda messages: len(messages) <= 4)
+    for t in capped:  # system + user, then + assistant + user: the third prompt has 6 messages
+        assert len(t.turns) <= 2 and (t.truncated or t.terminated)
+    assert any(t.truncated and len(t.turns) == 2 for t in capped)
+    with pytest.raises(ValueError, match="first prompt of .* does not fit the length cap"):
+        groups.rollout(policy, prompt_fits=lambda messages: False)

@@ -1,5 +1,6 @@
 """Smoke runs of the loop on a tiny model of the default architecture, resume after SIGKILL, and the row builders."""
 
+import json
 import math
 import os
 import signal
@@ -97,6 +98,9 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_p
     a, b = weights(killed / "checkpoint-6" / "actor"), weights(straight / "checkpoint-6" / "actor")
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert [p.name for p in killed.iterdir() if p.name.startswith("checkpoint")] == ["checkpoint-6"]
+    # the resumed run kept the first evaluation (from the checkpoint), so it reports the same before/after gain
+    summary = lambda run: json.loads((run / "summary.json").read_text())["val"]  # noqa: E731
+    assert summary(killed) == summary(straight) and summary(killed)["n_before"] == 8
 
 
 # ------------------------------------------------------------------------------------------------ rows

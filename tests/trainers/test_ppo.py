@@ -1,0 +1,144 @@
+"""The scoring/update module: advantages per episode on turn rows, reward clip, the KL loss, old log-probs as ROLL
+takes them, and the critic warm-up."""
+
+import copy
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tests.trainers.conftest import tiny_config_dict
+from trainers.config import config_from_dict
+from trainers.distributed import Dist
+from trainers.ppo import Batch, compute_advantages, ppo_update, score_samples
+from trainers.samples import Samples, step_samples
+from trainers.train import load_models, make_optimizers, recompute_old_logprobs
+
+CPU = Dist(0, 1, torch.device("cpu"))
+
+
+def turn_rows(episode_ids, scores, group_ids=None):
+    """Samples of one generated token per row (row k = one turn of ``episode_ids[k]``)."""
+    n = len(episode_ids)
+    episode_ids = torch.tensor(episode_ids)
+    step = torch.tensor([sum(1 for e in episode_ids[:k] if e == episode_ids[k]) for k in range(n)])
+    mask = torch.tensor([[False, True]] * n)
+    return Samples(
+        input_ids=torch.ones(n, 2, dtype=torch.long), attention_mask=torch.ones(n, 2, dtype=torch.long),
+        loss_mask=mask, token_rewards=torch.zeros(n, 2), scores=torch.tensor(scores, dtype=torch.float32),
+        success=torch.zeros(n, dtype=torch.bool),
+        group_ids=torch.zeros(n, dtype=torch.long) if group_ids is None else torch.tensor(group_ids),
+        tag_ids=torch.zeros(n, dtype=torch.long), episode_ids=episode_ids, state_ids=torch.arange(n),
+        step_index=step, step_rewards=torch.zeros(n))
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "gae"])
+def test_episode_scores_are_normalised_once_per_episode_on_turn_rows(estimator):
+    # episode 0 has three turn rows, episode 1 one: per episode the group mean is (3 + 1) / 2 = 2, not the row
+    # mean (3 * 3 + 1) / 4 = 2.5 that weights episode 0 three times
+    samples = turn_rows([0, 0, 0, 1], [3.0, 3.0, 3.0, 1.0])
+    config = config_from_dict({"adv_estimator": estimator, "reward_normalization": {"method": "mean"},
+                               "train_env_manager": {"history_length": 0}, "init_kl_coef": 0.0})
+    scored = {"old_logprob": torch.zeros(4, 1), "values": torch.zeros(4, 1)}
+    batch, _ = compute_advantages(config, samples, scored)
+    # gae with gamma = lambda = 1 and zero values: every turn row of an episode carries its final score
+    assert batch.advantages[:, 0].tolist() == pytest.approx([1.0, 1.0, 1.0, -1.0])
+    clipped, _ = compute_advantages(dataclasses.replace(config, reward_clip=0.5), samples, scored)
+    assert clipped.advantages[:, 0].tolist() == pytest.approx([0.5, 0.5, 0.5, -0.5])
+
+
+def test_old_logprobs_follow_rolls_rule(tiny_model):
+    base = config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "starpo", add_token_level_kl=False,
+                                             enable_old_logprobs_recompute=False))
+    assert not recompute_old_logprobs(base, rows=base.ppo_mini_batch_size)  # one step per epoch: reuse
+    assert recompute_old_logprobs(base, rows=base.ppo_mini_batch_size + 1)  # the weights move before later rows
+    assert recompute_old_logprobs(dataclasses.replace(base, add_token_level_kl=True), rows=1)  # the KL reward
+    gigpo = config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "gigpo",
+                                              enable_old_logprobs_recompute=False))
+    assert recompute_old_logprobs(gigpo, rows=1)  # ROLL forces it for GiGPO
+    assert not recompute_old_logprobs(dataclasses.replace(gigpo, use_sampler_logprobs=True), rows=100)
+
+
+@pytest.fixture(scope="module")
+def rows(tiny_model):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from agentgym_bench.rollout.engine import EnvGroups
+    from agentgym_bench.rollout.hf import HFPolicy
+    from tests.trainers.conftest import TINY_ENV_KWARGS
+
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny_model), AutoTokenizer.from_pretrained(tiny_model)
+    groups = EnvGroups(["AgentFrozenLake-v0"], [2], 4, env_kwargs=TINY_ENV_KWARGS, seed=10_000)
+    trajectories = groups.rollout(HFPolicy(model, tokenizer, max_new_tokens=8, seed=0), history=0)
+    return step_samples(trajectories, tokenizer)
+
+
+def test_reusing_the_updates_forward_pass_makes_the_recomputed_update(tiny_model, rows):
+    """``enable_old_logprobs_recompute: false`` with one mini-batch: the first forward pass gives the old log-probs;
+    the update equals the one with a separate scoring pass (ratio exactly 1 either way)."""
+    n = len(rows)
+    config = config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "starpo", add_token_level_kl=False,
+                                               ppo_mini_batch_size=n, micro_batch_size=n, ppo_epochs=2,
+                                               enable_old_logprobs_recompute=False,
+                                               train_env_manager={"history_length": 0}))
+    results = {}
+    for recompute in (True, False):
+        models = load_models(config, CPU)
+        optimizers, _ = make_optimizers(config, models)
+        scored = score_samples(config, models, rows, CPU, old_logprob=recompute)
+        batch, _ = compute_advantages(config, rows, scored)
+        assert (batch.old_logprob is None) == (not recompute)
+        metrics = ppo_update(config, models, optimizers, batch, CPU, np.random.default_rng(0))
+        results[recompute] = (metrics, models.actor_module.state_dict())
+    for key in ("loss/policy", "loss/grad_norm", "loss/approx_kl"):
+        assert results[False][0][key] == pytest.approx(results[True][0][key], rel=1e-5, abs=1e-7), key
+    for name, value in results[True][1].items():
+        torch.testing.assert_close(results[False][1][name], value, rtol=1e-5, atol=1e-6)
+
+
+def exact_kl(actor, reference, samples):
+    """Mean over generated positions of the exact KL(actor || reference) of the next-token distributions."""
+    with torch.no_grad():
+        mask = samples.loss_mask[:, 1:]
+        logp = torch.log_softmax(actor(input_ids=samples.input_ids).logits[:, :-1], -1)[mask]
+        logq = torch.log_softmax(reference(input_ids=samples.input_ids).logits[:, :-1], -1)[mask]
+        return float((logp.exp() * (logp - logq)).sum(-1).mean())
+
+
+def test_the_kl_loss_pulls_the_policy_toward_the_reference(tiny_model, rows):
+    """Zero advantages and no entropy bonus: the only gradient is the KL loss (k3 by default), and it must lower the
+    true KL to the reference. (A k1 loss has zero gradient in expectation, so it could not.)"""
+    n = len(rows)
+    config = config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "gigpo", ppo_mini_batch_size=n,
+                                               micro_batch_size=n, ppo_epochs=20, kl_loss_coef=1.0,
+                                               learning_rate=3e-3))
+    assert config.kl_loss_type == "k3" and config.entropy_loss_coef == 0
+    models = load_models(config, CPU)
+    with torch.no_grad():  # move the actor away from the reference
+        gen = torch.Generator().manual_seed(0)
+        for param in models.actor_module.parameters():
+            param.add_(0.3 * torch.randn(param.shape, generator=gen))
+    optimizers, _ = make_optimizers(config, models)
+    scored = score_samples(config, models, rows, CPU)
+    batch = Batch(rows, rows.loss_mask[:, 1:], scored["old_logprob"], torch.zeros(n, rows.input_ids.shape[1] - 1),
+                  scored["ref_logprob"])
+    before = exact_kl(models.actor_module, models.reference, rows)
+    metrics = ppo_update(config, models, optimizers, batch, CPU, np.random.default_rng(0))
+    after = exact_kl(models.actor_module, models.reference, rows)
+    assert metrics["loss/kl"] > 0
+    assert after < 0.7 * before, (before, after)
+
+
+def test_critic_warmup_leaves_the_actor_alone(tiny_model, tmp_path):
+    from trainers.train import main
+
+    config = config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo_s", critic_warmup=1, max_steps=1,
+                                               eval_steps=1, save_steps=1))
+    before = copy.deepcopy(load_models(config, CPU))
+    record = main(config).records[-1]
+    assert "loss/grad_norm" not in record and record["critic/grad_norm"] > 0
+    actor = load_models(dataclasses.replace(config, pretrain=str(tmp_path / "checkpoint-1" / "actor")), CPU)
+    for name, value in before.actor_module.state_dict().items():
+        assert torch.equal(actor.actor_module.state_dict()[name], value), name
