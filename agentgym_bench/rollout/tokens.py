@@ -20,6 +20,15 @@ eos token, so supervised fine-tuning teaches the model to stop. If a reply ends 
 template writes right after the reply (``<|end|>``, Qwen's ``<|im_end|>``), that text is not repeated. No model
 family's token ids are special-cased. A template that does not render earlier turns verbatim (so the prompt of
 turn ``t+1`` does not start with the prompt of turn ``t`` plus reply ``t``) is reported with a ``ValueError``.
+
+Token-in-token-out (TITO), for templates that re-render history. Qwen3's published template drops the ``<think>``
+part of assistant turns before the last user message, so the conversation is not prefix-stable. With TITO a
+conversation is never re-rendered: the prompt of turn ``t+1`` is the prompt of turn ``t``, the reply's sampled ids,
+then only the new segment (:func:`observation_segment`: the rest of the template's end-of-assistant text and the
+new user turn with the generation prompt, rendered after a fixed base conversation, as SkyRL's generator and TRL's
+tool-suffix do). :class:`TokenInTokenOut` makes a backend generate from those prompts, and
+``trajectory_token_view(..., tito=True)`` builds the same sequence as the training row, so the row holds what the
+model read. For prefix-stable templates (Qwen2.5, Llama 3, the default model) both give the same text.
 """
 
 from __future__ import annotations
@@ -101,24 +110,117 @@ def _assemble(tokenizer: Any, pieces: list[tuple[str, list[int], float, int]]) -
     return view
 
 
-def trajectory_token_view(trajectory: Trajectory, tokenizer: Any) -> TokenView:
-    """The whole conversation as one row (requires ``trajectory.history is None``).
+_BASE = "agentgym-base-message"
+_REPLY = "agentgym-reply-marker"
 
-    The final observation is not included (nothing is generated after it).
+
+def assistant_end_text(tokenizer: Any) -> str:
+    """What the chat template writes after an assistant message's content (Qwen: ``<|im_end|>`` and a newline)."""
+    messages = [{"role": "user", "content": _BASE}, {"role": "assistant", "content": _REPLY}]
+    text = tokenizer.apply_chat_template(messages, tokenize=False)
+    return text[text.rindex(_REPLY) + len(_REPLY):]
+
+
+def observation_segment(tokenizer: Any, observation: str) -> str:
+    """The text of a new user turn holding ``observation`` plus the generation prompt, rendered after a fixed base
+    conversation (so no earlier turn is re-rendered).
 
     Raises:
-        ValueError: the trajectory used a history window, or the chat template is not prefix-stable.
+        ValueError: the template renders the base conversation differently once a message follows it.
+    """
+    base = [{"role": "user", "content": _BASE}]
+    before = tokenizer.apply_chat_template(base, tokenize=False)
+    after = render(tokenizer, base + [{"role": "user", "content": observation}])
+    if not after.startswith(before):
+        raise ValueError("the chat template renders a user message differently once another follows it; "
+                         "token-in-token-out cannot split it")
+    return after[len(before):]
+
+
+def tito_continuation(tokenizer: Any, reply_ids: list[int], observation: str) -> str:
+    """Prompt text between a reply's sampled ids and the next reply: the rest of the end-of-assistant text (minus the
+    stop token the model emitted) and the new user turn (:func:`observation_segment`)."""
+    end, stop = assistant_end_text(tokenizer), _stop_text(tokenizer, reply_ids)
+    if stop and end.startswith(stop):
+        end = end[len(stop):]
+    return end + observation_segment(tokenizer, observation)
+
+
+class TokenInTokenOut:
+    """A generation backend whose multi-turn prompts are never re-rendered (module docstring).
+
+    A conversation that continues one this wrapper answered in its previous call is prompted with that prompt, the
+    sampled reply and :func:`tito_continuation`; any other is rendered whole. With a backend that takes token ids
+    (``generate_ids``, as :class:`~agentgym_bench.rollout.vllm_backend.VLLMPolicy`) the sampled ids themselves are
+    sent, so the model reads exactly the training row of ``trajectory_token_view(..., tito=True)``. A backend that
+    takes text (``generate_text``, as ``HFPolicy``) gets the reply decoded with its special tokens, which is exact
+    when those ids re-tokenise to themselves (``rollout/logprob_diff`` in the trainer shows when they do not). One
+    call is one turn of the rollout engine, so only the previous call's contexts are kept.
+    """
+
+    def __init__(self, policy: Any, tokenizer: Any):
+        self.policy, self.tokenizer = policy, tokenizer
+        self.by_ids = hasattr(policy, "generate_ids")
+        self._contexts: dict[tuple, tuple[Any, list[int]]] = {}
+
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None) -> list[Any]:
+        """Reply to each conversation (``envs`` is ignored)."""
+        prompts = []
+        for messages in conversations:
+            previous = self._contexts.get(_key(messages[:-1]))
+            if previous is None:
+                text = render(self.tokenizer, list(messages))
+                prompts.append(encode(self.tokenizer, text) if self.by_ids else text)
+            else:
+                context, ids = previous
+                more = tito_continuation(self.tokenizer, ids, messages[-1]["content"])
+                prompts.append(context + encode(self.tokenizer, more) if self.by_ids else context + more)
+        generations = self.policy.generate_ids(prompts) if self.by_ids else self.policy.generate_text(prompts)
+        self._contexts = {}
+        for messages, prompt, generation in zip(conversations, prompts, generations, strict=True):
+            if generation.token_ids is None:
+                raise ValueError("token-in-token-out needs a backend that reports the sampled token ids")
+            ids = list(generation.token_ids)
+            reply = ids if self.by_ids else self.tokenizer.decode(ids, skip_special_tokens=False)
+            key = _key([*messages, {"role": "assistant", "content": generation.text}])
+            self._contexts[key] = (prompt + reply, ids)
+        return generations
+
+
+def _key(messages: Sequence[Message]) -> tuple:
+    return tuple((m["role"], m["content"]) for m in messages)
+
+
+def trajectory_token_view(trajectory: Trajectory, tokenizer: Any, *, tito: bool = False) -> TokenView:
+    """The whole conversation as one row (requires ``trajectory.history is None``).
+
+    The final observation is not included (nothing is generated after it). With ``tito`` the row is built
+    token-in-token-out (for a rollout through :class:`TokenInTokenOut`): never re-rendered, so any template works.
+
+    Raises:
+        ValueError: the trajectory used a history window, or (without ``tito``) the chat template is not
+            prefix-stable.
     """
     if trajectory.history is not None:
         raise ValueError(f"trajectory used history={trajectory.history}; a single-sequence view needs the full "
                          "conversation (history=None) — use step_token_views")
+    if tito:
+        pieces, previous = [], None
+        for t, turn in enumerate(trajectory.turns):
+            ids = reply_token_ids(tokenizer, turn)
+            prompt = (render(tokenizer, trajectory.messages(t)) if previous is None
+                      else tito_continuation(tokenizer, previous, turn.observation))
+            pieces.append((prompt, ids, turn.reward, t))
+            previous = ids
+        return _assemble(tokenizer, pieces)
     pieces = []
     consumed, pending_stop = "", ""
     for t, turn in enumerate(trajectory.turns):
         prompt = render(tokenizer, trajectory.messages(t))
         if not prompt.startswith(consumed):
             raise ValueError(f"the chat template re-renders earlier turns differently (turn {t}): the prompt does "
-                             "not start with the previous prompt and reply; use step_token_views")
+                             "not start with the previous prompt and reply; roll out through TokenInTokenOut and "
+                             "use tito=True, or use step_token_views")
         delta = prompt[len(consumed):]
         if pending_stop and delta.startswith(pending_stop):
             delta = delta[len(pending_stop):]

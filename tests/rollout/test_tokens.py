@@ -1,11 +1,20 @@
+# ruff: noqa: E501 - chat templates below are verbatim test data
 import copy
 
 import pytest
 
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
+from agentgym_bench.rollout.policy import Generation
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy
-from agentgym_bench.rollout.tokens import TokenView, collate, render, step_token_views, trajectory_token_view
+from agentgym_bench.rollout.tokens import (
+    TokenInTokenOut,
+    TokenView,
+    collate,
+    render,
+    step_token_views,
+    trajectory_token_view,
+)
 from tests.rollout.toy_game import TOY_ID
 
 CHATML = (  # Qwen2.5-style: a default system prompt, "\n" after each end-of-turn token, no generation markers
@@ -15,13 +24,123 @@ CHATML = (  # Qwen2.5-style: a default system prompt, "\n" after each end-of-tur
 )
 
 
+LLAMA3 = (  # Llama 3's published template without its date/tools preamble: header ids, <|eot_id|> ends a turn
+    "{{- bos_token }}{%- for m in messages -%}"
+    "{{- '<|start_header_id|>' + m['role'] + '<|end_header_id|>\n\n' + m['content'] | trim + '<|eot_id|>' }}"
+    "{%- endfor -%}{%- if add_generation_prompt -%}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}"
+    "{%- endif -%}"
+)
+
+# Qwen3's published chat template (Qwen/Qwen3-0.6B ... tokenizer_config.json, as shipped in TRL's
+# trl/chat_templates/qwen3.jinja), verbatim: assistant turns before the last user query lose their <think> part.
+QWEN3 = r"""{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\n\n' }}
+    {%- endif %}
+    {{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and message.content is string and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if message.content is string %}
+        {%- set content = message.content %}
+    {%- else %}
+        {%- set content = '' %}
+    {%- endif %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is string %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in content %}
+                {%- set reasoning_content = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+                {%- set content = content.split('</think>')[-1].lstrip('\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %}"""
+
+SPECIAL = {"chatml": ["<|im_start|>", "<|im_end|>"], "qwen3": ["<|im_start|>", "<|im_end|>"],
+           "llama3": ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]}
+
+
+def with_template(tokenizer, name):
+    """The default tokenizer with a model family's special tokens, end-of-turn token and chat template."""
+    tokenizer = copy.deepcopy(tokenizer)
+    tokenizer.add_special_tokens({"additional_special_tokens": SPECIAL[name]})
+    tokenizer.eos_token = SPECIAL[name][-1]
+    if name == "llama3":
+        tokenizer.bos_token = "<|begin_of_text|>"
+    tokenizer.chat_template = {"chatml": CHATML, "qwen3": QWEN3, "llama3": LLAMA3}[name]
+    return tokenizer
+
+
 @pytest.fixture(scope="module")
 def chatml_tokenizer(model_and_tokenizer):
-    tokenizer = copy.deepcopy(model_and_tokenizer[1])
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
-    tokenizer.eos_token = "<|im_end|>"
-    tokenizer.chat_template = CHATML
-    return tokenizer
+    return with_template(model_and_tokenizer[1], "chatml")
 
 
 def oracle_trajectories(**kw):
@@ -129,3 +248,72 @@ def test_collate_pads_on_the_right(model_and_tokenizer):
         assert batch["loss_mask"][i, len(v):].sum() == 0
     with pytest.raises(ValueError, match="max_length"):
         collate(views, tokenizer.pad_token_id, max_length=length - 1)
+
+
+class IdsBackend:
+    """A backend that takes token ids (as vLLM's ``prompt_token_ids``) and records them; it replies with the noisy
+    oracle's text, tokenised, plus the end-of-turn token."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.read, self.oracle = tokenizer, [], NoisyOraclePolicy(0.5, seed=2)
+
+    def generate_ids(self, prompts):
+        self.read += [tuple(p) for p in prompts]
+        return [Generation(g.text, self.tokenizer(g.text, add_special_tokens=False)["input_ids"]
+                           + [self.tokenizer.eos_token_id]) for g in self.oracle.generate([[]] * len(prompts), self.envs)]
+
+
+class PassEnvs:
+    """Hands the engine's envs to the oracle-backed backend (which needs them) and generates token-in-token-out."""
+
+    def __init__(self, backend, tokenizer):
+        self.backend, self.tito = backend, TokenInTokenOut(backend, tokenizer)
+
+    def generate(self, conversations, envs=None):
+        self.backend.envs = envs
+        return self.tito.generate(conversations, envs)
+
+
+@pytest.mark.parametrize("name", ["chatml", "llama3", "qwen3"])
+def test_token_in_token_out_rows_hold_exactly_the_ids_the_model_read(model_and_tokenizer, name):
+    tokenizer = with_template(model_and_tokenizer[1], name)
+    backend = IdsBackend(tokenizer)
+    trajectories = EnvGroups([TOY_ID], [4], 2, env_kwargs={"prompt": "compact"}).rollout(PassEnvs(backend, tokenizer))
+    assert max(len(t.turns) for t in trajectories) > 1
+    for trajectory in trajectories:
+        view = trajectory_token_view(trajectory, tokenizer, tito=True)
+        check_view(view, tokenizer, trajectory.turns)
+        for (a, b), turn in zip(view.spans, trajectory.turns, strict=True):
+            assert view.input_ids[a:b] == turn.token_ids  # the sampled ids themselves
+            assert tuple(view.input_ids[:a]) in backend.read  # and before them, exactly what the model read
+        if name != "qwen3":  # prefix-stable templates: token-in-token-out changes nothing
+            assert view == trajectory_token_view(trajectory, tokenizer)
+
+
+def test_token_in_token_out_through_text_with_the_hf_backend(model_and_tokenizer):
+    """``HFPolicy`` takes text: the prompts extend the previous prompt and reply without re-rendering."""
+    tokenizer = with_template(model_and_tokenizer[1], "qwen3")
+    model = copy.deepcopy(model_and_tokenizer[0])
+    model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    policy = HFPolicy(model, tokenizer, max_new_tokens=6, seed=0)
+    sent = []
+    generate_text = policy.generate_text
+    policy.generate_text = lambda prompts: sent.extend(prompts) or generate_text(prompts)
+    trajectories = EnvGroups([TOY_ID], [2], 2, env_kwargs={"prompt": "compact"}).rollout(
+        TokenInTokenOut(policy, tokenizer))
+    continued = [p for p in sent if p.count("<|im_start|>user") > 1]
+    assert len(continued) == sum(len(t.turns) - 1 for t in trajectories) > 0
+    for later in continued:  # each extends a prompt sent before it
+        assert any(later.startswith(earlier) for earlier in sent[: sent.index(later)])
+
+
+def test_qwen3_re_renders_history_so_only_token_in_token_out_keeps_a_single_row(model_and_tokenizer):
+    tokenizer = with_template(model_and_tokenizer[1], "qwen3")
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "<think>x</think><answer>Up</answer>"},
+                {"role": "user", "content": "b"}]
+    assert "<think>" in render(tokenizer, messages[:1]) + messages[1]["content"]
+    assert "<think>" not in render(tokenizer, messages)  # the earlier turn lost its thought
+    trajectory = next(t for t in oracle_trajectories() if len(t.turns) > 1 and "<think>" in t.turns[0].reply)
+    with pytest.raises(ValueError, match="re-renders earlier turns differently"):
+        trajectory_token_view(trajectory, tokenizer)
+    assert trajectory_token_view(trajectory, tokenizer, tito=True).turns == list(range(len(trajectory.turns)))
