@@ -224,6 +224,12 @@ class TrainConfig:
     receives the actor's weights after every update)."""
     vllm_gpu_memory_utilization: float = 0.5
     """GPU memory fraction the vLLM engine may take; the rest is the trainer's (RAGEN 0.5)."""
+    vllm_sleep_mode: bool = False
+    """Free the vLLM engine's weights and KV cache during each update and reload them with the new weights (vLLM
+    sleep mode, CUDA only; TRL's ``vllm_enable_sleep_mode``): the update gets the whole GPU."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass of the update (actor and critic): less memory, ~30% more time.
+    The models run in train mode with every dropout set to 0, so the loss is unchanged."""
 
     # -- advantages ------------------------------------------------------------------------------------------------
     adv_estimator: str = "grpo"
@@ -329,6 +335,13 @@ class TrainConfig:
     def step_rows(self) -> bool:
         """Training rows are turns (GiGPO, or any algorithm with a history window) rather than whole episodes."""
         return self.step_level or self.train_env_manager.history_length is not None
+
+    @property
+    def token_in_token_out(self) -> bool:
+        """Whole-episode rows are generated and built token-in-token-out: with the full conversation and a backend
+        that takes token ids (vLLM), so the rows hold exactly the ids the model read, whatever the chat template
+        (Qwen3's rewrites history). The ``hf`` backend takes text and renders each prompt, as before."""
+        return self.generation_backend == "vllm" and not self.step_rows
 
     @property
     def uses_critic(self) -> bool:

@@ -254,18 +254,40 @@ def ppo_update(config: TrainConfig, models: Any, optimizers: dict[str, Any], bat
             raise ValueError("old log-probs from the update's forward pass need one mini-batch per epoch; "
                              "recompute them")
         batch.old_logprob = torch.zeros(batch.mask.shape)
-    for epoch in range(config.ppo_epochs):
-        order = torch.as_tensor(rng.permutation(len(batch)))
-        for start in range(0, len(batch), mini):
-            chosen = order[start:start + mini]
-            denominator = _denominator(config, batch.mask[chosen])
-            mine = chosen[list(dist.shard(len(chosen)))]
-            micro = [mine[i:i + config.micro_batch_size] for i in range(0, len(mine), config.micro_batch_size)]
-            for k, rows in enumerate(micro):
-                micro_batch_loss(config, models, batch, rows, denominator, dist, stats, update_actor,
-                                 sync=k == len(micro) - 1, fill_old=fill and epoch == 0)
-            _optimizer_steps(config, models, optimizers, dist, stats, update_actor)
+    with _update_mode(config, models):
+        for epoch in range(config.ppo_epochs):
+            _epoch(config, models, optimizers, batch, dist, rng, stats, update_actor, fill and epoch == 0)
     return stats.result(dist)
+
+
+@contextlib.contextmanager
+def _update_mode(config: TrainConfig, models: Any):
+    """Train mode during the update when gradient checkpointing needs it (dropout is 0 then), eval mode after."""
+    modules = [m for m in (models.actor_module, models.critic_module) if m is not None]
+    if config.gradient_checkpointing:
+        for module in modules:
+            module.train()
+    try:
+        yield
+    finally:
+        for module in modules:
+            module.eval()
+
+
+def _epoch(config: TrainConfig, models: Any, optimizers: dict[str, Any], batch: Batch, dist: Dist,
+           rng: np.random.Generator, stats: _Mean, update_actor: bool, fill_old: bool) -> None:
+    """One pass over ``batch`` in shuffled mini-batches, one optimiser step each."""
+    mini = config.ppo_mini_batch_size
+    order = torch.as_tensor(rng.permutation(len(batch)))
+    for start in range(0, len(batch), mini):
+        chosen = order[start:start + mini]
+        denominator = _denominator(config, batch.mask[chosen])
+        mine = chosen[list(dist.shard(len(chosen)))]
+        micro = [mine[i:i + config.micro_batch_size] for i in range(0, len(mine), config.micro_batch_size)]
+        for k, rows in enumerate(micro):
+            micro_batch_loss(config, models, batch, rows, denominator, dist, stats, update_actor,
+                             sync=k == len(micro) - 1, fill_old=fill_old)
+        _optimizer_steps(config, models, optimizers, dist, stats, update_actor)
 
 
 def _no_sync(model: torch.nn.Module, sync: bool, dist: Dist) -> contextlib.AbstractContextManager:

@@ -16,6 +16,7 @@ import torch
 
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
+from agentgym_bench.rollout.tokens import TokenInTokenOut
 from agentgym_bench.rollout.trajectory import Trajectory
 from trainers.config import TrainConfig
 from trainers.distributed import Dist, autocast
@@ -27,60 +28,84 @@ def seed_from(seed: int, *words: int) -> int:
 
 
 class Sampler:
-    """The generation backends of a run: ``hf`` samples with the actor itself; ``vllm`` runs an engine that gets the
-    actor's weights after every update (:meth:`sync`). Training and evaluation differ in temperature and in their
-    random streams: the training stream is part of the checkpoint, evaluation is reseeded every time."""
+    """The generation backends of a run: ``hf`` samples with the actor itself; ``vllm`` runs a colocated engine that
+    gets the actor's weights after every update (:meth:`sync`) and, with ``vllm_sleep_mode``, frees its memory while
+    the trainer updates (:meth:`release`). Training and evaluation differ in temperature and in their random streams:
+    the training stream is part of the checkpoint, evaluation is reseeded every time.
+
+    With vLLM and whole-episode rows, training rollouts are token-in-token-out
+    (:class:`~agentgym_bench.rollout.tokens.TokenInTokenOut`, ``TrainConfig.token_in_token_out``): prompts are the
+    previous prompt's ids, the sampled reply's ids and the new observation segment, never a re-rendered chat, so
+    templates that rewrite history (Qwen3) train on exactly what the model read.
+    Generation never runs under the trainer's autocast: ``hf`` uses :meth:`generation_context`, vLLM its own dtype.
+    """
 
     def __init__(self, config: TrainConfig, actor: torch.nn.Module, tokenizer: Any, dist: Dist,
                  model_path: str):
-        self.config = config
+        self.config, self.dist = config, dist
         seed = seed_from(config.seed, 2, dist.rank)
         if config.generation_backend == "vllm":
             from agentgym_bench.rollout.vllm_backend import VLLMPolicy
 
-            self.train = VLLMPolicy(model_path, temperature=config.temperature, top_p=config.top_p,
-                                    max_new_tokens=config.max_new_tokens, seed=seed,
-                                    gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-                                    dtype="bfloat16" if config.dtype == "bfloat16" else "float32")
-            self.val = self.train
+            self.engine = VLLMPolicy(model_path, temperature=config.temperature, top_p=config.top_p,
+                                     max_new_tokens=config.max_new_tokens, seed=seed,
+                                     gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+                                     sleep_mode=config.vllm_sleep_mode,
+                                     dtype="bfloat16" if config.dtype == "bfloat16" else "float32")
+            self.train_backend = self.val_backend = self.engine
         else:
-            self.train = HFPolicy(actor, tokenizer, temperature=config.temperature,
-                                  top_p=config.top_p, max_new_tokens=config.max_new_tokens, seed=seed,
-                                  max_batch_size=config.generation_batch_size)
-            self.val = HFPolicy(actor, tokenizer, temperature=config.val_temperature,
-                                max_new_tokens=config.max_new_tokens, max_batch_size=config.generation_batch_size)
+            self.engine = None
+            self.train_backend = HFPolicy(actor, tokenizer, temperature=config.temperature,
+                                          top_p=config.top_p, max_new_tokens=config.max_new_tokens, seed=seed,
+                                          max_batch_size=config.generation_batch_size)
+            self.val_backend = HFPolicy(actor, tokenizer, temperature=config.val_temperature,
+                                        max_new_tokens=config.max_new_tokens,
+                                        max_batch_size=config.generation_batch_size)
+        self.train = self.train_backend
+        if config.token_in_token_out:
+            self.train = TokenInTokenOut(self.train_backend, tokenizer)
+        self.val = self.val_backend
 
     @property
     def is_vllm(self) -> bool:
-        return self.config.generation_backend == "vllm"
+        return self.engine is not None
 
     def state(self) -> Any:
         """The training stream's position (a torch Generator state, or vLLM's request counter)."""
-        return self.train.requests_made if self.is_vllm else self.train.generator.get_state()
+        return self.engine.requests_made if self.is_vllm else self.train_backend.generator.get_state()
 
     def load_state(self, state: Any) -> None:
         if self.is_vllm:
-            self.train.requests_made = state
+            self.engine.requests_made = state
         else:
-            self.train.generator.set_state(state)
+            self.train_backend.generator.set_state(state)
+
+    def generation_context(self) -> contextlib.AbstractContextManager:
+        """bfloat16 autocast for the ``hf`` backend (the actor generates); nothing for vLLM."""
+        return contextlib.nullcontext() if self.is_vllm else autocast(self.config, self.dist)
+
+    def release(self) -> None:
+        """Before the update: let the vLLM engine free its GPU memory (``vllm_sleep_mode``)."""
+        if self.is_vllm:
+            self.engine.sleep()
 
     def sync(self, actor: torch.nn.Module) -> None:
         """Push the actor's new weights into the vLLM engine (the ``hf`` backend samples with the actor itself)."""
         if self.is_vllm:
-            self.train.sync_weights(actor)
+            self.engine.sync_weights(actor)
 
     @contextlib.contextmanager
     def evaluation(self, seed: int):
         """The evaluation policy, its random stream restarted from ``seed``."""
         if not self.is_vllm:
-            self.val.generator.manual_seed(seed)
+            self.val_backend.generator.manual_seed(seed)
             yield self.val
             return
-        engine = self.val
+        engine = self.engine
         saved = (engine.temperature, engine.top_p, engine.seed, engine.requests_made)
         engine.temperature, engine.top_p, engine.seed, engine.requests_made = self.config.val_temperature, 1.0, seed, 0
         try:
-            yield engine
+            yield self.val
         finally:
             engine.temperature, engine.top_p, engine.seed, engine.requests_made = saved
 
@@ -122,6 +147,6 @@ def pass_at_k(trajectories: list[Trajectory]) -> float:
 def evaluate(groups: EnvGroups, sampler: Sampler, config: TrainConfig, dist: Dist,
              seed: int) -> tuple[dict[str, float], list[bool]]:
     """Play the validation seeds (the same ones every time, sampling noise reseeded from ``seed``)."""
-    with sampler.evaluation(seed) as policy, autocast(config, dist):
+    with sampler.evaluation(seed) as policy, sampler.generation_context():
         trajectories = play(groups, policy, config.val_env_manager.history_length, dist)
     return rollout_metrics(trajectories, "val"), [t.success for t in trajectories]

@@ -97,15 +97,16 @@ def _build(views: list, rows: list[tuple[Trajectory, int, int]], trajectories: S
 
 
 def trajectory_samples(trajectories: Sequence[Trajectory], tokenizer: Any, *,
-                       max_length: int | None = None) -> Samples:
-    """One row per episode (needs trajectories rolled out with the full conversation, ``history=None``).
+                       max_length: int | None = None, tito: bool = False) -> Samples:
+    """One row per episode (needs trajectories rolled out with the full conversation, ``history=None``); ``tito``
+    builds them token-in-token-out (:func:`agentgym_bench.rollout.tokens.trajectory_token_view`).
 
     Raises:
         ValueError: an episode has no turn, a trajectory used a history window, or a row exceeds ``max_length``.
     """
     if any(not t.turns for t in trajectories):
         raise ValueError("every trajectory needs at least one turn")
-    views = [trajectory_token_view(t, tokenizer) for t in trajectories]
+    views = [trajectory_token_view(t, tokenizer, tito=tito) for t in trajectories]
     rows = [(t, e, -1) for e, t in enumerate(trajectories)]
     return _build(views, rows, trajectories, tokenizer.pad_token_id, max_length)
 

@@ -47,7 +47,7 @@ from agentgym_bench.rollout.trajectory import Trajectory
 from trainers import checkpoint as ckpt
 from trainers.advantages import select_groups_by_std
 from trainers.config import ConfigError, EnvManager, TrainConfig
-from trainers.distributed import Dist, autocast, init_distributed, shutdown_distributed
+from trainers.distributed import Dist, init_distributed, shutdown_distributed
 from trainers.masked import explained_variance, masked_mean
 from trainers.metrics import EchoTrapRule, MetricsLog, plot_metrics, success_gain
 from trainers.ppo import Batch, _episode_first_rows, compute_advantages, ppo_update, score_samples
@@ -111,6 +111,10 @@ def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None)
         reference = AutoModelForCausalLM.from_pretrained(pretrain, dtype=torch.float32)
         reference = _own_memory(reference).to(dist.device).eval()
         reference.requires_grad_(False)
+    if config.gradient_checkpointing:
+        for model in (actor, critic):
+            if model is not None:
+                enable_gradient_checkpointing(model)
     if dist.enabled:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -118,6 +122,18 @@ def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None)
         actor = DDP(actor, device_ids=ids)
         critic = DDP(critic, device_ids=ids) if critic is not None else None
     return Models(actor, tokenizer, critic, reference)
+
+
+def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
+    """Hugging Face gradient checkpointing (non-reentrant), which acts only in train mode: every dropout is set to 0
+    so that train mode computes what eval mode does (:func:`trainers.ppo.ppo_update` switches modes)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5 (the old name is deprecated)
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
 def _schedule(config: TrainConfig):
@@ -149,9 +165,11 @@ def make_optimizers(config: TrainConfig, models: Models) -> tuple[dict[str, Any]
 
 
 def build_samples(config: TrainConfig, trajectories: list[Trajectory], tokenizer: Any, max_length: int | None):
+    """Training rows: one per turn (step rows), or one per episode (token-in-token-out when the rollout was,
+    ``TrainConfig.token_in_token_out``)."""
     if config.step_rows:
         return step_samples(trajectories, tokenizer, max_length=max_length)
-    return trajectory_samples(trajectories, tokenizer, max_length=max_length)
+    return trajectory_samples(trajectories, tokenizer, max_length=max_length, tito=config.token_in_token_out)
 
 
 def group_std_metrics(samples: Samples, keep: torch.Tensor | None) -> dict[str, float]:
@@ -368,9 +386,10 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     """Iteration ``step`` (1-based): rollout, update, metrics, evaluation, checkpoint -> its metrics record."""
     config, dist = run.config, run.dist
     tick = time.perf_counter()
-    with autocast(config, dist):
+    with run.sampler.generation_context():
         trajectories = play(run.train_groups, run.sampler.train, config.train_env_manager.history_length, dist,
                             _prompt_fits(config, run.models.tokenizer))
+    run.sampler.release()
     record: dict[str, Any] = {"step": step, **rollout_metrics(trajectories, "reward")}
     record["rollout/response_length"] = record.pop("reward/response_length")
     for key in ("turns", "format_valid", "action_valid"):

@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from agentgym_bench.rollout.vllm_backend import INSTALL_HINT, VLLMPolicy
+from agentgym_bench.rollout.vllm_backend import INSTALL_HINT, VLLMPolicy, named_weights, single_process_launch_env
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
@@ -22,16 +22,32 @@ def test_missing_vllm_names_the_install_command():
     assert "pip install" in INSTALL_HINT
 
 
+def test_one_process_gets_the_launch_variables_torchrun_would_set():
+    env = {}
+    added = single_process_launch_env(env)
+    assert env == added and (env["RANK"], env["LOCAL_RANK"], env["WORLD_SIZE"]) == ("0", "0", "1")
+    assert 0 < int(env["MASTER_PORT"]) < 65536
+    under_torchrun = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "29500"}
+    assert single_process_launch_env(under_torchrun) == {} and under_torchrun["RANK"] == "1"
+
+
+def test_named_weights_are_the_state_dict_names_unwrapped(model_and_tokenizer):
+    import torch
+
+    model = model_and_tokenizer[0]
+    wrapped = torch.nn.Module()
+    wrapped.module = model  # as DDP holds it
+    names = [name for name, _ in named_weights(wrapped)]
+    assert names == list(model.state_dict()) and all(not t.requires_grad for _, t in named_weights(model))
+
+
 needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed (pip install 'agentgym-bench[vllm]')")
 needs_cuda = pytest.mark.skipif(not _cuda(), reason="no CUDA GPU")
 
 
 @pytest.fixture(scope="module")
 def vllm_policy(model_dir):
-    import os
-
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    return VLLMPolicy(str(model_dir), temperature=0, max_new_tokens=8, gpu_memory_utilization=0.2)
+    return VLLMPolicy(str(model_dir), temperature=0, max_new_tokens=8, gpu_memory_utilization=0.2, sleep_mode=True)
 
 
 @pytest.mark.gpu
@@ -62,6 +78,7 @@ def test_vllm_weight_push_changes_the_replies(vllm_policy, model_and_tokenizer):
     model = copy.deepcopy(model_and_tokenizer[0])
     with torch.no_grad():
         model.lm_head.weight.mul_(-1.0)  # tied to the input embeddings: a different model
+    vllm_policy.sleep()  # frees the engine's memory; loading weights wakes it
     vllm_policy.sync_weights(model)
     assert [g.token_ids for g in vllm_policy.generate(convs)] != before
     vllm_policy.sync_weights(model_and_tokenizer[0])

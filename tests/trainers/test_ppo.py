@@ -142,3 +142,24 @@ def test_critic_warmup_leaves_the_actor_alone(tiny_model, tmp_path):
     actor = load_models(dataclasses.replace(config, pretrain=str(tmp_path / "checkpoint-1" / "actor")), CPU)
     for name, value in before.actor_module.state_dict().items():
         assert torch.equal(actor.actor_module.state_dict()[name], value), name
+
+
+def test_gradient_checkpointing_makes_the_same_update(tiny_model, rows):
+    n = len(rows)
+    results = []
+    for checkpointing in (False, True):
+        config = config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "starpo_s", ppo_mini_batch_size=n,
+                                                   micro_batch_size=n, gradient_checkpointing=checkpointing,
+                                                   train_env_manager={"history_length": 0}))
+        models = load_models(config, CPU)
+        optimizers, _ = make_optimizers(config, models)
+        batch, _ = compute_advantages(config, rows, score_samples(config, models, rows, CPU))
+        metrics = ppo_update(config, models, optimizers, batch, CPU, np.random.default_rng(0))
+        assert not models.actor_module.training  # back in eval mode for generation
+        assert models.actor_module.is_activation_checkpointing == checkpointing
+        results.append((metrics, models.actor_module.state_dict(), models.critic_module.state_dict()))
+    for key in ("loss/policy", "loss/grad_norm", "critic/value_loss", "critic/grad_norm"):
+        assert results[1][0][key] == pytest.approx(results[0][0][key], rel=1e-5), key
+    for part in (1, 2):
+        for name, value in results[0][part].items():
+            torch.testing.assert_close(results[1][part][name], value, rtol=1e-5, atol=1e-6)
