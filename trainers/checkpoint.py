@@ -6,7 +6,8 @@ Layout::
       actor/               Hugging Face folder: model + tokenizer (load with from_pretrained, evaluate, serve)
       critic/              Hugging Face folder of the critic (AutoModelForTokenClassification), gae runs only
       trainer_state.pt     iteration, optimiser and scheduler states, numpy Generator state, elapsed time, the
-                           first evaluation's successes (a resumed run reports its gain from them)
+                           first evaluation's successes (a resumed run reports its gain from them), the reward
+                           KL coefficient (adaptive with target_kl)
       rng_rank{r}.pt       the rollout sampler's torch.Generator state of each rank
       config.yaml          the run's config
 
@@ -62,8 +63,8 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
          dist: Any, config: Any, state: dict[str, Any]) -> Path:
     """Write ``checkpoint-{step}`` (every rank calls this; rank 0 writes the shared files) and prune old ones.
 
-    ``state`` holds ``step``, ``elapsed``, ``numpy_rng``, ``first_eval`` (same on every rank) and ``policy_rng``
-    (per rank).
+    ``state`` holds ``step``, ``elapsed``, ``numpy_rng``, ``first_eval``, ``kl_coef`` (same on every rank) and
+    ``policy_rng`` (per rank).
     """
     final = output_dir / f"checkpoint-{step}"
     tmp = output_dir / f"checkpoint-{step}.tmp"
@@ -82,7 +83,8 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
     if dist.is_main:
         torch.save({
             "step": state["step"], "elapsed": state["elapsed"], "numpy_rng": state["numpy_rng"],
-            "first_eval": list(state.get("first_eval", [])), "world_size": dist.world_size,
+            "first_eval": list(state.get("first_eval", [])), "kl_coef": state.get("kl_coef"),
+            "world_size": dist.world_size,
             "optimizers": {k: o.state_dict() for k, o in optimizers.items()},
             "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
         }, tmp / "trainer_state.pt")

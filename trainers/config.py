@@ -290,9 +290,12 @@ class TrainConfig:
     """Add the per-token penalty ``-init_kl_coef * KL(pi || pi_ref)`` to the rewards (ROLL: ``init_kl_coef`` acts
     only with it). The ``starpo`` preset turns it on (RAGEN's vanilla StarPO: 0.001, k1)."""
     init_kl_coef: float = 0.001
-    """Fixed coefficient of the reward KL penalty (ROLL; no adaptive controller: ``target_kl`` must stay null)."""
+    """Coefficient of the reward KL penalty (ROLL): fixed, or the starting value of the adaptive controller."""
     target_kl: float | None = None
-    """ROLL's adaptive KL controller target; not implemented here, so only null is accepted."""
+    """Adaptive KL control of the reward penalty (ROLL; Ziegler et al. 2019): after each iteration the coefficient
+    moves toward keeping the batch's mean KL at this target (:func:`trainers.losses.adaptive_kl_coef`). null: fixed."""
+    kl_horizon: int = 10_000
+    """Samples over which the adaptive controller may change the coefficient by 20% (ROLL)."""
     kl_penalty: str = "k1"
     """Estimator of the reward KL penalty: ``k1``/``kl``, ``k2``/``mse``, ``k3``/``low_var_kl`` (ROLL / verl)."""
     use_kl_loss: bool = False
@@ -398,7 +401,7 @@ class TrainConfig:
         _choice("dtype", self.dtype, ("float32", "bfloat16"))
         _choice("generation_backend", self.generation_backend, ("hf", "vllm"))
         for name in ("max_steps", "ppo_epochs", "ppo_mini_batch_size", "micro_batch_size", "rollout_batch_size",
-                     "val_batch_size", "max_new_tokens", "eval_steps", "save_total_limit"):
+                     "val_batch_size", "max_new_tokens", "eval_steps", "save_total_limit", "kl_horizon"):
             _positive_int(name, getattr(self, name))
         for name in ("save_steps", "warmup_steps", "train_seed_start", "val_seed_start", "critic_warmup"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
@@ -503,9 +506,9 @@ class TrainConfig:
         if self.use_kl_loss and self.kl_in_reward:
             raise ConfigError("both use_kl_loss and add_token_level_kl with init_kl_coef > 0 are set: pick one place "
                               "for the KL term (add_token_level_kl=false for a KL loss, or use_kl_loss=false)")
-        if self.target_kl is not None:
-            raise ConfigError(f"target_kl={self.target_kl}: ROLL's adaptive KL controller is not implemented here; "
-                              "remove target_kl (init_kl_coef is then a fixed coefficient)")
+        if self.target_kl is not None and (self.target_kl <= 0 or not self.kl_in_reward):
+            raise ConfigError(f"target_kl={self.target_kl} adapts the reward KL penalty: it must be > 0 and needs "
+                              "add_token_level_kl=true with init_kl_coef > 0")
         if self.critic_warmup and not self.uses_critic:
             raise ConfigError(f"critic_warmup={self.critic_warmup} needs a critic (adv_estimator=gae); set it to 0")
         if self.reward_clip is not None and self.reward_clip <= 0:

@@ -16,6 +16,7 @@ __all__ = [
     "KL_ESTIMATORS",
     "PolicyLoss",
     "ValueLoss",
+    "adaptive_kl_coef",
     "agg_loss",
     "approx_kl",
     "entropy_from_logits",
@@ -265,3 +266,13 @@ def approx_kl(logprob: torch.Tensor, old_logprob: torch.Tensor, mask: torch.Tens
     with torch.no_grad():
         log_r = torch.clamp(logprob - old_logprob, -20.0, 20.0)
         return masked_mean(torch.exp(log_r) - 1 - log_r, mask)
+
+
+def adaptive_kl_coef(coef: float, current_kl: float, target_kl: float, n_steps: int, horizon: int) -> float:
+    """The next KL-penalty coefficient of the adaptive controller (Ziegler et al., arXiv 1909.08593, §2.2; ROLL's
+    ``target_kl`` / ``kl_horizon``): ``coef * (1 + clip(current / target - 1, -0.2, 0.2) * n_steps / horizon)``.
+
+    A KL above the target raises the coefficient, below it lowers it, by at most 20% per ``horizon`` samples.
+    """
+    error = min(max(current_kl / target_kl - 1.0, -0.2), 0.2)
+    return coef * (1.0 + error * n_steps / horizon)

@@ -160,20 +160,25 @@ def _reward_clip(config: TrainConfig, values: torch.Tensor) -> torch.Tensor:
     return values if config.reward_clip is None else values.clamp(-config.reward_clip, config.reward_clip)
 
 
-def compute_advantages(config: TrainConfig, samples: Samples,
-                       scored: dict[str, torch.Tensor]) -> tuple[Batch, dict[str, float]]:
-    """Token advantages (and GAE returns) of every row: the estimator, the KL reward, whitening, clipping.
+def compute_advantages(config: TrainConfig, samples: Samples, scored: dict[str, torch.Tensor],
+                       kl_coef: float | None = None) -> tuple[Batch, dict[str, float]]:
+    """Token advantages (and GAE returns) of every row: the estimator, the KL reward (coefficient ``kl_coef``,
+    default ``init_kl_coef``), whitening, clipping.
 
-    Also returns GiGPO's diagnostics: the mean anchor-group size and the mean |A^S| (step-level part)."""
+    Also returns diagnostics: GiGPO's mean anchor-group size and mean |A^S| (step-level part), and with a reward KL
+    the batch's KL (mean over rows of each row's mean) and the coefficient used."""
     mask = samples.loss_mask[:, 1:]
     old, ref, values = scored.get("old_logprob"), scored.get("ref_logprob"), scored.get("values")
     method = config.reward_normalization.method
     ids = _norm_ids(config, samples)
     kl_reward = None
-    if config.kl_in_reward:  # per-token penalty -beta * KL(pi || pi_ref), entering as a reward
-        kl_reward = -config.init_kl_coef * torch.where(mask, kl_penalty(old, ref, config.kl_penalty), 0.0)
-    returns = None
     info: dict[str, float] = {}
+    if config.kl_in_reward:  # per-token penalty -beta * KL(pi || pi_ref), entering as a reward
+        beta = config.init_kl_coef if kl_coef is None else kl_coef
+        kl = torch.where(mask, kl_penalty(old, ref, config.kl_penalty), 0.0)
+        kl_reward = -beta * kl
+        info = {"reward/kl": float((kl.sum(1) / mask.sum(1).clamp(min=1)).mean()), "reward/kl_coef": beta}
+    returns = None
     if config.adv_estimator == "gae":  # the (normalised) episode score on the episode's last generated token (RAGEN)
         token_rewards = torch.zeros(mask.shape)
         last = torch.where(mask, torch.arange(mask.shape[1]), -1).max(dim=1).values  # last generated token per row
@@ -193,7 +198,7 @@ def compute_advantages(config: TrainConfig, samples: Samples,
                 step_reward_gamma=config.step_reward_gamma, method=method,
                 episode_reward_weight=config.episode_reward_weight, step_reward_weight=config.step_reward_weight)
             per_row = _reward_clip(config, gigpo.advantages)
-            info = {"reward/anchor_group_size": float(gigpo.anchor_sizes.float().mean()),
+            info |= {"reward/anchor_group_size": float(gigpo.anchor_sizes.float().mean()),
                     "reward/step_advantage_abs": float(gigpo.step_advantages.abs().mean())}
         else:  # grpo / reinforce: one group-normalised score per trajectory, on every row of the trajectory
             per_row = _episode_scores(config, samples, ids)

@@ -48,6 +48,7 @@ from trainers import checkpoint as ckpt
 from trainers.advantages import select_groups_by_std
 from trainers.config import ConfigError, EnvManager, TrainConfig
 from trainers.distributed import Dist, init_distributed, shutdown_distributed
+from trainers.losses import adaptive_kl_coef
 from trainers.masked import explained_variance, masked_mean
 from trainers.metrics import EchoTrapRule, MetricsLog, plot_metrics, success_gain
 from trainers.ppo import Batch, _episode_first_rows, compute_advantages, ppo_update, score_samples
@@ -198,8 +199,12 @@ def recompute_old_logprobs(config: TrainConfig, rows: int) -> bool:
 
 
 def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], trajectories: list[Trajectory],
-               dist: Dist, rng: np.random.Generator, update_actor: bool = True) -> dict[str, float]:
-    """Everything after the rollout: samples, filter, scoring, advantages, batch adjustment, update -> metrics."""
+               dist: Dist, rng: np.random.Generator, update_actor: bool = True,
+               kl_coef: float | None = None) -> dict[str, float]:
+    """Everything after the rollout: samples, filter, scoring, advantages, batch adjustment, update -> metrics.
+
+    ``kl_coef`` is the reward KL coefficient of this iteration (default ``init_kl_coef``); with ``target_kl`` the
+    record's ``reward/next_kl_coef`` is the adaptive controller's next one."""
     samples = build_samples(config, trajectories, models.tokenizer, _max_length(config, models))
     record: dict[str, float] = {}
     keep = None
@@ -216,8 +221,11 @@ def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
     scored = score_samples(config, models, samples, dist, old_logprob=recompute)
     if config.use_sampler_logprobs:
         scored["old_logprob"] = sampled_logprobs(trajectories, samples, config.step_rows)
-    batch, info = compute_advantages(config, samples, scored)
+    batch, info = compute_advantages(config, samples, scored, kl_coef)
     record.update(info)
+    if config.target_kl is not None:
+        record["reward/next_kl_coef"] = adaptive_kl_coef(info["reward/kl_coef"], info["reward/kl"], config.target_kl,
+                                                         len(samples), config.kl_horizon)
     if recompute:
         gap = _rollout_logprob_gap(trajectories, samples, batch, config)
         if gap is not None:
@@ -313,6 +321,7 @@ class Run:
     result: TrainResult
     t0: float
     start: int = 0
+    kl_coef: float = 0.0
     rule: EchoTrapRule = field(default_factory=EchoTrapRule)
 
     @property
@@ -366,10 +375,11 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
     rng = np.random.default_rng(seed_from(config.seed, 1))
     sampler = Sampler(config, models.actor_module, models.tokenizer, dist,
                       str(resume / "actor") if resume else resolve_model(config.pretrain))
-    start, elapsed, first_eval = 0, 0.0, []
+    start, elapsed, first_eval, kl_coef = 0, 0.0, [], config.init_kl_coef
     if resume is not None:
         state = ckpt.load_state(resume, dist, optimizers, schedulers)
         start, elapsed, first_eval = state["step"], state["elapsed"], state.get("first_eval", [])
+        kl_coef = state.get("kl_coef", kl_coef)
         rng.bit_generator.state = state["numpy_rng"]
         sampler.load_state(state["policy_rng"])
         train_groups.iteration = start  # the seed counter: training groups of iteration k use seeds from k
@@ -379,7 +389,7 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
     log = MetricsLog(out / "metrics.jsonl", resume_step=start if resume else None) if dist.is_main else None
     result = TrainResult(out, records=log.history() if log else [], first_eval=first_eval)
     return Run(config, dist, models, optimizers, schedulers, rng, sampler, train_groups, val_groups, log, result,
-               t0=started - elapsed, start=start)
+               t0=started - elapsed, start=start, kl_coef=kl_coef)
 
 
 def run_iteration(run: Run, step: int) -> dict[str, Any]:
@@ -398,7 +408,9 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     record["time/rollout"] = time.perf_counter() - tick
     tock = time.perf_counter()
     update_actor = step > config.critic_warmup
-    record.update(train_step(config, run.models, run.optimizers, trajectories, dist, run.rng, update_actor))
+    record.update(train_step(config, run.models, run.optimizers, trajectories, dist, run.rng, update_actor,
+                             run.kl_coef))
+    run.kl_coef = record.pop("reward/next_kl_coef", run.kl_coef)
     run.sampler.sync(run.models.actor_module)
     for name, scheduler in run.schedulers.items():
         record["loss/lr" if name == "actor" else "critic/lr"] = scheduler.get_last_lr()[0]
@@ -419,7 +431,7 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     if (config.save_steps and step % config.save_steps == 0) or step == config.max_steps:
         ckpt.save(run.result.output_dir, step, run.models, run.optimizers, run.schedulers, dist, config, {
             "step": step, "elapsed": record["time/total"], "numpy_rng": run.rng.bit_generator.state,
-            "policy_rng": run.sampler.state(), "first_eval": run.result.first_eval})
+            "policy_rng": run.sampler.state(), "first_eval": run.result.first_eval, "kl_coef": run.kl_coef})
     return record
 
 

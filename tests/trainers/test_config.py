@@ -83,7 +83,7 @@ def test_unknown_keys_and_values_name_the_fix(data, message):
      "summing to num_env_groups=8"),
     ({"use_kl_loss": True, "kl_loss_coef": 0.01, "add_token_level_kl": True}, "pick one place for the KL term"),
     ({"val_batch_size": 32, "val_env_manager": {"num_env_groups": 16}}, "val_batch_size=32 must equal"),
-    ({"target_kl": 0.1}, "adaptive KL controller is not implemented"),
+    ({"target_kl": 0.1}, "needs add_token_level_kl=true with init_kl_coef > 0"),
     ({"critic_warmup": 2}, "needs a critic"),
     ({"sequence_length": 16, "max_new_tokens": 32}, "must be an integer above max_new_tokens=32"),
     ({"reward_normalization": {"norm_mean_type": "batch", "norm_std_type": "group"}}, "same scope"),

@@ -252,3 +252,11 @@ def test_gradients_flow_through_combined_loss():
     assert grad[mask].abs().sum() > 0
     assert torch.equal(grad[~mask], torch.zeros_like(grad[~mask]))  # masked-out tokens get no gradient
     assert 0 <= masked_mean(pg.clipped.float(), mask).item() <= 1
+
+
+def test_adaptive_kl_coef_moves_toward_the_target_by_at_most_20_percent_per_horizon():
+    from trainers.losses import adaptive_kl_coef
+
+    assert adaptive_kl_coef(0.1, 0.02, 0.01, 100, 1000) == pytest.approx(0.1 * (1 + 0.2 * 0.1))  # error clipped
+    assert adaptive_kl_coef(0.1, 0.009, 0.01, 100, 1000) == pytest.approx(0.1 * (1 - 0.1 * 0.1))
+    assert adaptive_kl_coef(0.1, 0.01, 0.01, 100, 1000) == pytest.approx(0.1)

@@ -163,3 +163,16 @@ def test_gradient_checkpointing_makes_the_same_update(tiny_model, rows):
     for part in (1, 2):
         for name, value in results[0][part].items():
             torch.testing.assert_close(results[1][part][name], value, rtol=1e-5, atol=1e-6)
+
+
+def test_target_kl_adapts_the_reward_kl_coefficient_and_resumes_with_it(tiny_model, tmp_path):
+    from trainers.train import main
+
+    config = config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo", init_kl_coef=0.5, target_kl=1e-6,
+                                               kl_horizon=16, max_steps=2, eval_steps=2, save_steps=1))
+    records = main(config).records
+    coefs = [r["reward/kl_coef"] for r in records[1:]]
+    assert records[1]["reward/kl"] < 1e-6  # the first batch's KL is far below the target ...
+    assert coefs[0] == 0.5 and coefs[1] < 0.5 * (1 - 0.2 * 8 / 16)  # ... so the coefficient falls (>= 8 rows)
+    state = torch.load(tmp_path / "checkpoint-1" / "trainer_state.pt", weights_only=False)
+    assert state["kl_coef"] == pytest.approx(coefs[1])  # a resumed run continues from it
