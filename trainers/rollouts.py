@@ -145,8 +145,9 @@ def pass_at_k(trajectories: list[Trajectory]) -> float:
 
 
 def evaluate(groups: EnvGroups, sampler: Sampler, config: TrainConfig, dist: Dist,
-             seed: int) -> tuple[dict[str, float], list[bool]]:
-    """Play the validation seeds (the same ones every time, sampling noise reseeded from ``seed``)."""
+             seed: int, prompt_fits: Any = None) -> tuple[dict[str, float], list[bool]]:
+    """Play the validation seeds (the same ones every time, sampling noise reseeded from ``seed``), under the same
+    length cap as training (``prompt_fits``)."""
     with sampler.evaluation(seed) as policy, sampler.generation_context():
-        trajectories = play(groups, policy, config.val_env_manager.history_length, dist)
+        trajectories = play(groups, policy, config.val_env_manager.history_length, dist, prompt_fits)
     return rollout_metrics(trajectories, "val"), [t.success for t in trajectories]

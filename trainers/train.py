@@ -328,6 +328,11 @@ class Run:
     def val_seed(self) -> int:
         return seed_from(self.config.seed, 3)
 
+    @property
+    def prompt_fits(self) -> Any:
+        """ROLL's ``sequence_length`` as the engine's per-turn check (``None`` without a cap)."""
+        return _prompt_fits(self.config, self.models.tokenizer)
+
 
 def _check_world(config: TrainConfig, dist: Dist) -> None:
     for name, value in [("train_env_manager.num_env_groups", config.train_env_manager.num_env_groups),
@@ -398,7 +403,7 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     tick = time.perf_counter()
     with run.sampler.generation_context():
         trajectories = play(run.train_groups, run.sampler.train, config.train_env_manager.history_length, dist,
-                            _prompt_fits(config, run.models.tokenizer))
+                            run.prompt_fits)
     run.sampler.release()
     record: dict[str, Any] = {"step": step, **rollout_metrics(trajectories, "reward")}
     record["rollout/response_length"] = record.pop("reward/response_length")
@@ -422,7 +427,7 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
                                                 for k in ("reward/in_group_std", "loss/entropy", "loss/grad_norm")])
     if step % config.eval_steps == 0 or step == config.max_steps:
         tock = time.perf_counter()
-        val, run.result.last_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed)
+        val, run.result.last_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed, run.prompt_fits)
         record.update(val)
         record["time/eval"] = time.perf_counter() - tock
     record["time/step"] = time.perf_counter() - tick
@@ -454,7 +459,8 @@ def main(config: TrainConfig) -> TrainResult:
     try:
         run = start_run(config, dist, started)
         if run.start == 0:
-            val, run.result.first_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed)
+            val, run.result.first_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed,
+                                                  run.prompt_fits)
             _write(run, {"step": 0, **val, "time/total": time.perf_counter() - run.t0})
         bar = tqdm(range(run.start + 1, config.max_steps + 1), desc="train", unit="it", initial=run.start,
                    total=config.max_steps, disable=not (config.progress and dist.is_main), file=sys.stderr)

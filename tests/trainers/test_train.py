@@ -185,3 +185,25 @@ def test_vllm_generation_and_bf16_on_gpu(tiny_model, tmp_path):
     result = main(config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo_s", **overrides)))
     assert [r["step"] for r in result.records] == [0, 1, 2]
     assert all(math.isfinite(r["loss/policy"]) for r in result.records[1:])
+
+
+def test_sequence_length_caps_every_row(tiny_model, tmp_path):
+    """ROLL's ``sequence_length``: with room for one prompt and one reply only, every episode ends after its first
+    turn (truncated), and the run trains on those rows."""
+    import gymnasium as gym
+
+    from agentgym_bench.rollout.tokens import encode, render
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    env = gym.make("AgentFrozenLake-v0", **TINY_ENV_KWARGS)
+    lengths = []
+    for seed in range(10_000, 10_016):
+        obs, info = env.reset(seed=seed)
+        messages = ([{"role": "system", "content": info["system_prompt"]}] if info.get("system_prompt") else [])
+        lengths.append(len(encode(tokenizer, render(tokenizer, messages + [{"role": "user", "content": obs}]))))
+    cap = max(lengths) + 8 + 2  # the first prompt and an 8-token reply fit; a second prompt cannot
+    overrides = {"train_env_manager": {"history_length": None}, "val_env_manager": {"history_length": None},
+                 "max_steps": 1, "ppo_mini_batch_size": 4, "rollout_filter_ratio": 1.0, "sequence_length": cap}
+    record = main(config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo", **overrides))).records[-1]
+    assert record["rollout/turns"] == 1.0 and record["rollout/samples"] == 16
+    assert math.isfinite(record["loss/policy"])
