@@ -8,6 +8,7 @@ and ``past_key_values`` — GPT-2 (the default model), Qwen2, Llama, ...
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,8 +55,8 @@ class HFPolicy:
 
     def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
                  max_new_tokens: int = 32, seed: int = 0, max_batch_size: int | None = None):
-        if temperature < 0:
-            raise ValueError(f"temperature={temperature} must be >= 0")
+        if not 0 <= temperature < math.inf:
+            raise ValueError(f"temperature={temperature} must be a finite number >= 0")
         if not 0 < top_p <= 1:
             raise ValueError(f"top_p={top_p} must be in (0, 1]")
         if max_new_tokens < 1:
@@ -79,7 +80,11 @@ class HFPolicy:
 
     @classmethod
     def from_pretrained(cls, path: str, *, device: str = "cpu", dtype: Any = None, **kwargs: Any) -> HFPolicy:
-        """Load a model folder or hub id (``AutoModelForCausalLM`` / ``AutoTokenizer``) and wrap it."""
+        """Load a model (``AutoModelForCausalLM`` / ``AutoTokenizer``) and wrap it.
+
+        ``path``: a folder (``~`` expanded), a name under ``$AGENTGYM_BENCH_HOME/models`` (``"warmstart"``,
+        ``"default"``) or a hub id; see :func:`agentgym_bench.paths.resolve_model`.
+        """
         from agentgym_bench.rollout.default_model import load_model
 
         model, tokenizer = load_model(path, device=device, dtype=dtype)
