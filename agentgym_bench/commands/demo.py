@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from agentgym_bench.agent import oracle_reply, random_reply
 from agentgym_bench.agent.env import LLMAgentEnv
+from agentgym_bench.commands.envs import check_env_id
 from agentgym_bench.registration import AGENT_ENVS
 
 ReplyFn = Callable[[LLMAgentEnv], str]
@@ -43,7 +44,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    env_ids = args.env or list(AGENT_ENVS)
+    env_ids = [check_env_id(env_id) for env_id in args.env or AGENT_ENVS]
     rng = np.random.default_rng(args.seed)
     agents: dict[str, ReplyFn] = {
         "oracle": oracle_reply,

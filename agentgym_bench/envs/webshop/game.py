@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 import gymnasium as gym
 
+from agentgym_bench.envs import arguments
 from agentgym_bench.envs.webshop.catalog import SPLIT_SIZES, load_catalog
 from agentgym_bench.envs.webshop.client import WebShopClient
 from agentgym_bench.envs.webshop.oracle import OracleShopper
@@ -209,10 +210,10 @@ class WebShopGame(gym.Env):
             raise ValueError(f"backend={backend!r} must be one of {BACKENDS}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r} must be None or one of {self.metadata['render_modes']}")
-        if num_goals is not None and (not isinstance(num_goals, int) or isinstance(num_goals, bool)
-                                      or num_goals <= sum(SPLIT_SIZES.values())):
-            raise ValueError(f"num_goals={num_goals!r} must be an integer > {sum(SPLIT_SIZES.values())} "
-                             "(test and validation take the first goals)")
+        if num_goals is not None:  # test and validation take the first goals
+            num_goals = arguments.integer("num_goals", num_goals, low=sum(SPLIT_SIZES.values()) + 1)
+        timeout = arguments.number("timeout", timeout, low=0.0, low_open=True)
+        retries = arguments.integer("retries", retries, low=0)
         self.split, self.render_mode = split, render_mode
         if backend == "local":
             if base_url is not None:
