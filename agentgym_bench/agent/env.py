@@ -122,8 +122,6 @@ class LLMAgentEnv(gym.Env):
         for name, value in (("instructions", instructions), ("legend", legend)):
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{name}={value!r} must be a string or None")
-        if not isinstance(game, gym.Env):
-            raise ValueError(f"game={game!r} must be a gymnasium.Env (a core text game)")
         self.game = game
         self.max_turns = max_turns
         self.max_actions_per_turn = max_actions_per_turn

@@ -73,7 +73,7 @@ class SokobanGame(gymnasium.Env):
     - ``dim_room=(6, 6)``: (rows, columns) including the wall border; each 3..32, one at least 5. A room 3 cells
       high or wide is a one-cell corridor: it takes 1 box and must be at least 7 long.
     - ``num_boxes=1``: boxes (and targets), 1..5; the room must fit them plus the player and a free cell.
-      Generation is bounded (``generator.py``: at most 4,000,000 search states, about 20 s for a 30x30 room);
+      Generation is bounded (``generator.py``: at most 4,000,000 search states, 20-30 s for a 30x30 room);
       a shape that finds no room within the bound raises ``GenerationError`` at ``reset``.
     - ``search_depth=300``: longest optimal solution, in moves, a generated room may have (at least 3). The default
       does not bind for 6x6 / 8x8 rooms; ``search_depth=10`` makes every room solvable within RAGEN's 10 actions.

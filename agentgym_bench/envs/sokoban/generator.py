@@ -17,9 +17,9 @@
 If a topology admits no such state (e.g. every box is stuck on its target), a new topology is drawn from the same
 generator, up to ``MAX_TRIES`` times.
 
-Bounds: the backward search of one topology keeps at most ``MAX_STATES`` states (memory: about 60 MB for a 32x32
-room), and one call explores at most ``MAX_TOTAL_STATES`` states over all its topologies (time: about 20 s for
-30x30 rooms on a 2-core VM, well under a second for the registered sizes; ``benchmarks/sokoban_limits.md``). Both
+Bounds: the backward search of one topology keeps at most ``MAX_STATES`` states (memory: under 100 MB for a 32x32
+room), and one call explores at most ``MAX_TOTAL_STATES`` states over all its topologies (time: 20-30 s for a
+30x30 room on a shared 2-core VM, milliseconds for the registered sizes; ``benchmarks/sokoban_limits.md``). Both
 are counts, not clocks, so whether a seed generates does not depend on the machine. Past either bound
 :func:`generate_room` raises :class:`GenerationError`. What can never work is refused earlier, by
 :func:`check_feasible` (the game's constructor calls it).

@@ -21,7 +21,7 @@ safe to repeat are retried on connection errors, timeouts and HTTP 502/503/504, 
 is not idempotent, so it is retried only when the action cannot have been applied: the connection was refused, a
 kept-alive connection turned out closed, or the server answered 503; a timeout or a connection dropped mid-answer
 during ``/step`` is an error. One call therefore returns or raises within :attr:`WebShopClient.budget`
-``= (retries + 1) * timeout + backoff * (2**retries - 1)`` seconds (20.3 s with the defaults).
+``= (retries + 1) * timeout + backoff * (2**retries - 1)`` seconds (30.3 s with the defaults).
 """
 
 from __future__ import annotations

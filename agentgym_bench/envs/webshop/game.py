@@ -185,7 +185,8 @@ class WebShopGame(gym.Env):
       ``reset(options={"goal_index": i})`` plays goal ``i`` of the split; no seed draws one from ``np_random``.
     - ``backend="local"``: ``"local"`` or ``"http"``.
     - ``base_url=None``: the server for ``backend="http"`` (required then, e.g. ``"http://127.0.0.1:36001"``).
-    - ``timeout=10.0``, ``retries=2``: HTTP socket timeout (s) and retries (see ``client.py``).
+    - ``timeout=10.0``, ``retries=2``: seconds allowed for one HTTP request attempt (connect to last byte) and retries
+      (0..10); one call ends within ``(retries + 1) * timeout`` plus the backoff (see ``client.py``).
     - ``num_goals=None``: goals on the HTTP server, needed for the train split of a server other than
       ``webshop-serve`` (whose count is the default). Split ranges: test ``[0, 500)``, validation ``[500, 1500)``,
       train ``[1500, num_goals)``.
