@@ -108,14 +108,14 @@ def test_ordinary_mistakes_are_one_line_and_exit_code_2(name, empty_home, busy_p
 
 
 @pytest.mark.parametrize("argv", [["serve", "--port", "70000"], ["webshop-serve", "--port", "-1"],
-                                  ["serve", "--port", "http"]])
-def test_ports_out_of_range_are_refused_by_the_parser(argv, capsys):
+                                  ["serve", "--port", "http"], ["play", "AgentSokoban-v0", "--seed", "-1"]])
+def test_out_of_range_numbers_are_refused_by_the_parser(argv, capsys):
     from agentgym_bench.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2
-    assert "--port" in capsys.readouterr().err
+    assert argv[-2] in capsys.readouterr().err
 
 
 def test_debug_flag_and_variable_show_the_traceback(tmp_path):

@@ -47,9 +47,16 @@ def format_hint(enable_think: bool) -> str:
             else "<answer>action || action</answer>")
 
 
+def seed(text: str) -> int:
+    """``--seed`` values: integers >= 0 (Gymnasium's seeds)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed (an integer >= 0)")
+    return int(text)
+
+
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env_id", help="an id from `agentgym-bench envs`, e.g. AgentSokoban-v0")
-    parser.add_argument("--seed", type=int, default=0, help="episode seed (same seed, same episode)")
+    parser.add_argument("--seed", type=seed, default=0, help="episode seed >= 0 (same seed, same episode)")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="keyword argument for gym.make, repeatable (e.g. --arg num_boxes=2)")
     parser.add_argument("--show-prompt", action="store_true",

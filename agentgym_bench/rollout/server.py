@@ -264,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
                             api_key=key or None, verbose=args.verbose)
     except OSError as err:
         raise cli.listen_error(HOST, args.port, err) from err
-    print(f"serving {args.model} at {server.base_url} (Ctrl-C to stop)")
+    print(f"serving {args.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
