@@ -105,3 +105,20 @@ def test_bad_fields_are_a_400_naming_the_field(server, field, value):
     status, _, raw = post(server, {"model": "tiny", "messages": conversations(1)[0], field: value})
     assert status == 400
     assert field in json.loads(raw)["error"]["message"]
+
+
+def test_the_official_openai_client_reads_choices_usage_and_streams(server):
+    openai = pytest.importorskip("openai", reason="the dev extra installs the official client")
+    client = openai.OpenAI(base_url=server.base_url, api_key="unused", timeout=30, max_retries=0)
+    messages = conversations(1)[0]
+    answer = client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, n=2, seed=3)
+    assert [c.index for c in answer.choices] == [0, 1]
+    assert answer.usage.total_tokens == answer.usage.prompt_tokens + answer.usage.completion_tokens
+    greedy = client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, temperature=0)
+    stream = client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, temperature=0,
+                                            stream=True, stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == greedy.choices[0].message.content
+    assert chunks[-1].usage.completion_tokens == greedy.usage.completion_tokens
+    with pytest.raises(openai.BadRequestError, match="n="):
+        client.chat.completions.create(model="tiny", messages=messages, n=0)
