@@ -93,6 +93,9 @@ class LLMAgentEnv(gym.Env):
         max_reply_words: the length hint shown in the prompt (RAGEN: 100).
         max_observation_length: size of the observation space.
 
+        Each is checked in the constructor (integers >= 1, a finite ``format_penalty``, a ``bool``
+        ``enable_think``, strings or ``None``); a wrong one is a ``ValueError`` that starts with its name.
+
     Version History:
         * v0: initial version.
     """
