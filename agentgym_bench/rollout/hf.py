@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from agentgym_bench.rollout.policy import Generation, Message
+from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 
 def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:
@@ -74,6 +74,7 @@ class HFPolicy:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
         self.device = next(model.parameters()).device
+        self.seed = seed
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
 
@@ -85,20 +86,30 @@ class HFPolicy:
         model, tokenizer = load_model(path, device=device, dtype=dtype)
         return cls(model, tokenizer, **kwargs)
 
-    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None) -> list[Generation]:
-        """Reply to each conversation; ``envs`` is ignored."""
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
+                 keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
+        """Reply to each conversation; ``envs`` is ignored. With ``keys`` (one per conversation) each row samples
+        from its own ``torch.Generator`` seeded by :func:`~agentgym_bench.rollout.policy.key_seed`, so its reply does
+        not depend on the rest of the batch; without, the batch shares :attr:`generator`."""
         prompts = [self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True, tokenize=False)
                    for c in conversations]
+        if keys is not None and len(keys) != len(prompts):
+            raise ValueError(f"{len(keys)} keys for {len(prompts)} conversations")
         size = self.max_batch_size or max(len(prompts), 1)
         out: list[Generation] = []
         for start in range(0, len(prompts), size):
-            out += self.generate_text(prompts[start : start + size])
+            out += self.generate_text(prompts[start : start + size],
+                                      None if keys is None else keys[start : start + size])
         return out
 
-    def generate_text(self, prompts: Sequence[str]) -> list[Generation]:
-        """Continue already rendered prompt strings (one batch, no chunking)."""
+    def generate_text(self, prompts: Sequence[str], keys: Sequence[tuple[int, ...]] | None = None
+                      ) -> list[Generation]:
+        """Continue already rendered prompt strings (one batch, no chunking); ``keys`` as in :meth:`generate`."""
         if not prompts:
             return []
+        generators = None
+        if keys is not None:
+            generators = [torch.Generator(device=self.device).manual_seed(key_seed(self.seed, k)) for k in keys]
         enc = self.tokenizer(list(prompts), add_special_tokens=False, padding=True, padding_side="left",
                              return_tensors="pt")
         length = enc["input_ids"].shape[1]
@@ -106,20 +117,25 @@ class HFPolicy:
             raise ValueError(f"prompt of {length} tokens + max_new_tokens={self.max_new_tokens} exceeds the "
                              f"model's {self.max_positions} positions; shorten the prompt (prompt='compact', a "
                              "history window) or lower max_new_tokens")
-        tokens, logprobs = self._sample(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device))
+        tokens, logprobs = self._sample(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device),
+                                        generators)
         results = []
         stops = set(self.stop_ids)
-        for row_tokens, row_logprobs in zip(tokens.tolist(), logprobs.tolist(), strict=True):
+        prompt_lengths = enc["attention_mask"].sum(dim=1).tolist()
+        for row_tokens, row_logprobs, prompt_length in zip(tokens.tolist(), logprobs.tolist(), prompt_lengths,
+                                                           strict=True):
             n = next((i + 1 for i, t in enumerate(row_tokens) if t in stops), len(row_tokens))
             ids = row_tokens[:n]
             text_ids = ids[:-1] if ids[-1] in stops else ids
             results.append(Generation(self.tokenizer.decode(text_ids, skip_special_tokens=True), ids,
-                                      row_logprobs[:n]))
+                                      row_logprobs[:n], prompt_tokens=int(prompt_length)))
         return results
 
     @torch.no_grad()
-    def _sample(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _sample(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                generators: list[torch.Generator] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample ``(B, N)`` token ids and their log-probs, ``N <= max_new_tokens``; rows past their stop hold pad.
+        ``generators``: one per row (keyed sampling), else the shared :attr:`generator`.
 
         Finished rows leave the batch (and the KV cache, ``Cache.batch_select_indices``) so they cost nothing.
         """
@@ -135,7 +151,8 @@ class HFPolicy:
         rows = torch.arange(batch, device=self.device)  # the rows still generating
         steps = 0
         for step in range(self.max_new_tokens):
-            token, logprob = self._pick(logits.float())
+            token, logprob = self._pick(logits.float(),
+                                        None if generators is None else [generators[r] for r in rows.tolist()])
             tokens[rows, step], logprobs[rows, step] = token, logprob
             steps = step + 1
             going = ~torch.isin(token, stop_ids)
@@ -153,8 +170,11 @@ class HFPolicy:
             next_position = next_position + 1
         return tokens[:, :steps], logprobs[:, :steps]
 
-    def _pick(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One token per row from ``(B, V)`` logits, and its log-probability under the sampling distribution."""
+    def _pick(self, logits: torch.Tensor, generators: list[torch.Generator] | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per row from ``(B, V)`` logits, and its log-probability under the sampling distribution.
+
+        With ``generators`` (one per row) each row inverts its CDF at one uniform draw from its own generator."""
         if self.temperature == 0:
             token = logits.argmax(dim=-1)
             return token, torch.log_softmax(logits, dim=-1).gather(1, token[:, None])[:, 0]
@@ -165,5 +185,11 @@ class HFPolicy:
             sorted_logp = sorted_logp.masked_fill(before >= self.top_p, float("-inf"))
             logp = torch.full_like(logp, float("-inf")).scatter(1, order, sorted_logp)
             logp = torch.log_softmax(logp, dim=-1)
-        token = torch.multinomial(logp.exp(), 1, generator=self.generator)[:, 0]
+        if generators is None:
+            token = torch.multinomial(logp.exp(), 1, generator=self.generator)[:, 0]
+        else:
+            u = torch.cat([torch.rand(1, generator=g, device=logp.device) for g in generators])
+            cdf = logp.exp().cumsum(dim=-1)
+            token = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).clamp(max=logp.shape[-1] - 1)[:, 0]
+            token = torch.where(torch.isfinite(logp.gather(1, token[:, None])[:, 0]), token, logp.argmax(dim=-1))
         return token, logp.gather(1, token[:, None])[:, 0]
