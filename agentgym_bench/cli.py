@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("agentgym_bench.commands.train", "train with StarPO, StarPO-S or GiGPO from a YAML config"),
     "serve": ("agentgym_bench.rollout.server", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
     "eval": ("agentgym_bench.commands.eval", "play a benchmark suite with a policy and write a results file"),
+    "baselines": ("agentgym_bench.commands.baselines", "the main job: every reference baseline evaluated and put on a "
+                  "leaderboard"),
 }
 
 
