@@ -50,10 +50,15 @@ class HFPolicy:
         max_new_tokens: reply budget in tokens.
         seed: seeds the policy's own ``torch.Generator``; the same seed and inputs give the same replies.
         max_batch_size: split larger batches into chunks of this many conversations (``None``: one chunk).
+        overlong: what a prompt that does not fit the model's positions (with ``max_new_tokens``) gets:
+            ``"error"`` (a ``ValueError``, the default: a training config that cannot work should stop) or
+            ``"empty"`` (an empty reply without running the model, which the env scores as an invalid turn: a
+            benchmark evaluation goes on, and the model scores nothing where it cannot read the page).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
-                 max_new_tokens: int = 32, seed: int = 0, max_batch_size: int | None = None):
+                 max_new_tokens: int = 32, seed: int = 0, max_batch_size: int | None = None,
+                 overlong: str = "error"):
         if temperature < 0:
             raise ValueError(f"temperature={temperature} must be >= 0")
         if not 0 < top_p <= 1:
@@ -62,6 +67,8 @@ class HFPolicy:
             raise ValueError(f"max_new_tokens={max_new_tokens} must be >= 1")
         if max_batch_size is not None and max_batch_size < 1:
             raise ValueError(f"max_batch_size={max_batch_size} must be >= 1 or None")
+        if overlong not in ("error", "empty"):
+            raise ValueError(f"overlong={overlong!r} must be 'error' or 'empty'")
         if tokenizer.chat_template is None:
             raise ValueError("the tokenizer has no chat template")
         self.model = model
@@ -70,6 +77,7 @@ class HFPolicy:
         self.top_p = float(top_p)
         self.max_new_tokens = max_new_tokens
         self.max_batch_size = max_batch_size
+        self.overlong = overlong
         self.stop_ids = stop_token_ids(model, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
@@ -95,12 +103,21 @@ class HFPolicy:
                    for c in conversations]
         if keys is not None and len(keys) != len(prompts):
             raise ValueError(f"{len(keys)} keys for {len(prompts)} conversations")
-        size = self.max_batch_size or max(len(prompts), 1)
-        out: list[Generation] = []
-        for start in range(0, len(prompts), size):
-            out += self.generate_text(prompts[start : start + size],
-                                      None if keys is None else keys[start : start + size])
-        return out
+        out: list[Generation | None] = [None] * len(prompts)
+        rows = list(range(len(prompts)))
+        if self.overlong == "empty" and self.max_positions is not None and prompts:
+            lengths = [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]]
+            rows = [i for i in rows if lengths[i] + self.max_new_tokens <= self.max_positions]
+            for i in set(range(len(prompts))) - set(rows):
+                out[i] = Generation("", [], [], prompt_tokens=lengths[i])
+        size = self.max_batch_size or max(len(rows), 1)
+        for start in range(0, len(rows), size):
+            chunk = rows[start : start + size]
+            chunk_keys = None if keys is None else [keys[i] for i in chunk]
+            replies = self.generate_text([prompts[i] for i in chunk], chunk_keys)
+            for i, reply in zip(chunk, replies, strict=True):
+                out[i] = reply
+        return [g for g in out if g is not None]
 
     def generate_text(self, prompts: Sequence[str], keys: Sequence[tuple[int, ...]] | None = None
                       ) -> list[Generation]:

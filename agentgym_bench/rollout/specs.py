@@ -108,5 +108,5 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, device: str 
 
     policy = HFPolicy.from_pretrained(path, device=device, temperature=sampling.temperature, top_p=sampling.top_p,
                                       max_new_tokens=sampling.max_new_tokens, seed=sampling.seed,
-                                      max_batch_size=max_batch_size)
+                                      max_batch_size=max_batch_size, overlong="empty")
     return policy, record
