@@ -38,7 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark.results import Results, loads, summarize
+from agentgym_bench.benchmark.results import Results, Summary, loads, summarize
 from agentgym_bench.benchmark.suites import Suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.verify import EpisodeText, Verified, check_name, replay_entry
@@ -74,8 +74,8 @@ def read_index(folder: Path) -> dict[str, Any] | None:
     return index
 
 
-def record_of(verified: Verified, name: str, submitted: str) -> dict[str, Any]:
-    """The index record of an accepted submission (summary numbers recomputed from its episodes)."""
+def record_of(verified: Verified, name: str, submitted: str, summary: Summary | None = None) -> dict[str, Any]:
+    """The index record of an accepted submission (summary numbers recomputed from its episodes, unless given)."""
     results, meta = verified.results, verified.results.metadata
     policy = meta["policy"]
     return {
@@ -86,14 +86,14 @@ def record_of(verified: Verified, name: str, submitted: str) -> dict[str, Any]:
         "prompts": {e.name: e.prompt for e in results.entries},
         "submitted": submitted, "evaluated": meta["date"], "package_version": meta["package_version"],
         "git_commit": meta["git_commit"], "hardware": meta["hardware"], "sha256": verified.sha256,
-        "compute": meta["compute"], "summary": summary_of(results, verified.suite),
+        "compute": meta["compute"],
+        "summary": summary_json(summary if summary is not None else summarize(results, verified.suite)),
     }
 
 
-def summary_of(results: Results, suite: Suite) -> dict[str, Any]:
-    """Per-entry success (Wilson), mean return and oracle-normalised success, and the suite score with its
-    interval, as plain JSON."""
-    s = summarize(results, suite)
+def summary_json(s: Summary) -> dict[str, Any]:
+    """A :class:`~agentgym_bench.benchmark.results.Summary` (per-entry success with its Wilson interval, mean
+    return, oracle-normalised success; the suite score with its interval) as plain JSON."""
     return {"entries": {e.name: {"successes": e.success.successes, "n": e.success.n, "rate": e.success.rate,
                                  "low": e.success.low, "high": e.success.high, "mean_return": e.mean_return[0],
                                  "normalised": e.normalised} for e in s.entries},
@@ -143,8 +143,9 @@ def check_free(index: dict[str, Any] | None, name: str, suite: Suite, replace: b
 
 
 def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace: bool = False,
-           progress: bool = False) -> dict[str, Any]:
+           summary: Summary | None = None, progress: bool = False) -> dict[str, Any]:
     """Put a verified results file on the board in ``folder`` and re-render it; returns its index record.
+    ``summary``: the file's :func:`~agentgym_bench.benchmark.results.summarize`, if already computed.
 
     Raises :class:`UserError` (the board untouched) for a bad or taken name or a board of another suite.
     """
@@ -157,7 +158,7 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
         index = read_index(folder)
         check_free(index, name, verified.suite, replace)
         records = [r for r in (index or {}).get("submissions", []) if r["slug"] != slugify(name)]
-        record = record_of(verified, name, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        record = record_of(verified, name, datetime.now(timezone.utc).isoformat(timespec="seconds"), summary)
         records.append(record)
         stored = {r["slug"]: _load_stored(folder, r) for r in records if r is not record}
         stored[record["slug"]] = verified.results
@@ -179,7 +180,7 @@ def rebuild(folder: str | os.PathLike, *, progress: bool = False) -> dict[str, A
         records = index["submissions"]
         stored = {r["slug"]: _load_stored(folder, r) for r in records}
         for r in records:
-            r["summary"] = summary_of(stored[r["slug"]], suite)
+            r["summary"] = summary_json(summarize(stored[r["slug"]], suite))
         write_board(folder, suite, records, stored, new={}, transcripts_for={r["slug"] for r in records},
                     progress=progress)
     return read_index(folder) or {}

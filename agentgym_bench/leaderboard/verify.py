@@ -258,7 +258,8 @@ def regenerate(results: Results, texts: dict[str, dict[int, EpisodeText]], sampl
 
     Each turn is generated from the replayed observations and the recorded earlier replies (the prompt the model
     read, with the recorded history window) under the key the evaluation used, ``(tag hash, seed, member 0,
-    turn)``, so all sampled turns go in one batch: a reply depends on its key alone.
+    turn)``, so all sampled turns go in one batch: a reply depends on its key alone. A prompt longer than the
+    model reads gets an empty reply, as in evaluation (``overlong="empty"``).
     """
     from agentgym_bench.rollout.engine import tag_hash
     from agentgym_bench.rollout.hf import HFPolicy
@@ -268,7 +269,8 @@ def regenerate(results: Results, texts: dict[str, dict[int, EpisodeText]], sampl
     sampling = policy_record["sampling"]
     policy = HFPolicy.from_pretrained(policy_record["model"], temperature=sampling["temperature"],
                                       top_p=sampling["top_p"], max_new_tokens=sampling["max_new_tokens"],
-                                      seed=sampling["seed"], max_batch_size=64)
+                                      seed=sampling["seed"], max_batch_size=64,
+                                      overlong="empty")
     conversations, keys, recorded = [], [], []
     for entry in results.entries:
         by_seed = {ep.seed: ep for ep in entry.episodes}

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from agentgym_bench.benchmark.evaluate import evaluate
 from agentgym_bench.benchmark.results import dumps
@@ -25,15 +24,6 @@ TINY_SUITE = {
          "episodes": 8, "oracle_success": 1.0},
     ],
 }
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _one_torch_thread():
-    """The machine has 2 shared cores; one intra-op thread avoids contention stalls (speed only)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")
@@ -66,12 +56,11 @@ def random_bytes(suite) -> bytes:
 
 
 @pytest.fixture(scope="session")
-def models(tmp_path_factory) -> tuple[Path, Path]:
-    """Two default models that differ only in the seed of their weights."""
+def models(model_dir, tmp_path_factory) -> tuple[Path, Path]:
+    """Two default models that differ only in the seed of their weights (0: the session's ``model_dir``, and 1)."""
     from agentgym_bench.rollout.default_model import build_default_model
 
-    root = tmp_path_factory.mktemp("models")
-    return build_default_model(root / "a", seed=0), build_default_model(root / "b", seed=1)
+    return model_dir, build_default_model(tmp_path_factory.mktemp("model-b") / "b", seed=1)
 
 
 @pytest.fixture(scope="session")
