@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agentgym_bench.benchmark.results import format_summary, summarize
 from agentgym_bench.benchmark.suites import load_suite
-from agentgym_bench.leaderboard.board import slugify, submit
+from agentgym_bench.leaderboard.board import check_free, read_index, slugify, submit
 from agentgym_bench.leaderboard.verify import REGENERATION_SAMPLE, check_name, verify
 
 
@@ -28,7 +28,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", required=True, help="name on the board: 1-64 of letters, digits, space . _ + -")
     parser.add_argument("--board", default=None,
                         help="board folder (default: leaderboards/<suite name> in the current directory)")
-    parser.add_argument("--check", action="store_true", help="verify only; write nothing")
+    parser.add_argument("--check", action="store_true",
+                        help="verify, and check the name is free on the board; write nothing")
     parser.add_argument("--replace", action="store_true", help="replace the submission of the same name")
     parser.add_argument("--suite", default=None,
                         help="check against this suite (bundled name or file; default: the bundled suite the file "
@@ -46,10 +47,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     summary = summarize(verified.results, verified.suite)
     print(format_summary(summary))
-    if args.check:
-        print(f"check passed: {name!r} would go on the board as {verified.mark} (nothing written)")
-        return 0
     board = Path(args.board) if args.board else Path("leaderboards") / verified.suite.name
+    if args.check:
+        check_free(read_index(board), name, verified.suite, args.replace)
+        print(f"check passed: {name!r} would go on {board} as {verified.mark} (nothing written)")
+        return 0
     submit(verified, name, board, replace=args.replace, summary=summary, progress=True)
     print(f"accepted {name!r} as {verified.mark}: {board / 'submissions' / (slugify(name) + '.json.gz')}; "
           f"board in {board} (README.md, index.html)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,8 @@ def test_bad_names_an_oversized_file_and_taken_names_leave_the_board_byte_identi
         assert "not allowed" in capsys.readouterr().err
     assert cli_submit(path, "Oracle", board, suite_file) == 2  # same slug as "oracle"
     assert "is taken" in capsys.readouterr().err
+    assert cli_submit(path, "Oracle", board, suite_file, "--check") == 2
+    assert "is taken" in capsys.readouterr().err
     monkeypatch.setattr(results, "MAX_FILE_BYTES", len(random_bytes) - 1)
     assert cli_submit(path, "big", board, suite_file) == 2
     assert "the limit is" in capsys.readouterr().err
@@ -195,3 +198,17 @@ def test_reproduce_agrees_with_recorded_random_and_default_model_runs(tmp_path, 
         assert "2 of 2 entries agree" in out
         assert "   12/12    " in out and "    8/8     " in out  # every episode replied identically
     assert main(["reproduce", "nobody", "--board", str(board)]) == 2
+
+
+def test_the_workflow_runs_commands_that_exist():
+    import yaml
+
+    from agentgym_bench.cli import COMMANDS
+
+    workflow = (ROOT / ".github" / "workflows" / "leaderboard.yml").read_text()
+    jobs = yaml.safe_load(workflow)["jobs"]
+    assert set(jobs) == {"check", "render"}
+    used = set(re.findall(r"agentgym-bench (\w[\w-]*)", workflow))
+    assert used == {"submit", "board"} and used <= set(COMMANDS)
+    assert "--check" in workflow
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in workflow
