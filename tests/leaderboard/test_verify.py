@@ -138,3 +138,20 @@ def test_bad_names_are_refused(name):
 
 def test_good_names_pass():
     assert check_name(" Qwen2.5-0.5B + StarPO_v1 ") == "Qwen2.5-0.5B + StarPO_v1"
+
+
+@pytest.mark.slow
+def test_a_full_suite_random_file_replays_and_a_late_change_is_caught():
+    """The bundled agentgym-v1 suite end to end: 2,900 episodes; a reward changed in the last WebShop episode."""
+    from agentgym_bench.benchmark.suites import load_suite
+    from tests.leaderboard.conftest import play
+
+    raw = play("random", load_suite("agentgym-v1"))
+    verified = verify(raw)
+    assert verified.episodes == 2900 and verified.mark == REPLAYED
+
+    def late(data):
+        data["entries"][-1]["episodes"][-1]["turns"][-1]["reward"] += 0.25
+
+    with pytest.raises(ResultsError, match="entry webshop, seed 1000000499, turn .*: reward"):
+        verify(edit(raw, late))
