@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 
 from agentgym_bench.benchmark.results import format_summary, summarize
-from agentgym_bench.benchmark.suites import load_suite
+from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.leaderboard.board import check_free, read_index, slugify, submit
 from agentgym_bench.leaderboard.verify import REGENERATION_SAMPLE, check_name, verify
 
@@ -32,8 +32,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="verify, and check the name is free on the board; write nothing")
     parser.add_argument("--replace", action="store_true", help="replace the submission of the same name")
     parser.add_argument("--suite", default=None,
-                        help="check against this suite (bundled name or file; default: the bundled suite the file "
-                             "names)")
+                        help="check against this suite (bundled name or file; default: the suite of --board if it "
+                             "exists, else the bundled suite the file names)")
     parser.add_argument("--sample", type=int, default=REGENERATION_SAMPLE,
                         help="episodes to re-generate for local hf models (default: %(default)s; 0: none)")
 
@@ -41,6 +41,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     name = check_name(args.name)
     suite = load_suite(args.suite) if args.suite else None
+    index = read_index(Path(args.board)) if args.board and suite is None else None
+    if index is not None:
+        suite = parse_suite(index["suite"])  # a board holds one suite: check against it
     verified = verify(args.results, suite, sample=max(args.sample, 0), progress=True)
     print(f"{args.results}: {verified.episodes} episodes replayed; {verified.mark} ({verified.regeneration})")
     for note in verified.notes:

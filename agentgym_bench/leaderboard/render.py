@@ -137,7 +137,7 @@ def png(suite: Suite, records: list[dict[str, Any]], path: Path) -> None:
     names = [e.name for e in suite.entries]
     x = np.arange(len(names))
     width = 0.8 / max(len(shown), 1)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(names) + 2), 4.2))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(names) + 2) + 2.2, 4.2))
     for i, r in enumerate(shown):
         es = [r["summary"]["entries"][n] for n in names]
         rates = np.array([e["rate"] for e in es])
@@ -151,7 +151,7 @@ def png(suite: Suite, records: list[dict[str, Any]], path: Path) -> None:
         title += f" (best {MAX_BARS} of {len(records)})"
     ax.set_title(title)
     if shown:
-        ax.legend(fontsize=7, ncols=2)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)

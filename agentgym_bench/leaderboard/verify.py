@@ -69,6 +69,7 @@ class Verified:
         mark: :data:`REPLAYED` or :data:`REPRODUCED`.
         regeneration: one line: why the file was not re-generated, or what re-generation found.
         episodes: episodes replayed.
+        notes: what else the board should show (a file from another package version that replays).
     """
 
     results: Results

@@ -200,6 +200,13 @@ def test_reproduce_agrees_with_recorded_random_and_default_model_runs(tmp_path, 
     assert main(["reproduce", "nobody", "--board", str(board)]) == 2
 
 
+def test_an_existing_board_supplies_its_suite(board, tmp_path, random_bytes):
+    path = tmp_path / "random.json.gz"
+    path.write_bytes(random_bytes)
+    assert main(["submit", str(path), "--name", "random", "--board", str(board)]) == 0  # no --suite: the board's
+    assert main(["submit", str(path), "--name", "random 2", "--board", str(tmp_path / "new")]) == 2  # tiny: unknown
+
+
 def test_the_workflow_runs_commands_that_exist():
     import yaml
 
