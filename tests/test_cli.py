@@ -79,7 +79,7 @@ def busy_port():
 
 MISTAKES = {
     "demo with an unknown env": (["demo", "--env", "NoSuchEnv-v0", "--episodes", "1"],
-                                 ["unknown env id 'NoSuchEnv-v0'", "agentgym-bench envs"]),
+                                 ["unknown env id", "NoSuchEnv-v0", "agentgym-bench envs"]),
     "play with an unknown env": (["play", "AgentSokobn-v0"], ["did you mean AgentSokoban-v0"]),
     "play with a malformed --arg": (["play", "AgentSokoban-v0", "--arg", "num_boxes"], ["KEY=VALUE"]),
     "play with an impossible argument": (["play", "AgentSokoban-v0", "--arg", "num_boxes=0"], ["num_boxes=0"]),
