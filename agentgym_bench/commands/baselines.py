@@ -48,6 +48,10 @@ class Recipe:
 
 
 TRAINED = {"starpo": "starpo-frozenlake", "starpo-s": "starpo_s-frozenlake", "gigpo": "gigpo-frozenlake"}
+BOARD_NAMES = {"oracle": "oracle", "random": "random", "warmstart": "default model + SFT",
+               "starpo": "default model + SFT + StarPO", "starpo-s": "default model + SFT + StarPO-S",
+               "gigpo": "default model + SFT + GiGPO"}
+"""Results file stem -> name on the board."""
 RECIPES: dict[str, Recipe] = {
     "quick": Recipe(warmstart=(), train={name: (config, ("max_steps=150", "eval_steps=50", "save_steps=50"))
                                          for name, config in TRAINED.items()},
@@ -64,11 +68,12 @@ RECIPES: dict[str, Recipe] = {
 
 @dataclass
 class Job:
-    """One step: a command, the jobs it waits for, and the file whose existence means it is done."""
+    """One step: a command, the jobs it waits for, and the file whose existence means it is done (``None``: always
+    run; done when it exits with 0)."""
 
     name: str
     argv: list[str]
-    output: Path
+    output: Path | None
     after: list[str] = field(default_factory=list)
     process: subprocess.Popen | None = None
     started: float = 0.0
@@ -104,6 +109,12 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str) -> list[Job]:
                                             *recipe.model_eval, "--trained-by", str(run),
                                             "--out", str(results / f"{name}.json.gz")),
                         results / f"{name}.json.gz", after=[f"train {name}"]))
+    previous: list[str] = []  # one submit at a time: each re-renders the board
+    for stem in ("oracle", "random", "warmstart", *recipe.train):
+        jobs.append(Job(f"submit {stem}", cli("submit", str(results / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
+                                              "--board", str(board), "--replace"),
+                        None, after=[f"eval {stem}", *previous]))
+        previous = [f"submit {stem}"]
     return jobs
 
 
@@ -116,7 +127,7 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     by_name = {j.name: j for j in jobs}
     for job in jobs:
-        if job.output.exists():
+        if job.output is not None and job.output.exists():
             job.status = "done"
             print(f"[baselines] {job.name}: already done ({job.output}); delete it to redo", flush=True)
     last_status = time.monotonic()
@@ -125,7 +136,7 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
         for job in jobs:
             if job.status == "running" and job.process is not None and job.process.poll() is not None:
                 job.seconds = time.monotonic() - job.started
-                if job.process.returncode != 0 or (not job.output.exists() and not job.name.startswith("train")):
+                if job.process.returncode != 0 or (job.output is not None and not job.output.exists()):
                     tail = (logs / f"{_slug(job.name)}.log").read_text(errors="replace").splitlines()[-15:]
                     for other in jobs:
                         if other.status == "running" and other.process is not None:
@@ -196,4 +207,39 @@ def run(args: argparse.Namespace) -> int:
           flush=True)
     run_jobs(jobs, work, args.jobs)
     print(f"[baselines] all steps done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
+    print(report(board, Path(args.committed)))
     return 0
+
+
+def report(board: Path, committed_root: Path) -> str:
+    """The board's table, where it is, and each baseline against the committed board's entry of the same name:
+    the paired difference of the suite score on the same seeds (yours - committed)."""
+    from agentgym_bench.benchmark.results import read_results
+    from agentgym_bench.benchmark.suites import parse_suite
+    from agentgym_bench.leaderboard.board import read_index
+    from agentgym_bench.leaderboard.render import compare, markdown
+
+    index = read_index(board)
+    if index is None:
+        return f"no board in {board}"
+    suite = parse_suite(index["suite"])
+    lines = [markdown(suite, index["submissions"]), f"your board: {board}/README.md, {board}/index.html"]
+    committed = committed_root / suite.name
+    theirs = read_index(committed)
+    if theirs is None:
+        return "\n".join([*lines, f"(no committed board in {committed} to compare with)"])
+    lines.append(f"against the committed board {committed} (same seeds; paired difference of the score, yours - "
+                 "committed, 95% interval):")
+    by_name = {r["name"]: r for r in theirs["submissions"]}
+    for record in index["submissions"]:
+        other = by_name.get(record["name"])
+        if other is None:
+            lines.append(f"  {record['name']}: not on the committed board")
+            continue
+        mine = read_results(board / "submissions" / f"{record['slug']}.json.gz")
+        ref = read_results(committed / "submissions" / f"{other['slug']}.json.gz")
+        c = compare(suite, ref, mine)["suite"]
+        verdict = "agrees" if c["low"] <= 0 <= c["high"] else ("better" if c["low"] > 0 else "worse")
+        lines.append(f"  {record['name']}: {record['summary']['score'][0]:.3f} vs {other['summary']['score'][0]:.3f}"
+                     f", difference {c['difference']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]: {verdict}")
+    return "\n".join(lines)
