@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.errors import UserError
-from agentgym_bench.paths import expand
+from agentgym_bench.paths import resolve_model
 
 SPEC_HELP = ("oracle, random, hf:PATH (a model folder, a trainer run folder (its last checkpoint) or a hub id), "
              "openai:MODEL@URL, vllm:PATH")
@@ -97,7 +97,7 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, device: str 
                               max_tokens=sampling.max_new_tokens, seed=sampling.seed, timeout=timeout,
                               max_concurrency=max_concurrency)
         return policy, record
-    path = str(expand(target)) if Path(expand(target)).exists() else target
+    path = resolve_model(target)
     if Path(path, "config.yaml").is_file() and not Path(path, "config.json").is_file():  # a trainer run folder
         from agentgym_bench.benchmark.provenance import final_checkpoint
 
