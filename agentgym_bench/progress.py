@@ -23,21 +23,26 @@ class LineProgress:
 
     def update(self, n: int = 1) -> None:
         self.n += n
+        self._maybe_print()
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        self.postfix = text
+        self._maybe_print()
+
+    def _maybe_print(self) -> None:
         now = time.monotonic()
         if now - self.last >= self.interval:
             self.last = now
             self._print(now)
-
-    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
-        self.postfix = text
 
     def _print(self, now: float) -> None:
         elapsed = now - self.start
         line = f"{self.desc}: {self.n}"
         if self.total:
             line += f"/{self.total} {self.unit}s ({100 * self.n / self.total:.0f}%)"
-            if self.n:
-                line += f", {elapsed:.0f}s elapsed, ~{elapsed * (self.total - self.n) / self.n:.0f}s left"
+            line += f", {elapsed:.0f}s elapsed"
+            if self.n >= max(1, self.total // 20):  # an estimate from the first few percent is noise
+                line += f", ~{elapsed * (self.total - self.n) / self.n:.0f}s left"
         else:
             line += f" {self.unit}s, {elapsed:.0f}s elapsed"
         if self.postfix:

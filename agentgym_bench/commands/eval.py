@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark.provenance import training_record
 from agentgym_bench.benchmark.results import format_summary, summarize, write_results
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, available_suites, load_suite
 from agentgym_bench.errors import UserError
@@ -59,17 +60,22 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="seconds per request attempt of openai: endpoints (default: %(default)s)")
     parser.add_argument("--max-concurrency", type=int, default=8,
                         help="requests in flight to an openai: endpoint (default: %(default)s)")
+    parser.add_argument("--trained-by", metavar="FOLDER", default=None,
+                        help="record how the model was trained: a trainer run folder (config.yaml, summary.json) or "
+                        "a warm-start folder (warmstart.json)")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
         raise UserError("need --max-new-tokens >= 1, --temperature >= 0 and 0 < --top-p <= 1")
     suite = load_suite(args.suite)
+    trainer, training = training_record(args.trained_by) if args.trained_by else (None, None)
     sampling = Sampling(args.temperature, args.top_p, args.max_new_tokens, args.seed)
     policy, record = policy_from_spec(args.policy, sampling, device=args.device, timeout=args.timeout,
                                       max_concurrency=args.max_concurrency)
     print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} episodes")
-    results = evaluate(policy, suite, record, prompt=args.prompt, history=args.history, progress=True)
+    results = evaluate(policy, suite, record, prompt=args.prompt, history=args.history, trainer=trainer,
+                       training_compute=training, progress=True)
     path = write_results(results, Path(args.out))
     print(format_summary(summarize(results, suite)))
     compute = results.metadata["compute"]

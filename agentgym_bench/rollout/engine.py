@@ -150,6 +150,7 @@ class EnvGroups:
         bar = progress_bar(len(live), "rollout", "episode", enabled=progress, leave=False)
         tag_hashes = {t: tag_hash(t) for t in self.tags}
         while live:
+            bar.set_postfix_str(f"turn {len(trajectories[live[0]].turns) + 1}, {len(live)} playing")
             messages = [build_messages(trajectories[i].system_prompt, [t.observation for t in trajectories[i].turns],
                                        [t.reply for t in trajectories[i].turns], observations[i], history)
                         for i in live]

@@ -17,7 +17,8 @@ from typing import Any
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import expand
 
-SPEC_HELP = "oracle, random, hf:PATH (a local model folder or hub id), openai:MODEL@URL, vllm:PATH"
+SPEC_HELP = ("oracle, random, hf:PATH (a model folder, a trainer run folder (its last checkpoint) or a hub id), "
+             "openai:MODEL@URL, vllm:PATH")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
 
@@ -97,6 +98,10 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, device: str 
                               max_concurrency=max_concurrency)
         return policy, record
     path = str(expand(target)) if Path(expand(target)).exists() else target
+    if Path(path, "config.yaml").is_file() and not Path(path, "config.json").is_file():  # a trainer run folder
+        from agentgym_bench.benchmark.provenance import final_checkpoint
+
+        path = str(final_checkpoint(path))
     record["model"] = path
     record["model_sha256"] = model_sha256(path)
     if kind == "vllm":
