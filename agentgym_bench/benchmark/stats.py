@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -84,16 +85,20 @@ def success_rate(outcomes: Sequence[bool] | np.ndarray, confidence: float = 0.95
     return Rate(k, n, k / n if n else float("nan"), low, high)
 
 
-def normalised_mean(outcomes: Mapping[str, np.ndarray], ceilings: Mapping[str, float]) -> float:
+def normalised_mean(outcomes: Mapping[str, np.ndarray], ceilings: Mapping[str, float]) -> Any:
     """Mean over entries of ``mean(outcomes[e]) / ceilings[e]`` (the oracle-normalised score of a suite).
 
     Args:
-        outcomes: entry name -> ``(n_e,)`` per-episode values (success as 0/1).
+        outcomes: entry name -> ``(..., n_e)`` per-episode values (success as 0/1), episodes on the last axis.
         ceilings: entry name -> the oracle's rate on the same episodes (> 0).
+
+    Returns:
+        ``(...)``: a float for 1-D outcomes.
     """
     if not outcomes:
         raise ValueError("no entries")
-    return float(np.mean([np.mean(v) / ceilings[k] for k, v in outcomes.items()]))
+    value = sum(np.asarray(v).mean(axis=-1) / ceilings[k] for k, v in outcomes.items()) / len(outcomes)
+    return float(value) if np.ndim(value) == 0 else value
 
 
 def stratified_bootstrap(outcomes: Mapping[str, np.ndarray], statistic: Callable[[Mapping[str, np.ndarray]], float],
@@ -101,21 +106,25 @@ def stratified_bootstrap(outcomes: Mapping[str, np.ndarray], statistic: Callable
                          ) -> tuple[float, float, float]:
     """``(point, low, high)`` of ``statistic`` with a percentile interval from a stratified bootstrap.
 
-    Each replicate resamples, with replacement, ``n_e`` episodes within every entry ``e`` (the strata), in the order
-    of ``outcomes``; the draws come from ``numpy.random.default_rng(seed)``.
+    Each replicate resamples, with replacement, ``n_e`` episodes within every entry ``e`` (the strata); the draws
+    come from ``numpy.random.default_rng(seed)``, all replicates of one entry at once, entries in the order of
+    ``outcomes``.
 
     Args:
         outcomes: entry name -> ``(n_e,)`` per-episode values.
-        statistic: maps such a mapping to a number, e.g. :func:`normalised_mean` with the ceilings bound.
+        statistic: maps entry name -> ``(..., n_e)`` arrays to ``(...)`` values (episodes on the last axis, any
+            leading axes kept): a number for ``outcomes`` itself, and ``(reps,)`` values for all replicates at once
+            (entry name -> ``(reps, n_e)``). E.g. :func:`normalised_mean` with the ceilings bound.
     """
     _z(confidence)
     rng = np.random.default_rng(seed)
     arrays = {k: np.asarray(v, dtype=float) for k, v in outcomes.items()}
     if any(not len(v) for v in arrays.values()):
         raise ValueError("every entry needs at least one episode")
-    samples = np.empty(reps)
-    for r in range(reps):
-        samples[r] = statistic({k: v[rng.integers(0, len(v), len(v))] for k, v in arrays.items()})
+    draws = {k: v[rng.integers(0, len(v), (reps, len(v)))] for k, v in arrays.items()}  # (reps, n_e) each
+    samples = np.asarray(statistic(draws), dtype=float)
+    if samples.shape != (reps,):
+        raise ValueError(f"statistic must map (reps, n_e) arrays to shape ({reps},), gave {samples.shape}")
     alpha = (1 - confidence) / 2
     low, high = np.quantile(samples, [alpha, 1 - alpha])
     return float(statistic(arrays)), float(low), float(high)

@@ -31,7 +31,7 @@ def test_normalised_mean_and_stratified_bootstrap():
     ceilings = {"a": 0.5, "b": 1.0}
     assert stats.normalised_mean(outcomes, ceilings) == pytest.approx(1.0)  # mean(0.5/0.5, 1/1)
     # resampling two episodes of "a" gives means 0, .5, 1 w.p. 1/4, 1/2, 1/4: the 95% percentile interval is [0, 1]
-    point, low, high = stats.stratified_bootstrap({"a": np.array([0.0, 1.0])}, lambda o: float(np.mean(o["a"])),
+    point, low, high = stats.stratified_bootstrap({"a": np.array([0.0, 1.0])}, lambda o: o["a"].mean(axis=-1),
                                                   reps=4000, seed=3)
     assert (point, low, high) == (0.5, 0.0, 1.0)
     # constant strata: no spread
