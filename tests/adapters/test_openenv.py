@@ -234,3 +234,50 @@ def test_environment_in_process_rejects_a_step_before_reset():
         from agentgym_bench.adapters.openenv import AgentAction
 
         env.step(AgentAction(reply="<answer>Phoenix</answer>"))
+
+
+@pytest.mark.slow  # a fresh interpreter imports openenv-core (FastAPI, Gradio, FastMCP): 10-40 s on shared cores
+def test_the_openenv_serve_command_serves_episodes(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp_path / "server.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "agentgym_bench.cli", "openenv-serve", "AgentBandit-v0",
+                             "AgentFrozenLake-v0", "--port", str(port), "--max-sessions", "2", "--session-ttl", "30",
+                             "--env-kwargs", '{"prompt": "compact"}'], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        def healthy() -> bool:
+            assert proc.poll() is None, (tmp_path / "server.log").read_text()
+            try:
+                return requests.get(url + "/health", timeout=2).status_code == 200
+            except requests.ConnectionError:
+                return False
+
+        wait_until(healthy, timeout=90)
+        replies = scripted_replies("AgentFrozenLake-v0", 9, rng_seed=9, prompt="compact")
+        expected = native_episode("AgentFrozenLake-v0", 9, replies, prompt="compact")
+        with AgentEnvClient(url).sync() as env:
+            assert "Phoenix" in env.reset(seed=1).observation.text  # the first id is the default
+            assert_same_step(env.reset(seed=9, env_id="AgentFrozenLake-v0"), expected[0])
+            for reply, step in zip(replies, expected[1:], strict=True):
+                assert_same_step(env.step(reply), step)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def test_the_openenv_serve_command_rejects_bad_arguments():
+    from agentgym_bench.cli import main
+
+    with pytest.raises(UserError, match=r"unknown env ids \['AgentChess-v0'\]"):
+        main(["openenv-serve", "AgentChess-v0"])
+    with pytest.raises(UserError, match="--env-kwargs is not JSON"):
+        main(["openenv-serve", "--env-kwargs", "{prompt: compact}"])
+    with pytest.raises(UserError, match="max_sessions=0"):
+        main(["openenv-serve", "--max-sessions", "0"])
