@@ -281,3 +281,15 @@ def test_the_openenv_serve_command_rejects_bad_arguments():
         main(["openenv-serve", "--env-kwargs", "{prompt: compact}"])
     with pytest.raises(UserError, match="max_sessions=0"):
         main(["openenv-serve", "--max-sessions", "0"])
+
+
+def test_openenvs_generic_client_plays_with_plain_dicts(server):
+    from openenv.core.generic_client import GenericEnvClient
+
+    url, _ = server
+    expected = native_episode("AgentBandit-v0", 5, ["<answer>Dragon</answer>"])
+    with GenericEnvClient(url).sync() as env:
+        first = env.reset(seed=5, env_id="AgentBandit-v0")
+        assert first.observation["text"] == expected[0][0]
+        last = env.step({"reply": "<answer>Dragon</answer>"})
+        assert (last.observation["text"], last.reward, last.done) == expected[1][:3]
