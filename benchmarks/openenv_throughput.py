@@ -9,7 +9,9 @@ same episodes with ``gym.make("AgentFrozenLake-v0")`` in this process.
 Episodes: ``AgentFrozenLake-v0`` with the compact prompt, episode ``i`` reset with seed ``i``, each turn a reply of
 1-2 random moves drawn from ``random.Random(i)`` (the same replies on every side), played to the end (5 turns at
 most). No model runs: this measures what the transport adds per env step. Every error is counted; the run fails if
-any occurs.
+any occurs. Wall time includes opening the sessions. Each measurement also records this process's CPU time and
+the server process's (``/proc``), per episode: on a shared machine wall time is noisy, CPU time shows where the
+work goes.
 
 Run (needs ``pip install 'agentgym-bench[openenv]'``)::
 
@@ -39,6 +41,25 @@ def replies_for(seed: int, turns: int = 5) -> list[str]:
     rng = random.Random(seed)
     return ["<think></think><answer>" + " || ".join(rng.choice(MOVES) for _ in range(rng.randint(1, 2)))
             + "</answer>" for _ in range(turns)]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``)."""
+    import os
+
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(run, server_pid: int) -> dict[str, float]:
+    """``run()``'s result plus this process's and the server's CPU seconds over it (the machine may be shared, so
+    CPU time says where the work goes when wall time is noisy)."""
+    client0, server0 = time.process_time(), cpu_seconds(server_pid)
+    result = run()
+    result["client_cpu"] = time.process_time() - client0
+    result["server_cpu"] = cpu_seconds(server_pid) - server0
+    return result
 
 
 def in_process(episodes: int) -> dict[str, float]:
@@ -120,9 +141,10 @@ def main() -> int:
     results: dict[str, list[dict[str, float]]] = {"in-process": []} | {f"openenv x{c}": [] for c in CONCURRENCY}
     try:
         for r in range(args.rounds):
-            results["in-process"].append(in_process(args.episodes))
+            results["in-process"].append(measured(lambda: in_process(args.episodes), server.pid))
             for c in CONCURRENCY:
-                results[f"openenv x{c}"].append(asyncio.run(over_openenv(url, args.episodes, c)))
+                results[f"openenv x{c}"].append(measured(
+                    lambda c=c: asyncio.run(over_openenv(url, args.episodes, c)), server.pid))
             print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]['episodes'] / v[-1]['seconds']:.1f} ep/s"
                                                  for k, v in results.items()), flush=True)
     finally:
@@ -130,13 +152,17 @@ def main() -> int:
         server.wait(timeout=30)
     base = statistics.median(m["episodes"] / m["seconds"] for m in results["in-process"])
     print(f"\n{args.episodes} episodes per measurement, {args.rounds} rounds, medians:")
-    print(f"{'side':<14} {'episodes/s':>11} {'steps/s':>9} {'vs in-process':>14} {'errors':>7}")
+    print(f"{'side':<14} {'episodes/s':>11} {'steps/s':>9} {'vs in-process':>14} {'client CPU ms/ep':>17} "
+          f"{'server CPU ms/ep':>17} {'errors':>7}")
     errors = 0
     for name, runs in results.items():
         eps = statistics.median(m["episodes"] / m["seconds"] for m in runs)
         sps = statistics.median(m["steps"] / m["seconds"] for m in runs)
+        client = statistics.median(1000 * m["client_cpu"] / m["episodes"] for m in runs)
+        server_cpu = statistics.median(1000 * m["server_cpu"] / m["episodes"] for m in runs)
         errors += sum(int(m["errors"]) for m in runs)
-        print(f"{name:<14} {eps:>11.1f} {sps:>9.1f} {eps / base:>13.3f}x {sum(int(m['errors']) for m in runs):>7}")
+        print(f"{name:<14} {eps:>11.1f} {sps:>9.1f} {eps / base:>13.3f}x {client:>17.2f} {server_cpu:>17.2f} "
+              f"{sum(int(m['errors']) for m in runs):>7}")
     return 1 if errors else 0
 
 
