@@ -19,8 +19,8 @@ Where we differ from GEM's base class, and why:
 - The reply format is ours (``<answer>Up || Left</answer>``, several actions a turn), not GEM's ``\\boxed{...}``;
   the first observation says so.
 
-Install: ``pip install 'agentgym-bench[gem]'`` (gem-llm needs Python <= 3.12 and pins nltk==3.9.1). Note that
-``import gem`` calls ``logging.basicConfig(level=INFO)``.
+Install: ``pip install 'agentgym-bench[gem]'`` (gem-llm 0.1.0 needs Python <= 3.12.0 and pins nltk==3.9.1).
+Note that ``import gem`` calls ``logging.basicConfig(level=INFO)``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ function-calling tools and needs a tool-calling chat template; our envs take a f
 call), so the token-level ``rollout_func`` hook fits them without a tool schema. Generation here is our
 ``HFPolicy`` (transformers, one batched call per turn within each group), not TRL's vLLM path.
 
-Install: ``pip install 'agentgym-bench[trl]'``. Example: ``examples/trl_grpo_frozenlake.py``.
+Install: ``pip install 'agentgym-bench[trl]'`` (trl 1.16 needs Python >= 3.11).
+Example: ``examples/trl_grpo_frozenlake.py``.
 """
 
 from __future__ import annotations
