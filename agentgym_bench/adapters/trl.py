@@ -32,7 +32,7 @@ from typing import Any
 import agentgym_bench  # noqa: F401 - registers the env ids
 from agentgym_bench.adapters import require
 from agentgym_bench.registration import AGENT_ENVS
-from agentgym_bench.rollout.engine import EnvGroups
+from agentgym_bench.rollout.engine import EnvGroups, check_seeds_disjoint
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.tokens import trajectory_token_view
 from agentgym_bench.rollout.trajectory import Trajectory
@@ -41,11 +41,17 @@ require("trl", "trl")
 
 
 def episode_prompt(env_id: str, seed: int) -> str:
-    """The prompt naming one episode: ``'{"env_id": "AgentFrozenLake-v0", "seed": 10000}'``."""
+    """The prompt naming one training episode: ``'{"env_id": "AgentFrozenLake-v0", "seed": 10000}'``.
+
+    Raises:
+        ValueError: an unknown id, a seed that is not a non-negative integer, or one of the benchmark's held-out
+            test seeds (:data:`~agentgym_bench.rollout.engine.TEST_SEEDS`), which nothing may train on.
+    """
     if env_id not in AGENT_ENVS:
         raise ValueError(f"unknown agent env id {env_id!r}; choose from {list(AGENT_ENVS)}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed={seed!r} must be a non-negative integer")
+    check_seeds_disjoint(f"the TRL training seed {seed}", range(seed, seed + 1))
     return json.dumps({"env_id": env_id, "seed": seed})
 
 

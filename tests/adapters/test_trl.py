@@ -22,6 +22,7 @@ from agentgym_bench.adapters.trl import (  # noqa: E402
     parse_episode_prompt,
 )
 from agentgym_bench.rollout.default_model import build_default_model, load_model  # noqa: E402
+from agentgym_bench.rollout.engine import TEST_SEEDS  # noqa: E402
 from agentgym_bench.rollout.tokens import trajectory_token_view  # noqa: E402
 from tests.adapters.episodes import native_episode  # noqa: E402
 
@@ -98,6 +99,8 @@ def test_prompts_that_name_no_episode_are_clear_errors(trainer):
         parse_episode_prompt('{"env_id": "AgentChess-v0", "seed": 1}')
     with pytest.raises(ValueError, match="non-negative"):
         episode_prompt(ENV, -3)
+    with pytest.raises(ValueError, match="held-out test seeds"):
+        episode_dataset(ENV, [10_000, TEST_SEEDS.start + 5])
     assert parse_episode_prompt([{"role": "user", "content": episode_prompt(ENV, 4)}]) == (ENV, 4)
 
 
