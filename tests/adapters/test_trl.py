@@ -152,3 +152,19 @@ def test_two_grpo_steps_on_cpu_change_the_model_and_train_on_the_env_rewards(mod
     assert any(len(set(r)) > 1 for r in seen), "no reward variance: GRPO had nothing to learn from"
     changed = [k for k, v in model.named_parameters() if not torch.equal(v.detach(), before[k])]
     assert changed, "GRPO steps left every parameter unchanged"
+
+
+@pytest.mark.slow
+def test_the_example_script_runs(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo_frozenlake.py"
+    env = {**os.environ, "AGENTGYM_BENCH_HOME": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, str(script), "--max-steps", "1", "--batch-size", "4", "--num-generations",
+                          "2", "--output", str(tmp_path / "trained")], capture_output=True, text=True, timeout=600,
+                         env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "step   1  reward" in out.stdout
+    assert (tmp_path / "trained" / "config.json").exists()
