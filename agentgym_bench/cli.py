@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "warmstart": ("agentgym_bench.rollout.warmstart", "supervised warm start on oracle demonstrations"),
     "train": ("agentgym_bench.commands.train", "train with StarPO, StarPO-S or GiGPO from a YAML config"),
     "serve": ("agentgym_bench.rollout.server", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
-    "openenv-serve": ("agentgym_bench.adapters.openenv", "serve agent envs as OpenEnv environments (HTTP, WebSocket)"),
+    "openenv-serve": ("agentgym_bench.commands.openenv_serve", "serve agent envs as OpenEnv environments"),
 }
 
 

@@ -22,15 +22,14 @@ with the reason. Episodes run on the WebSocket: :class:`AgentEnvClient`, an Open
 
 One server serves several env ids: ``reset(env_id=...)`` picks one of them (default: the first).
 
-Install: ``pip install 'agentgym-bench[openenv]'``. Command line: ``agentgym-bench openenv-serve [ENV_ID ...]``.
+Install: ``pip install 'agentgym-bench[openenv]'``. Command line: ``agentgym-bench openenv-serve [ENV_ID ...]``
+(:mod:`agentgym_bench.commands.openenv_serve`).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import functools
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -50,9 +49,6 @@ _http = require("openenv.core.env_server.http_server", "openenv")
 _client = require("openenv.core.env_client", "openenv")
 _client_types = require("openenv.core.client_types", "openenv")
 from pydantic import Field  # noqa: E402 - pydantic comes with openenv-core
-
-DEFAULT_MAX_SESSIONS = 64
-DEFAULT_SESSION_TTL = 600.0
 
 
 class AgentAction(_types.Action):
@@ -187,8 +183,8 @@ class SessionGuard:
             pass
 
 
-def make_app(env_ids: Sequence[str], *, env_kwargs: Mapping[str, Any] | None = None,
-             max_sessions: int = DEFAULT_MAX_SESSIONS, session_ttl: float | None = DEFAULT_SESSION_TTL) -> Any:
+def make_app(env_ids: Sequence[str], *, max_sessions: int, session_ttl: float | None,
+             env_kwargs: Mapping[str, Any] | None = None) -> Any:
     """The ASGI app: OpenEnv's routes for :class:`AgentOpenEnv`, at most ``max_sessions`` WebSocket sessions,
     each closed after ``session_ttl`` idle seconds (``None``: never).
 
@@ -249,37 +245,3 @@ class AgentEnvClient(_client.EnvClient):
 
     def _parse_state(self, payload: dict[str, Any]) -> AgentState:
         return AgentState(**payload)
-
-
-# -- command line ----------------------------------------------------------------------------------------------
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("env_ids", nargs="*", metavar="ENV_ID", default=["AgentFrozenLake-v0"],
-                        help="agent env ids to serve; clients pick one with reset(env_id=...), default the first "
-                             "(default: AgentFrozenLake-v0)")
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS,
-                        help=f"concurrent WebSocket sessions (default: {DEFAULT_MAX_SESSIONS})")
-    parser.add_argument("--session-ttl", type=float, default=DEFAULT_SESSION_TTL,
-                        help=f"close a session idle this many seconds (default: {DEFAULT_SESSION_TTL:g}; 0: never)")
-    parser.add_argument("--env-kwargs", default="{}", help="JSON object of gym.make keyword arguments for every id, "
-                        "e.g. '{\"prompt\": \"compact\"}'")
-
-
-def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    try:
-        env_kwargs = json.loads(args.env_kwargs)
-    except json.JSONDecodeError as e:
-        raise UserError(f"--env-kwargs is not JSON: {e}") from e
-    if not isinstance(env_kwargs, dict):
-        raise UserError(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
-    app = make_app(args.env_ids, env_kwargs=env_kwargs, max_sessions=args.max_sessions,
-                   session_ttl=args.session_ttl or None)
-    print(f"[openenv-serve] {args.env_ids} on ws://{args.host}:{args.port}/ws (max {args.max_sessions} sessions)",
-          flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", ws_max_size=4 * MAX_REPLY_LENGTH)
-    return 0

@@ -221,11 +221,13 @@ def test_http_reset_gives_the_first_observation_and_http_step_explains_why_not(s
 
 def test_bad_server_settings_are_user_errors():
     with pytest.raises(UserError, match="unknown env ids"):
-        make_app(["AgentChess-v0"])
+        make_app(["AgentChess-v0"], max_sessions=4, session_ttl=None)
     with pytest.raises(UserError, match="max_sessions"):
-        make_app(["AgentFrozenLake-v0"], max_sessions=0)
+        make_app(["AgentFrozenLake-v0"], max_sessions=0, session_ttl=None)
+    with pytest.raises(UserError, match="session_ttl"):
+        make_app(["AgentFrozenLake-v0"], max_sessions=4, session_ttl=-1)
     with pytest.raises(UserError, match="do not build"):
-        make_app(["AgentFrozenLake-v0"], env_kwargs={"colour": "blue"})
+        make_app(["AgentFrozenLake-v0"], max_sessions=4, session_ttl=None, env_kwargs={"colour": "blue"})
 
 
 def test_environment_in_process_rejects_a_step_before_reset():
