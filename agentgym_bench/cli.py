@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from agentgym_bench.errors import UserError
+
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "envs": ("agentgym_bench.commands.envs", "list the registered environment ids"),
@@ -21,6 +23,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("agentgym_bench.commands.train", "train with StarPO, StarPO-S or GiGPO from a YAML config"),
     "serve": ("agentgym_bench.rollout.server", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
     "openenv-serve": ("agentgym_bench.commands.openenv_serve", "serve agent envs as OpenEnv environments"),
+    "eval": ("agentgym_bench.commands.eval", "play a benchmark suite with a policy and write a results file"),
+    "submit": ("agentgym_bench.commands.submit", "verify a results file and put it on a leaderboard"),
+    "board": ("agentgym_bench.commands.board", "re-render a leaderboard from its stored submissions"),
+    "reproduce": ("agentgym_bench.commands.reproduce", "re-run a leaderboard submission and compare the numbers"),
+    "baselines": ("agentgym_bench.commands.baselines", "the main job: every reference baseline evaluated and put on a "
+                  "leaderboard"),
 }
 
 
@@ -47,7 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     command_parser = argparse.ArgumentParser(prog=f"agentgym-bench {name}", description=help_text)
     module.configure_parser(command_parser)
     args = command_parser.parse_args(argv[1:])
-    return int(module.run(args) or 0)
+    try:
+        return int(module.run(args) or 0)
+    except UserError as e:
+        print(f"agentgym-bench: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -18,13 +18,14 @@ resetting may run in a thread pool (``max_workers``) for slow envs such as HTTP 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import gymnasium as gym
-from tqdm.auto import tqdm
 
+from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.policy import Policy
 from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, json_safe
 
@@ -43,6 +44,11 @@ def check_seeds_disjoint(name: str, seeds: range, other_name: str = "the benchma
     if len(seeds) and len(other) and low < high:
         raise ValueError(f"{name} {_span(seeds)} meet {other_name} {_span(other)} (e.g. seed {low}); "
                          "move them apart")
+
+
+def tag_hash(tag: str) -> int:
+    """A stable 32-bit number for an env tag (part of keyed-sampling keys)."""
+    return int.from_bytes(hashlib.sha256(tag.encode()).digest()[:4], "little")
 
 
 def _span(seeds: range) -> str:
@@ -120,13 +126,16 @@ class EnvGroups:
             return [fn(i) for i in indices]
         return list(self._pool.map(fn, indices))
 
-    def rollout(self, policy: Policy, *, history: int | None = None, progress: bool = False) -> list[Trajectory]:
+    def rollout(self, policy: Policy, *, history: int | None = None, progress: bool = False,
+                keyed: bool = False) -> list[Trajectory]:
         """Play one episode in every env and return the trajectories (env order).
 
         Args:
             policy: the generation backend; called once per turn with all live envs' messages.
             history: the history window of the prompts (see :mod:`agentgym_bench.rollout.trajectory`).
-            progress: show a progress bar of finished episodes.
+            progress: report finished episodes (a bar on a terminal, a line every few seconds otherwise).
+            keyed: pass the policy ``keys=(tag hash, seed, group member, turn)`` per conversation, so each
+                episode's sampling depends on that episode alone (see :mod:`agentgym_bench.rollout.policy`).
         """
         seeds = [s for s in self.group_seeds() for _ in range(self.group_size)]
         starts = self._map(lambda i: self.envs[i].reset(seed=seeds[i]), range(len(self.envs)))
@@ -138,12 +147,20 @@ class EnvGroups:
         observations = [obs for obs, _ in starts]
         state_keys = [str(info["state_key"]) for _, info in starts]
         live = list(range(len(self.envs)))
-        bar = tqdm(total=len(live), desc="rollout", unit="episode", disable=not progress, leave=False)
+        bar = progress_bar(len(live), "rollout", "episode", enabled=progress, leave=False)
+        tag_hashes = {t: tag_hash(t) for t in self.tags}
         while live:
+            bar.set_postfix_str(f"turn {len(trajectories[live[0]].turns) + 1}, {len(live)} playing")
             messages = [build_messages(trajectories[i].system_prompt, [t.observation for t in trajectories[i].turns],
                                        [t.reply for t in trajectories[i].turns], observations[i], history)
                         for i in live]
-            generations = policy.generate(messages, [self.envs[i].unwrapped for i in live])
+            envs = [self.envs[i].unwrapped for i in live]
+            if keyed:
+                keys = [(tag_hashes[self.env_tags[i]], seeds[i], i % self.group_size, len(trajectories[i].turns))
+                        for i in live]
+                generations = policy.generate(messages, envs, keys=keys)
+            else:
+                generations = policy.generate(messages, envs)
             if len(generations) != len(live):
                 raise RuntimeError(f"the policy returned {len(generations)} replies for {len(live)} conversations")
             replies = {i: g.text for i, g in zip(live, generations, strict=True)}
@@ -156,7 +173,9 @@ class EnvGroups:
                     observation=observations[i], state_key=state_keys[i], reply=generation.text,
                     actions=list(info.get("actions", [])), executed_actions=list(info.get("executed_actions", [])),
                     reward=float(reward), info=json_safe(info), token_ids=generation.token_ids,
-                    logprobs=generation.logprobs))
+                    logprobs=generation.logprobs, prompt_tokens=generation.prompt_tokens,
+                    completion_tokens=(len(generation.token_ids) if generation.token_ids is not None
+                                       else generation.completion_tokens)))
                 observations[i], state_keys[i] = obs, str(info["state_key"])
                 if terminated or truncated:
                     trajectory.final_observation = obs
