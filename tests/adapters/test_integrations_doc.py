@@ -1,4 +1,5 @@
-"""The hand-written trainer loop of docs/integrations.md is at most 20 lines and runs as written."""
+"""What works without the optional extras: the 20-line trainer loop of docs/integrations.md (run as written) and
+the openenv-serve command's --help and its missing-package message."""
 
 from __future__ import annotations
 
@@ -30,3 +31,20 @@ def test_the_loop_is_at_most_20_lines_of_code_and_runs(tmp_path, monkeypatch, ca
     printed = capsys.readouterr().out.split("\n")
     assert [line.split()[0] for line in printed if line] == ["0", "1", "2"]
     assert torch.isfinite(scope["loss"]) and scope["mask"].sum() > 0
+
+
+def test_openenv_serve_help_and_a_missing_openenv_are_plain_messages():
+    """Without openenv-core (a clean venv has none) the command still has --help, and running it says what to
+    install in one line."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    help_text = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "openenv-serve", "--help"],
+                               capture_output=True, text=True, timeout=120)
+    assert help_text.returncode == 0 and "--max-sessions" in help_text.stdout
+    if importlib.util.find_spec("openenv") is None:
+        out = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "openenv-serve"], capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 2
+        assert "pip install 'agentgym-bench[openenv]'" in out.stderr and out.stderr.count("\n") == 1

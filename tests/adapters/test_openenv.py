@@ -274,15 +274,15 @@ def test_the_openenv_serve_command_serves_episodes(tmp_path):
         log.close()
 
 
-def test_the_openenv_serve_command_rejects_bad_arguments():
+def test_the_openenv_serve_command_rejects_bad_arguments_in_one_line(capsys):
     from agentgym_bench.cli import main
 
-    with pytest.raises(UserError, match=r"unknown env ids \['AgentChess-v0'\]"):
-        main(["openenv-serve", "AgentChess-v0"])
-    with pytest.raises(UserError, match="--env-kwargs is not JSON"):
-        main(["openenv-serve", "--env-kwargs", "{prompt: compact}"])
-    with pytest.raises(UserError, match="max_sessions=0"):
-        main(["openenv-serve", "--max-sessions", "0"])
+    for argv, message in [(["AgentChess-v0"], "unknown env ids ['AgentChess-v0']"),
+                          (["--env-kwargs", "{prompt: compact}"], "--env-kwargs is not JSON"),
+                          (["--max-sessions", "0"], "max_sessions=0")]:
+        assert main(["openenv-serve", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("agentgym-bench: error: ") and message in err and err.count("\n") == 1
 
 
 def test_openenvs_generic_client_plays_with_plain_dicts(server):
