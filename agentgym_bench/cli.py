@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "warmstart": ("agentgym_bench.rollout.warmstart", "supervised warm start on oracle demonstrations"),
     "train": ("agentgym_bench.commands.train", "train with StarPO, StarPO-S or GiGPO from a YAML config"),
     "serve": ("agentgym_bench.rollout.server", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
+    "openenv-serve": ("agentgym_bench.commands.openenv_serve", "serve agent envs as OpenEnv environments"),
     "eval": ("agentgym_bench.commands.eval", "play a benchmark suite with a policy and write a results file"),
     "submit": ("agentgym_bench.commands.submit", "verify a results file and put it on a leaderboard"),
     "board": ("agentgym_bench.commands.board", "re-render a leaderboard from its stored submissions"),
