@@ -78,7 +78,8 @@ def test_same_seed_same_episode_even_interleaved_with_global_rng_use():
     """2048 draws new tiles from Python's global random inside step: our private RNG copy makes it reproducible."""
     first = play("AgentTextArena/2048-v0", 3, MOVES_2048)
     env_a, env_b = gym.make("AgentTextArena/2048-v0"), gym.make("AgentTextArena/2048-v0")
-    obs_a, obs_b = [env_a.reset(seed=3)[0]], [env_b.reset(seed=4)[0]]
+    obs_a = [env_a.reset(seed=3)[0]]
+    env_b.reset(seed=4)
     for move in MOVES_2048:
         random.random()  # the caller uses the global RNG between moves
         np.random.random()
@@ -132,8 +133,9 @@ def test_a_won_game_is_a_success():
 def test_fuzzed_replies_never_crash():
     env = gym.make("AgentTextArena/MinesweeperSmall-v0")
     env.reset(seed=0)
-    for reply in ["", "√é😀" * 1000, "<answer>" * 10_000, "<think><answer>[1 1]</answer></think>",
-                  "<think></think><answer>" + "x" * (1 << 20) + "</answer>", "<think></think><answer>[９ ９]</answer>"]:
+    replies = ["", "√é😀" * 1000, "<answer>" * 10_000, "<think><answer>[1 1]</answer></think>",
+               "<think></think><answer>" + "x" * (1 << 20) + "</answer>", "<think></think><answer>[９ ９]</answer>"]
+    for reply in replies:
         obs, *_ = env.step(reply)
         assert obs in env.observation_space
         env.reset(seed=0)
