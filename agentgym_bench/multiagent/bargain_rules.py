@@ -14,6 +14,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
@@ -52,12 +53,18 @@ def sample_deal(rng: np.random.Generator) -> tuple[Bundle, Bundle, Bundle]:
     two players' values differ (so there is something to bargain about). Draws only from ``rng``."""
     while True:  # ends: for any counts, most value pairs pass (e.g. counts (1, 1, 1) has 66 vectors)
         counts: Bundle = tuple(int(c) for c in rng.integers(1, MAX_COUNT + 1, size=3))  # type: ignore[assignment]
-        options = [v for v in itertools.product(range(TOTAL_VALUE + 1), repeat=3) if value(counts, v) == TOTAL_VALUE]
+        options = value_vectors(counts)
         if len(options) < 2:
             continue
         a, b = (options[int(i)] for i in rng.integers(0, len(options), size=2))
         if a != b and all(x + y > 0 for x, y in zip(a, b, strict=True)):
             return counts, a, b  # type: ignore[return-value]
+
+
+@functools.cache
+def value_vectors(counts: Bundle) -> list[Bundle]:
+    """Every non-negative integer value vector worth ``TOTAL_VALUE`` for the pool ``counts`` (cached: pure)."""
+    return [v for v in itertools.product(range(TOTAL_VALUE + 1), repeat=3) if value(counts, v) == TOTAL_VALUE]
 
 
 def read_demand(move: str | None, counts: Bundle) -> Bundle | None:

@@ -252,3 +252,37 @@ def _bargain(seat: Seat) -> BargainEnv:
     if not isinstance(game, BargainEnv):
         raise ValueError(f"this policy plays Bargain only, not {type(game).__name__}")
     return game
+
+
+def _policy(name: str, seed: int) -> Policy:
+    """``"scripted"``, ``"random"`` or a model folder (``HFPolicy`` at temperature 1)."""
+    if name == "scripted":
+        return ScriptedBargainPolicy()
+    if name == "random":
+        return RandomBargainPolicy(seed)
+    from agentgym_bench.rollout.hf import HFPolicy
+
+    return HFPolicy.from_pretrained(name, seed=seed, max_new_tokens=32)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """``python -m agentgym_bench.multiagent.selfplay --learner scripted --opponent random --matches 200``."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="Win/draw/loss of a learner against an opponent on Bargain-v0, "
+                                                 "on validation seeds 0..matches-1, seats alternating.")
+    parser.add_argument("--learner", default="scripted", help="scripted, random or a model folder")
+    parser.add_argument("--opponent", default="random", help="scripted, random, self or a model folder")
+    parser.add_argument("--matches", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the policies' generators")
+    args = parser.parse_args(argv)
+    learner = _policy(args.learner, args.seed)
+    opponent = learner if args.opponent == "self" else _policy(args.opponent, args.seed + 1)
+    stats = score(play_matches("Bargain-v0", range(args.matches), learner, opponent, history=0))
+    print(json.dumps({"learner": args.learner, "opponent": args.opponent, **stats}))
+    return stats
+
+
+if __name__ == "__main__":
+    main()

@@ -45,9 +45,6 @@ TWO_PLAYER = (
 )
 """Two-player ids that run offline and use ``TwoPlayerState`` (an invalid move: a warning, then a loss)."""
 
-SLOW_RESET = ("Sokoban-v0-medium", "Sudoku-v0-hard")
-"""Curated, but a reset takes seconds (gym-sokoban's reverse-play search, Sudoku's unique-solution search)."""
-
 REASONS = {
     "NLTK_DATA": "imports NLTK corpora (words, taggers) that must be downloaded first",
     "API_KEY": "calls an LLM through OpenRouter (needs OPENROUTER_API_KEY and the network)",

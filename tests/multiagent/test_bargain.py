@@ -127,3 +127,16 @@ def test_fuzzed_replies_never_crash():
         obs, *_ = env.step({"player_0": junk, "player_1": FUZZ[-1 - i % len(FUZZ)]})
         for agent, o in obs.items():
             assert o in env.observation_space(agent)
+
+
+def test_two_scripted_bargainers_almost_always_deal():
+    """The claim in BargainEnv's docstring and docs/multiagent.md."""
+    deals, payoffs = 0, []
+    for seed in range(300):
+        env = BargainEnv()
+        env.reset(seed=seed)
+        while env.agents:
+            _, rewards, _, _, infos = env.step({a: scripted_reply(env, a) for a in env.agents})
+        deals += infos["player_0"]["deal"]
+        payoffs += list(rewards.values())
+    assert deals >= 0.98 * 300 and np.mean(payoffs) > 0.6
