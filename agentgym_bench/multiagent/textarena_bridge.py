@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import random
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -68,8 +69,16 @@ def registered_ids() -> list[str]:
     return [k for k in ENV_REGISTRY if not k.endswith("-raw") and "-train" not in k]
 
 
+_SWAP_LOCK = threading.Lock()
+
+
 class PrivateGlobalRNG:
-    """A private copy of the ``random`` and ``numpy.random`` global states, swapped in around third-party calls."""
+    """A private copy of the ``random`` and ``numpy.random`` global states, swapped in around third-party calls.
+
+    Swaps are serialised by one process-wide lock, so matches stepped from several threads (the rollout engine's
+    ``max_workers``) do not see each other's states; code of the caller's that uses the global RNGs from another
+    thread *during* a swap is not protected (it cannot be, short of not using global RNGs).
+    """
 
     def __init__(self, seed: int = 0):
         self.seed(seed)
@@ -82,15 +91,16 @@ class PrivateGlobalRNG:
     @contextmanager
     def active(self) -> Iterator[None]:
         """Run the block with the private states as the global ones; restore the caller's states afterwards."""
-        caller_py, caller_np = random.getstate(), np.random.get_state()
-        random.setstate(self._py_state)
-        np.random.set_state(self._np_state)
-        try:
-            yield
-        finally:
-            self._py_state, self._np_state = random.getstate(), np.random.get_state()
-            random.setstate(caller_py)
-            np.random.set_state(caller_np)
+        with _SWAP_LOCK:
+            caller_py, caller_np = random.getstate(), np.random.get_state()
+            random.setstate(self._py_state)
+            np.random.set_state(self._np_state)
+            try:
+                yield
+            finally:
+                self._py_state, self._np_state = random.getstate(), np.random.get_state()
+                random.setstate(caller_py)
+                np.random.set_state(caller_np)
 
 
 @dataclass(frozen=True)

@@ -144,3 +144,19 @@ def test_fuzzed_replies_never_crash():
 def test_importing_the_package_does_not_import_textarena():
     code = "import sys, agentgym_bench; assert 'textarena' not in sys.modules and 'pettingzoo' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_matches_stepped_from_threads_match_sequential_play():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def episode(seed):
+        return play("AgentTextArena/2048-v0", seed, MOVES_2048)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so unguarded RNG swaps would interleave (they did)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            threaded = list(pool.map(episode, [3, 4, 5, 6] * 2))
+    finally:
+        sys.setswitchinterval(interval)
+    assert threaded == [episode(s) for s in [3, 4, 5, 6] * 2]
