@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("textarena", reason="TextArena games need the multiagent extra: pip install -e '.[multiagent]'")
 pytest.importorskip("pettingzoo", reason="PettingZoo envs need the multiagent extra: pip install -e '.[multiagent]'")
 
-from pettingzoo.test import api_test  # noqa: E402
+from pettingzoo.test import api_test, seed_test  # noqa: E402
 
 from agentgym_bench.multiagent.textarena_aec import TextArenaAECEnv  # noqa: E402
 from agentgym_bench.multiagent.textarena_catalog import LEFT_OUT, TWO_PLAYER  # noqa: E402
@@ -20,6 +20,13 @@ def test_api_test_on_every_curated_game(game):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # PettingZoo warns about non-Box spaces and non-numpy observations
         api_test(TextArenaAECEnv(game), num_cycles=200)
+
+
+@pytest.mark.parametrize("game", ["TicTacToe-v0", "KuhnPoker-v0", "IteratedPrisonersDilemma-v0"])
+def test_pettingzoo_seed_test(game):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seed_test(lambda: TextArenaAECEnv(game), num_cycles=50)
 
 
 def test_curated_and_left_out_do_not_overlap():
