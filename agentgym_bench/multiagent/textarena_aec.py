@@ -54,7 +54,7 @@ class TextArenaAECEnv(AECEnv):
         (invalid ones included) if it has not.
 
     Info:
-        Every agent: ``state_key`` (the last board it saw, else its observation). The agent that just moved also
+        Every agent: ``state_key`` (the board in its last observation, else that observation's news). The agent that just moved also
         gets ``format_valid``, ``actions``, ``dropped_actions``, ``move`` and ``refused`` (TextArena refused the
         move and waits for another). At the end every agent gets ``outcome`` (``"win"``, ``"loss"``, ``"draw"``
         or ``"unfinished"``) and ``reason``.
@@ -129,7 +129,7 @@ class TextArenaAECEnv(AECEnv):
         if not done:
             parts.append(f"Your move. {format_hint(self.enable_think)}")
         self._texts[agent] = "\n\n".join(p for p in parts if p)
-        self._keys[agent] = received.board or self._keys[agent] or received.news
+        self._keys[agent] = received.board or received.news
 
     def step(self, action: Any) -> None:
         agent = self.agent_selection
