@@ -3,7 +3,8 @@
 ``AgentTextArena-v0`` takes any TextArena id as ``game=``; ``AgentTextArena/<Name>-v0`` is one per curated game
 (:data:`~agentgym_bench.multiagent.textarena_catalog.SINGLE_PLAYER`), e.g. ``AgentTextArena/MinesweeperSmall-v0``
 for ``Minesweeper-v0-small`` and ``AgentTextArena/2048_3x3-v0`` for ``2048-v0-3x3``. Each is
-``LLMAgentEnv(TextArenaGame(game))`` with one move a turn and 50 turns (override with ``gym.make`` keywords).
+``LLMAgentEnv(TextArenaGame(game))`` with one move a turn, 50 turns and the :data:`TEXTARENA_PROMPT` template
+(override any of them with ``gym.make`` keywords, e.g. ``prompt="ragen"``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,26 @@ from typing import Any
 import gymnasium as gym
 
 from agentgym_bench.agent.env import LLMAgentEnv
+from agentgym_bench.agent.prompts import RAGEN, PromptTemplate
 from agentgym_bench.multiagent.textarena_bridge import textarena_available
 from agentgym_bench.multiagent.textarena_catalog import SINGLE_PLAYER
 
-TEXTARENA_BUDGET = {"max_turns": 50, "max_actions_per_turn": 1, "max_actions_per_episode": 50}
+TEXTARENA_PROMPT = PromptTemplate(
+    system=RAGEN.system,
+    intro="{instructions}\nWrite one move a turn, as the game asks, inside <answer>...</answer>.\n",
+    legend="",
+    turn="\nTurn {turn}:\n{state}\nYou have {actions_left} moves left. {format_hint} "
+    "Max response length: {max_reply_words} words (tokens).\n",
+    reward=RAGEN.reward,
+    final=RAGEN.final,
+    format_hint_think=RAGEN.format_hint_think,
+    format_hint_answer=RAGEN.format_hint_answer,
+)
+"""RAGEN's wording without its action list and ``||`` budget line, which do not fit TextArena's open-text moves
+(the game's own instructions say how to write a move)."""
+
+TEXTARENA_AGENT_DEFAULTS = {"max_turns": 50, "max_actions_per_turn": 1, "max_actions_per_episode": 50,
+                            "prompt": TEXTARENA_PROMPT}
 
 
 def agent_id(game: str) -> str:
@@ -28,10 +45,10 @@ def agent_id(game: str) -> str:
 
 
 def make_textarena_agent_env(*, game: str, render_mode: str | None = None, **agent_kwargs: Any) -> LLMAgentEnv:
-    """``LLMAgentEnv(TextArenaGame(game, render_mode), **agent_kwargs)``; the TextArena budget unless overridden."""
+    """``LLMAgentEnv(TextArenaGame(game, render_mode), **agent_kwargs)`` over :data:`TEXTARENA_AGENT_DEFAULTS`."""
     from agentgym_bench.multiagent.textarena_game import TextArenaGame
 
-    return LLMAgentEnv(TextArenaGame(game, render_mode=render_mode), **{**TEXTARENA_BUDGET, **agent_kwargs})
+    return LLMAgentEnv(TextArenaGame(game, render_mode=render_mode), **{**TEXTARENA_AGENT_DEFAULTS, **agent_kwargs})
 
 
 def register_textarena_envs() -> None:

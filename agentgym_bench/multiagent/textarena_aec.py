@@ -54,10 +54,10 @@ class TextArenaAECEnv(AECEnv):
         (invalid ones included) if it has not.
 
     Info:
-        Every agent: ``state_key`` (the board in its last observation, else that observation's news). The agent that just moved also
-        gets ``format_valid``, ``actions``, ``dropped_actions``, ``move`` and ``refused`` (TextArena refused the
-        move and waits for another). At the end every agent gets ``outcome`` (``"win"``, ``"loss"``, ``"draw"``
-        or ``"unfinished"``) and ``reason``.
+        Every agent: ``state_key`` (the board in its last observation, else that observation's news). The agent
+        that just moved also gets ``format_valid``, ``actions``, ``dropped_actions``, ``move`` and ``refused``
+        (TextArena refused the move and waits for another). At the end every agent gets ``outcome`` (``"win"``,
+        ``"loss"``, ``"draw"`` or ``"unfinished"``) and ``reason``.
 
     Arguments:
         game: a two-player TextArena id (curated ones: ``textarena_catalog.TWO_PLAYER``).

@@ -55,6 +55,14 @@ def test_generic_id_takes_any_game_and_ids_are_unique():
     assert agent_id("2048-v0-3x3") == "AgentTextArena/2048_3x3-v0"
 
 
+def test_textarena_prompt_by_default_and_overridable():
+    obs, _ = gym.make("AgentTextArena/TowerOfHanoi-v0").reset(seed=0)
+    assert obs.startswith("You are playing Tower of Hanoi") and "You have 50 moves left." in obs
+    assert "action separator" not in obs
+    obs, _ = gym.make("AgentTextArena/TowerOfHanoi-v0", prompt="ragen", max_turns=3).reset(seed=0)
+    assert "action separator" in obs
+
+
 def test_unknown_game_is_a_clear_error():
     with pytest.raises(ValueError, match="not a TextArena id.*Minesweeper-v0"):
         TextArenaGame("Minesweeper-v9")
