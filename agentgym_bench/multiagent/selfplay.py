@@ -68,7 +68,7 @@ class MatchResult:
         seed: the reset seed.
         learner: the learner's agent name (``"player_0"`` or ``"player_1"``).
         trajectories: each seat's trajectory, by agent name (``trajectories[learner]`` is the one to train on).
-        rewards: each agent's total reward.
+        rewards: each agent's total reward (also when it never moved, so its trajectory has no turns).
         outcome: the learner's ``"win"``, ``"draw"`` or ``"loss"`` (its total reward above, equal to or below the
             opponent's).
         truncated: the env cut the match short.
@@ -94,6 +94,7 @@ class _Match:
     trajectories: dict[str, Trajectory]
     observations: dict[str, str] = field(default_factory=dict)
     state_keys: dict[str, str] = field(default_factory=dict)
+    totals: dict[str, float] = field(default_factory=dict)
     truncated: bool = False
 
 
@@ -152,8 +153,9 @@ def _advance(match: _Match) -> bool:
     while env.agents:
         agent = env.agent_selection
         obs, reward, terminated, truncated, info = env.last()
+        match.totals[agent] = match.totals.get(agent, 0.0) + float(reward)
         turns = match.trajectories[agent].turns
-        if turns:
+        if turns:  # a seat that never moved (the other lost by invalid moves first) keeps its reward in totals only
             turns[-1].reward += float(reward)
         if terminated or truncated:
             trajectory = match.trajectories[agent]
@@ -199,7 +201,7 @@ def _act(waiting: list[_Match], learner: Policy, opponent: Policy, history: int 
 
 
 def _result(match: _Match) -> MatchResult:
-    rewards = {a: t.episode_reward for a, t in match.trajectories.items()}
+    rewards = {a: match.totals.get(a, 0.0) for a in match.trajectories}
     mine = rewards[match.learner]
     theirs = max(r for a, r in rewards.items() if a != match.learner)
     outcome = "win" if mine > theirs else "loss" if mine < theirs else "draw"

@@ -130,3 +130,18 @@ def test_the_default_model_plays_a_seat_and_its_tokens_are_recorded(tmp_path):
             assert turn.token_ids and len(turn.token_ids) == len(turn.logprobs) <= 8
         assert result.trajectories["player_1" if result.learner == "player_0" else "player_0"].turns
     assert score(results)["matches"] == 4
+
+
+class Babbler:
+    """Replies without any <answer>: every move is invalid."""
+
+    def generate(self, conversations, envs=None):
+        return [Generation("I think I will play the centre.") for _ in conversations]
+
+
+def test_a_learner_that_never_moved_still_gets_its_win():
+    pytest.importorskip("textarena", reason="TextArena games need the multiagent extra")
+    (result,) = play_matches("TextArena/TicTacToe-v0", [0], FirstFreeCell(), Babbler(), learner_seats="player_1")
+    assert result.learner_trajectory.turns == []  # player_0 lost by two invalid moves before player_1's turn
+    assert result.rewards == {"player_0": -1.0, "player_1": 1.0} and result.outcome == "win"
+    assert result.trajectories["player_0"].episode_reward == -1.0
