@@ -1,14 +1,21 @@
 """``agentgym-bench``: the command line.
 
 Each subcommand lives in the module that owns its work; that module defines ``configure_parser(parser)`` and
-``run(args) -> int``. This file only lists them, so ``--help`` works without importing torch or transformers.
+``run(args) -> int``. This file only lists them, so ``--help`` works without importing torch or transformers, and
+turns a :class:`~agentgym_bench.errors.UserError` into one line, ``agentgym-bench: error: ...``, and exit code 2.
+``agentgym-bench --debug COMMAND ...`` (or ``AGENTGYM_BENCH_DEBUG=1``) shows the traceback instead.
+It also holds :func:`port`, the ``--port`` argument type of the commands that serve, and :func:`listen_error`.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
+
+from agentgym_bench.errors import UserError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -20,6 +27,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "warmstart": ("agentgym_bench.rollout.warmstart", "supervised warm start on oracle demonstrations"),
     "train": ("trainers.cli", "train with StarPO, StarPO-S or GiGPO from a YAML config"),
     "serve": ("agentgym_bench.rollout.server", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
+    "openenv-serve": ("agentgym_bench.commands.openenv_serve", "serve agent envs as OpenEnv environments"),
+    "eval": ("agentgym_bench.commands.eval", "play a benchmark suite with a policy and write a results file"),
+    "submit": ("agentgym_bench.commands.submit", "verify a results file and put it on a leaderboard"),
+    "board": ("agentgym_bench.commands.board", "re-render a leaderboard from its stored submissions"),
+    "reproduce": ("agentgym_bench.commands.reproduce", "re-run a leaderboard submission and compare the numbers"),
+    "baselines": ("agentgym_bench.commands.baselines", "the main job: every reference baseline evaluated and put on a "
+                  "leaderboard"),
 }
 
 
@@ -28,25 +42,60 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agentgym-bench",
         description="Text environments, rollouts, trainers and a verified leaderboard for LLM agents.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error (also: AGENTGYM_BENCH_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, description=help_text, add_help=False)
     return parser
 
 
+def port(text: str) -> int:
+    """``--port`` values: an integer in [0, 65535] (0: the system picks a free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (an integer in 0..65535)") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: a port is in 0..65535 (0 picks a free one)")
+    return value
+
+
+def listen_error(host: str, port_number: int, err: OSError) -> UserError:
+    """The :class:`UserError` for a server that could not bind ``host:port_number``."""
+    if err.errno == errno.EADDRINUSE:
+        return UserError(f"cannot listen on {host}:{port_number}: the port is in use (another server?); "
+                         "choose another with --port, or --port 0 for a free one")
+    return UserError(f"cannot listen on {host}:{port_number}: {err.strerror or err}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = os.environ.get("AGENTGYM_BENCH_DEBUG", "") not in ("", "0")
+    while argv and argv[0] == "--debug":
+        debug, argv = True, argv[1:]
     parser = build_parser()
     if not argv or argv[0] not in COMMANDS:
         parser.parse_args(argv or ["--help"])  # prints help or the "invalid choice" error, then exits
         return 2
     name = argv[0]
     module_name, help_text = COMMANDS[name]
-    module = importlib.import_module(module_name)
-    command_parser = argparse.ArgumentParser(prog=f"agentgym-bench {name}", description=help_text)
-    module.configure_parser(command_parser)
-    args = command_parser.parse_args(argv[1:])
-    return int(module.run(args) or 0)
+    try:
+        module = importlib.import_module(module_name)
+        command_parser = argparse.ArgumentParser(prog=f"agentgym-bench {name}", description=help_text)
+        module.configure_parser(command_parser)
+        args = command_parser.parse_args(argv[1:])
+        return int(module.run(args) or 0)
+    except UserError as err:
+        if debug:
+            raise
+        print(f"agentgym-bench: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("agentgym-bench: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

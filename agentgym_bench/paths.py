@@ -12,6 +12,9 @@ from pathlib import Path
 
 from agentgym_bench.errors import UserError
 
+BUILT_MODELS = {"default": "agentgym-bench init-model", "warmstart": "agentgym-bench warmstart"}
+"""The model names this package builds under :func:`model_dir`, and the command that builds each."""
+
 
 def home() -> Path:
     """``$AGENTGYM_BENCH_HOME`` (``~`` and variables expanded), or ``~/.cache/agentgym-bench``."""
@@ -29,26 +32,42 @@ def expand(path: str | os.PathLike) -> Path:
     return Path(os.path.expandvars(os.path.expanduser(os.fspath(path))))
 
 
-def looks_like_path(text: str) -> bool:
-    """``text`` can only mean a local path: absolute, ``~``/``$``/``.`` at the start, or a Windows-style drive."""
-    return text.startswith(("/", "~", "$", "./", "../", ".\\")) or (len(text) > 1 and text[1] == ":")
+def looks_like_path(name_or_path: str) -> bool:
+    """Whether a model argument can only mean a local folder, never a hub id (``org/name``).
+
+    True for absolute paths, ``~...``, ``$VAR...``, ``./`` or ``../`` prefixes, a trailing ``/``, a backslash, or more
+    than one ``/`` (hub ids have exactly one).
+    """
+    return (name_or_path.startswith(("/", "~", "$", "./", "../")) or name_or_path in (".", "..")
+            or name_or_path.endswith("/") or "\\" in name_or_path or name_or_path.count("/") > 1)
 
 
 def resolve_model(name_or_path: str | os.PathLike) -> str:
-    """Where to load a model from.
+    """Where to load a model from: a local folder, or a Hugging Face hub id passed through unchanged.
 
-    ``~`` and ``$VARIABLES`` are expanded and an existing folder is returned; a bare name with a folder at
-    :func:`model_dir` ``(name)`` resolves there (``"warmstart"``); a string that looks like a local path
-    (:func:`looks_like_path`) but does not exist is a :class:`UserError`; anything else passes through as a
-    Hugging Face hub id (``Qwen/Qwen2.5-0.5B-Instruct``).
+    1. ``~`` and ``$VARIABLES`` are expanded; an existing folder is returned.
+    2. A bare name (no ``/``) with a folder at :func:`model_dir` ``(name)`` resolves there: ``"warmstart"`` is
+       ``$AGENTGYM_BENCH_HOME/models/warmstart``.
+    3. A name this package builds (``default``, ``warmstart``) that is not built yet, or a string that can only be a
+       local path (:func:`looks_like_path`) and does not exist, is a :class:`UserError` saying what to run.
+    4. Anything else (``Qwen/Qwen2.5-0.5B-Instruct``, ``gpt2``) is returned as given, a hub id.
+
+    Raises:
+        UserError: as in 3, or an empty string.
     """
     text = os.fspath(name_or_path)
+    if not isinstance(text, str) or not text.strip():
+        raise UserError(f"model {name_or_path!r}: give a model folder, a name under {home() / 'models'} "
+                        "or a Hugging Face hub id")
     local = expand(text)
     if local.is_dir():
         return str(local)
-    if "/" not in text and text and model_dir(text).is_dir():
+    if "/" not in text and model_dir(text).is_dir():
         return str(model_dir(text))
-    if not text.strip() or looks_like_path(text):
+    if text in BUILT_MODELS:
+        raise UserError(f"no model {text!r} at {model_dir(text)}: build it with `{BUILT_MODELS[text]}` "
+                        "(AGENTGYM_BENCH_HOME moves the folder)")
+    if looks_like_path(text):
         raise UserError(f"no model folder at {local}: build the default model with `agentgym-bench init-model` "
                         "and warm-start it with `agentgym-bench warmstart`, or give an existing folder or hub id")
     return text

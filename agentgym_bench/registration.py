@@ -109,3 +109,8 @@ def register_all() -> None:
     for name, entry_point in GAMES.items():
         if f"agentgym/{name}-v0" not in gym.registry:
             gym.register(f"agentgym/{name}-v0", entry_point=entry_point)
+
+    # -- multi-agent / TextArena (agentgym_bench/multiagent; only where textarena is importable) --
+    from agentgym_bench.multiagent.registration import register_textarena_envs
+
+    register_textarena_envs()

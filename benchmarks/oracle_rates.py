@@ -8,7 +8,8 @@ agent env (``gym.make("AgentFrozenLake-v0", ...)`` + ``oracle_reply``) as a cros
 Agents: the oracle; ``random-1``, one uniformly random valid action a turn; ``random-k``, 1..k uniformly random
 valid actions a turn (k = the per-turn limit; the length is uniform too). The random agents draw from
 ``np.random.default_rng([seed, 1])``, independent of the env's generator. ``exact`` is the mean over the seeds of
-the oracle's computed success probability at reset (no sampling noise from slips).
+the oracle's computed success probability at reset (no sampling noise from slips). Success intervals: 95% Wilson
+(:mod:`agentgym_bench.benchmark.stats`, as everywhere in the package).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 import agentgym_bench  # noqa: F401 - registers the ids
 from agentgym_bench.agent import oracle_reply
+from agentgym_bench.benchmark import stats
 from agentgym_bench.envs.bandit import BanditGame
 from agentgym_bench.envs.frozen_lake import FrozenLakeGame
 
@@ -93,7 +95,8 @@ def main() -> None:
             start = time.perf_counter()
             results = [play(env, s, policy, turns, per_turn, max_actions) for s in seeds]
             elapsed = (time.perf_counter() - start) / len(seeds)
-            success, returns = np.mean([r[0] for r in results]), np.mean([r[1] for r in results])
+            success = stats.success_rate([r[0] for r in results])
+            returns = np.mean([r[1] for r in results])
             exact = ""
             if name == "oracle" and isinstance(env, FrozenLakeGame):
                 values = []
@@ -104,7 +107,8 @@ def main() -> None:
             if name == "oracle":
                 wrapped = [play_agent_env(env_id, s, make_kwargs) for s in seeds]
                 assert wrapped == results, f"{label}: the agent env disagrees with the local loop"
-            print(f"| {label} | {name} | {success:.3f} | {returns:.3f} | {exact} |")
+            print(f"| {label} | {name} | {success.rate:.3f} [{success.low:.3f}, {success.high:.3f}] | {returns:.3f} "
+                  f"| {exact} |")
             timing.append((label, name, elapsed * 1000))
     print("\nmilliseconds per episode (local loop, this machine):\n")
     print("| setting | agent | ms/episode |")

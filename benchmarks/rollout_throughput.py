@@ -86,10 +86,10 @@ def main() -> None:
         worker(args)
         return
     if args.model is None:
-        from agentgym_bench.rollout.warmstart import DEFAULT_OUTPUT
+        from agentgym_bench.paths import model_dir
 
-        if DEFAULT_OUTPUT.exists():
-            args.model = str(DEFAULT_OUTPUT)
+        if model_dir("warmstart").exists():
+            args.model = str(model_dir("warmstart"))
         else:
             from agentgym_bench.rollout.default_model import build_default_model
 

@@ -1,25 +1,12 @@
 #!/usr/bin/env bash
-# Set up ./.venv and run the main job on CPU (about 25 minutes on 2 cores):
-#   1. the oracle and a random agent on every env (the ceilings and floors scores are read against);
-#   2. warm start: build the small local default model and fine-tune it on noisy oracle demonstrations;
-#   3. StarPO-S on slippery FrozenLake from the warm start, evaluated before and after, curves in runs/.
-# Extra arguments go to the training command as key=value overrides (e.g. max_steps=50).
+# Set up ./.venv and run the main job on CPU: `agentgym-bench baselines` (about 30 minutes on 2 cores).
+#   the oracle and a random agent; the small local default model warm-started on oracle demonstrations; StarPO,
+#   StarPO-S and GiGPO from that warm start; each evaluated on the held-out test suite agentgym-v1, verified and put
+#   on your own leaderboard (runs/baselines-quick/leaderboard/index.html), then compared with the committed board.
+# The warm-started model goes where every command looks for it: $AGENTGYM_BENCH_HOME/models/warmstart
+# (AGENTGYM_BENCH_HOME defaults to ~/.cache/agentgym-bench). Extra arguments go to `agentgym-bench baselines`
+# (e.g. --recipe full, --jobs 1; see `agentgym-bench baselines --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-AGB=.venv/bin/agentgym-bench
-WARM=runs/models/warmstart
-
-echo "== 1/3  oracle and random agents on every env (seeds 0..255)"
-$AGB demo --episodes 256
-
-echo "== 2/3  warm start of the default model -> $WARM"
-if [ -f "$WARM/config.json" ]; then
-  echo "(already there; delete $WARM to redo it)"
-else
-  [ -f runs/models/default/config.json ] || $AGB init-model --path runs/models/default
-  $AGB warmstart --model runs/models/default --output "$WARM"
-fi
-
-echo "== 3/3  StarPO-S on AgentFrozenLake-v0 -> runs/starpo_s-frozenlake (metrics.jsonl, curves.png, summary.json)"
-$AGB train starpo_s-frozenlake pretrain="$WARM" output_dir=runs/starpo_s-frozenlake "$@"
+exec .venv/bin/agentgym-bench baselines "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up ./.venv with agentgym-bench (editable) and its dev tools.
+# Set up ./.venv with agentgym-bench (editable) and the extras in $AGENTGYM_EXTRAS (default: dev).
 # torch: on a machine without an NVIDIA GPU we install a CPU build, never a multi-GB CUDA build:
 #   - a CPU wheel that pip can already see (a local wheel directory or index) is used as is;
 #   - otherwise the CPU wheel comes from PyTorch's CPU index (override with TORCH_INDEX_URL).
@@ -35,6 +35,7 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     fi
   fi
 fi
-echo "[setup] installing agentgym-bench and dev tools"
-"${PIP[@]}" install -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
+EXTRAS=${AGENTGYM_EXTRAS:-dev}
+echo "[setup] installing agentgym-bench with extras [$EXTRAS]"
+"${PIP[@]}" install -e ".[$EXTRAS]" 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -c "import torch, agentgym_bench; print(f'[setup] ready: agentgym-bench {agentgym_bench.__version__}, torch {torch.__version__}, cuda={torch.cuda.is_available()}')"

@@ -2,5 +2,9 @@
 # Set up ./.venv and run the test suite (fast tests; slow end-to-end tests: add `-m slow`, GPU tests: `-m gpu`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# The tests of every optional route run too: the trainer adapters (openenv, trl; gem-llm 0.1.0 installs only on
+# Python <= 3.12.0) and the multi-agent envs (in dev).
+EXTRAS=dev,openenv,trl
+if "${PYTHON:-python3}" -c 'import sys; sys.exit(0 if sys.version_info[:3] <= (3, 12, 0) else 1)'; then EXTRAS=$EXTRAS,gem; fi
+AGENTGYM_EXTRAS=${AGENTGYM_EXTRAS:-$EXTRAS} bash scripts/setup.sh
 .venv/bin/python -m pytest "$@"

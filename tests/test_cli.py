@@ -1,7 +1,11 @@
 """The command line, run the way a user runs it (a real subprocess, real stdin)."""
 
+import os
+import socket
 import subprocess
 import sys
+
+import pytest
 
 from agentgym_bench.registration import AGENT_ENVS
 
@@ -51,3 +55,88 @@ def test_demo_scores_oracle_above_random():
     rows = {line.split()[1]: float(line.split()[2]) for line in out.stdout.splitlines()
             if line.startswith("AgentFrozenLakeNoSlip-v0")}
     assert rows["oracle"] > rows["random"] + 0.3
+
+
+# -- ordinary mistakes: one line on stderr, exit code 2, no traceback (unless --debug) ---------------------------
+
+
+@pytest.fixture
+def empty_home(tmp_path, monkeypatch):
+    """A fresh ``AGENTGYM_BENCH_HOME`` with no model built, and no hub access."""
+    monkeypatch.setenv("AGENTGYM_BENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("AGENTGYM_BENCH_DEBUG", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def busy_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+MISTAKES = {
+    "demo with an unknown env": (["demo", "--env", "NoSuchEnv-v0", "--episodes", "1"],
+                                 ["unknown env id", "NoSuchEnv-v0", "agentgym-bench envs"]),
+    "play with an unknown env": (["play", "AgentSokobn-v0"], ["did you mean AgentSokoban-v0"]),
+    "play with a malformed --arg": (["play", "AgentSokoban-v0", "--arg", "num_boxes"], ["KEY=VALUE"]),
+    "play with an impossible argument": (["play", "AgentSokoban-v0", "--arg", "num_boxes=0"], ["num_boxes=0"]),
+    "serve before init-model": (["serve"], ["no model 'default'", "agentgym-bench init-model"]),
+    "serve a missing folder": (["serve", "--model", "/nonexistent/model"], ["/nonexistent/model", "init-model"]),
+    "serve a folder without a model": (["serve", "--model", "{tmp}"], ["cannot load a model from"]),
+    "webshop-serve on a port in use": (["webshop-serve", "--port", "{port}"], ["port is in use", "--port 0"]),
+    "webshop-serve with a missing catalog": (["webshop-serve", "--catalog", "/nonexistent.json"], ["no such file"]),
+    "init-model with width not divisible by heads": (["init-model", "--path", "{tmp}/m", "--width", "30"],
+                                                      ["multiple of --heads"]),
+}
+
+
+@pytest.mark.parametrize("name", MISTAKES)
+def test_ordinary_mistakes_are_one_line_and_exit_code_2(name, empty_home, busy_port, capsys):
+    from agentgym_bench.cli import main
+
+    argv, expected = MISTAKES[name]
+    argv = [a.format(tmp=empty_home, port=busy_port) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("agentgym-bench: error: "), err
+    for text in expected:
+        assert text in lines[0]
+
+
+@pytest.mark.parametrize("argv", [["serve", "--port", "70000"], ["webshop-serve", "--port", "-1"],
+                                  ["serve", "--port", "http"], ["play", "AgentSokoban-v0", "--seed", "-1"]])
+def test_out_of_range_numbers_are_refused_by_the_parser(argv, capsys):
+    from agentgym_bench.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert argv[-2] in capsys.readouterr().err
+
+
+def test_debug_flag_and_variable_show_the_traceback(tmp_path):
+    env = {**os.environ, "AGENTGYM_BENCH_HOME": str(tmp_path)}
+    env.pop("AGENTGYM_BENCH_DEBUG", None)
+    args = ["demo", "--env", "NoSuchEnv-v0"]
+    plain = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", *args], capture_output=True, text=True,
+                           timeout=120, env=env)
+    assert plain.returncode == 2 and "Traceback" not in plain.stderr
+    assert plain.stderr.strip() == "agentgym-bench: error: " + plain.stderr.strip().split("error: ", 1)[1]
+    flagged = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "--debug", *args], capture_output=True,
+                             text=True, timeout=120, env=env)
+    assert "Traceback" in flagged.stderr and "UserError" in flagged.stderr
+    variable = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", *args], capture_output=True, text=True,
+                              timeout=120, env={**env, "AGENTGYM_BENCH_DEBUG": "1"})
+    assert "Traceback" in variable.stderr
+
+
+def test_play_webshop_keeps_a_typed_action_whole_and_flags_a_bad_format():
+    out = cli("play", "AgentWebShop-v0", "--seed", "0",
+              stdin="search[pink portable charger]\n<answer>click[back to search]</answer>\n")
+    assert out.returncode == 0, out.stderr
+    assert "executed ['search[pink portable charger]']" in out.stdout
+    assert "invalid reply format" in out.stdout

@@ -8,6 +8,7 @@ import gymnasium as gym
 
 from agentgym_bench.agent.parsing import ACTION_SEP, parse_reply
 from agentgym_bench.agent.prompts import PromptTemplate, format_reward, get_template
+from agentgym_bench.envs import arguments
 from agentgym_bench.spaces import sanitize, text_space
 
 DEFAULT_MAX_OBSERVATION_LENGTH = 16_384
@@ -92,6 +93,9 @@ class LLMAgentEnv(gym.Env):
         max_reply_words: the length hint shown in the prompt (RAGEN: 100).
         max_observation_length: size of the observation space.
 
+        Each is checked in the constructor (integers >= 1, a finite ``format_penalty``, a ``bool``
+        ``enable_think``, strings or ``None``); a wrong one is a ``ValueError`` that starts with its name.
+
     Version History:
         * v0: initial version.
     """
@@ -111,11 +115,16 @@ class LLMAgentEnv(gym.Env):
         max_reply_words: int = 100,
         max_observation_length: int = DEFAULT_MAX_OBSERVATION_LENGTH,
     ):
-        for name, value in [("max_turns", max_turns), ("max_actions_per_turn", max_actions_per_turn),
-                            ("max_actions_per_episode", max_actions_per_episode),
-                            ("max_observation_length", max_observation_length)]:
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
+        max_turns = arguments.integer("max_turns", max_turns, low=1)
+        max_actions_per_turn = arguments.integer("max_actions_per_turn", max_actions_per_turn, low=1)
+        max_actions_per_episode = arguments.integer("max_actions_per_episode", max_actions_per_episode, low=1)
+        max_observation_length = arguments.integer("max_observation_length", max_observation_length, low=1)
+        max_reply_words = arguments.integer("max_reply_words", max_reply_words, low=1)
+        format_penalty = arguments.number("format_penalty", format_penalty)
+        enable_think = arguments.boolean("enable_think", enable_think)
+        for name, value in (("instructions", instructions), ("legend", legend)):
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name}={value!r} must be a string or None")
         self.game = game
         self.max_turns = max_turns
         self.max_actions_per_turn = max_actions_per_turn

@@ -1,38 +1,21 @@
-"""``agentgym-bench demo``: the oracle and a random agent play every env; success and return with 95% CIs."""
+"""``agentgym-bench demo``: the oracle and a random agent play every env; success and return with 95% intervals.
+
+Episodes are played on validation seeds ``0 .. N-1`` through the rollout engine and scored by
+:mod:`agentgym_bench.benchmark.stats` (success: Wilson interval; return: normal interval of the mean), the same
+functions as the benchmark tables.
+"""
 
 from __future__ import annotations
 
 import argparse
-import math
-from collections.abc import Callable
 
 import gymnasium as gym
-import numpy as np
-from tqdm import tqdm
 
-from agentgym_bench.agent import oracle_reply, random_reply
-from agentgym_bench.agent.env import LLMAgentEnv
+from agentgym_bench.benchmark import stats
+from agentgym_bench.errors import UserError
 from agentgym_bench.registration import AGENT_ENVS
-
-ReplyFn = Callable[[LLMAgentEnv], str]
-
-
-def play_episode(env: gym.Env, reply_fn: ReplyFn, seed: int) -> tuple[float, bool]:
-    """Play one episode with ``reply_fn`` writing each reply; return (episode return, success)."""
-    env.reset(seed=seed)
-    total, info = 0.0, {"success": False}
-    terminated = truncated = False
-    while not (terminated or truncated):
-        _, reward, terminated, truncated, info = env.step(reply_fn(env.unwrapped))
-        total += reward
-    return total, bool(info["success"])
-
-
-def mean_ci(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its normal-approximation 95% confidence interval."""
-    x = np.asarray(values, dtype=float)
-    half = 1.96 * x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else float("nan")
-    return float(x.mean()), float(half)
+from agentgym_bench.rollout.engine import VALIDATION_SEED_START, EnvGroups
+from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -44,24 +27,26 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     env_ids = args.env or list(AGENT_ENVS)
-    rng = np.random.default_rng(args.seed)
-    agents: dict[str, ReplyFn] = {
-        "oracle": oracle_reply,
-        "random": lambda env: random_reply(env, rng, max_actions=env.max_actions_per_turn),
-    }
+    unknown = [e for e in env_ids if e not in gym.registry]
+    if unknown:
+        raise UserError(f"unknown env id {', '.join(unknown)}; `agentgym-bench envs` lists them")
+    if args.episodes < 1:
+        raise UserError(f"--episodes {args.episodes} must be >= 1")
     rows = []
-    for env_id in env_ids:
-        env = gym.make(env_id)
-        for name, reply_fn in agents.items():
-            results = [play_episode(env, reply_fn, seed)
-                       for seed in tqdm(range(args.episodes), desc=f"{env_id} {name}", leave=False, disable=None)]
-            success = mean_ci([float(s) for _, s in results])
-            ret = mean_ci([r for r, _ in results])
-            rows.append((env_id, name, success, ret))
-        env.close()
+    for name, policy in (("oracle", OraclePolicy()), ("random", RandomPolicy(args.seed))):
+        with EnvGroups(env_ids, [args.episodes] * len(env_ids), 1, seed=VALIDATION_SEED_START,
+                       fixed_seeds=True) as groups:
+            trajectories = groups.rollout(policy, progress=True, keyed=True)
+        for env_id in env_ids:
+            played = [t for t in trajectories if t.env_id == env_id]
+            rows.append((env_id, name, stats.success_rate([t.success for t in played]),
+                         stats.mean_interval([t.episode_reward for t in played])))
+    rows.sort(key=lambda r: env_ids.index(r[0]))
     width = max(len(r[0]) for r in rows)
-    print(f"{'env':<{width}}  {'agent':<6}  {'success (95% CI)':>18}  {'return (95% CI)':>18}")
-    for env_id, name, (s, sh), (r, rh) in rows:
-        print(f"{env_id:<{width}}  {name:<6}  {s:>9.3f} ± {sh:<6.3f}  {r:>9.3f} ± {rh:<6.3f}")
-    print(f"({args.episodes} episodes each, seeds 0..{args.episodes - 1})")
+    print(f"{'env':<{width}}  {'agent':<6}  {'success [95% CI]':<22}  {'return [95% CI]':<24}")
+    for env_id, name, s, (r, low, high) in rows:
+        print(f"{env_id:<{width}}  {name:<6}  {s.rate:.3f} [{s.low:.3f}, {s.high:.3f}]  "
+              f"{r:>7.3f} [{low:.3f}, {high:.3f}]")
+    print(f"({args.episodes} episodes each, validation seeds 0..{args.episodes - 1}; "
+          "success: Wilson interval, return: normal interval of the mean)")
     return 0

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import sys
 
 import gymnasium as gym
 
 from agentgym_bench.agent import format_reply
 from agentgym_bench.agent.env import LLMAgentEnv
+from agentgym_bench.commands.envs import check_env_id
+from agentgym_bench.errors import UserError
 
 
 def parse_kwargs(items: list[str]) -> dict:
@@ -18,7 +19,7 @@ def parse_kwargs(items: list[str]) -> dict:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SystemExit(f"--arg {item!r}: expected KEY=VALUE")
+            raise UserError(f"--arg {item!r}: expected KEY=VALUE")
         try:
             out[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
@@ -26,18 +27,36 @@ def parse_kwargs(items: list[str]) -> dict:
     return out
 
 
-def to_reply(line: str, enable_think: bool) -> str:
-    """A typed line as a model reply: kept as is if it has an ``<answer>`` tag, else bare actions (``Up Left`` or
-    ``Up || Left``) are wrapped in the reply format."""
-    if "<answer>" in line:
+def to_reply(line: str, enable_think: bool, words: bool = True) -> str:
+    """A typed line as a model reply: kept as is if it has a ``<think>`` or ``<answer>`` tag, else bare actions are
+    wrapped in the reply format. Actions are separated by ``||``; without one, ``words=True`` (games whose actions
+    are single words) also splits on spaces (``Up Left``), and ``words=False`` (open-text actions such as WebShop's
+    ``search[pink portable charger]``) keeps the line as one action."""
+    if "<answer>" in line or "<think>" in line:
         return line
-    actions = [a.strip() for a in line.split("||")] if "||" in line else line.split()
-    return format_reply(actions, enable_think=enable_think)
+    if "||" in line:
+        actions = [a.strip() for a in line.split("||")]
+    else:
+        actions = line.split() if words else [line.strip()]
+    return format_reply([a for a in actions if a], enable_think=enable_think)
+
+
+def format_hint(enable_think: bool) -> str:
+    """What a well-formed reply looks like."""
+    return ("<think>...</think><answer>action || action</answer>" if enable_think
+            else "<answer>action || action</answer>")
+
+
+def seed(text: str) -> int:
+    """``--seed`` values: integers >= 0 (Gymnasium's seeds)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed (an integer >= 0)")
+    return int(text)
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env_id", help="an id from `agentgym-bench envs`, e.g. AgentSokoban-v0")
-    parser.add_argument("--seed", type=int, default=0, help="episode seed (same seed, same episode)")
+    parser.add_argument("--seed", type=seed, default=0, help="episode seed >= 0 (same seed, same episode)")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="keyword argument for gym.make, repeatable (e.g. --arg num_boxes=2)")
     parser.add_argument("--show-prompt", action="store_true",
@@ -47,11 +66,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import agentgym_bench  # noqa: F401  (registers the ids)
 
+    check_env_id(args.env_id)
     try:
         env = gym.make(args.env_id, render_mode="ansi", **parse_kwargs(args.arg))
     except (gym.error.Error, TypeError, ValueError) as err:
-        print(f"agentgym-bench play: error: {err}", file=sys.stderr)
-        return 2
+        raise UserError(f"play {args.env_id}: {err}") from err
     agent: LLMAgentEnv = env.unwrapped
     obs, info = env.reset(seed=args.seed)
     print(obs if args.show_prompt else f"{agent.instructions}\n{agent.legend}\n\n{env.render()}")
@@ -65,9 +84,13 @@ def run(args: argparse.Namespace) -> int:
         except EOFError:
             print("\n(input closed)")
             break
-        obs, reward, terminated, truncated, info = env.step(to_reply(line, agent.enable_think))
+        obs, reward, terminated, truncated, info = env.step(
+            to_reply(line, agent.enable_think, words=agent.valid_actions is not None))
         total += reward
         print(obs if args.show_prompt else env.render())
+        if not info["format_valid"]:
+            print(f"invalid reply format: nothing executed; write {format_hint(agent.enable_think)} "
+                  "or bare actions")
         print(f"executed {info['executed_actions']}, invalid {info['invalid_actions']}, "
               f"dropped {info['dropped_actions']}; reward {reward:+.2f} (total {total:+.2f})")
         if terminated or truncated:

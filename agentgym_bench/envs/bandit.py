@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 import gymnasium as gym
 import numpy as np
 
-from agentgym_bench.envs import render
+from agentgym_bench.envs import arguments, render
 from agentgym_bench.spaces import text_space
 
 TRAIN_ARMS = ("Phoenix", "Dragon")
@@ -91,11 +90,9 @@ class BanditGame(gym.Env):
                 )
         if low_arm.lower() == high_arm.lower():
             raise ValueError(f"low_arm={low_arm!r} and high_arm={high_arm!r} must differ (ignoring case)")
-        for name, value in (("low_payoff", low_payoff), ("high_payoff", high_payoff)):
-            if not math.isfinite(value):
-                raise ValueError(f"{name}={value!r} must be a finite number")
-        if not 0.0 <= high_prob <= 1.0:
-            raise ValueError(f"high_prob={high_prob!r} must be a probability in [0, 1]")
+        low_payoff = arguments.number("low_payoff", low_payoff)
+        high_payoff = arguments.number("high_payoff", high_payoff)
+        high_prob = arguments.number("high_prob", high_prob, low=0.0, high=1.0)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r} must be None or one of {self.metadata['render_modes']}")
         self.low_arm, self.high_arm = low_arm, high_arm

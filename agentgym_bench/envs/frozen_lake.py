@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from agentgym_bench.envs import render
+from agentgym_bench.envs import arguments, render
 from agentgym_bench.envs.frozen_lake_oracle import OpenLoopPlanner
 from agentgym_bench.envs.frozen_lake_rules import (
     ACTIONS,
@@ -20,6 +20,8 @@ LEGEND = "P: player, _: frozen ice, O: hole, G: goal, X: player in a hole, √: 
 _LOOKUP = {name.lower(): i for i, name in enumerate(ACTIONS)}
 _COLORS = {"F": (190, 225, 245), "S": (190, 225, 245), "H": (20, 40, 110), "G": (230, 180, 40)}
 _PLAYER = (210, 40, 40)
+MAX_SIZE = 32
+"""Largest map side: the oracle's transition table holds 4 x cells² floats (33 MB at 32x32, 537 MB at 64x64)."""
 
 
 class FrozenLakeGame(gym.Env):
@@ -57,10 +59,10 @@ class FrozenLakeGame(gym.Env):
     action budgets belong to the agent wrapper.
 
     ## Arguments
-    - ``size=4``: side of the square map (>= 2).
+    - ``size=4``: side of the square map, 2..32 (the oracle's transition table grows as the fourth power).
     - ``p=0.8``: probability that a tile is frozen, in (0, 1] (RAGEN's docstring wrongly calls it the hole
       probability).
-    - ``is_slippery=True``: whether moves can slip.
+    - ``is_slippery=True``: whether moves can slip (a ``bool``; strings such as ``"no"`` are refused).
     - ``success_rate=1/3``: probability that a slippery move goes where intended, in [0, 1].
     - ``render_mode=None``: ``"ansi"`` (the grid text) or ``"rgb_array"`` (32-pixel cells: ice light blue, holes dark
       blue, goal gold, player a red disc).
@@ -86,12 +88,10 @@ class FrozenLakeGame(gym.Env):
         success_rate: float = 1.0 / 3.0,
         render_mode: str | None = None,
     ):
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 2:
-            raise ValueError(f"size={size!r} must be an integer >= 2")
-        if not 0.0 < p <= 1.0:
-            raise ValueError(f"p={p!r} is the probability that a tile is frozen and must be in (0, 1]")
-        if not 0.0 <= success_rate <= 1.0:
-            raise ValueError(f"success_rate={success_rate!r} must be a probability in [0, 1]")
+        size = arguments.integer("size", size, low=2, high=MAX_SIZE)
+        p = arguments.number("p", p, low=0.0, high=1.0, low_open=True)  # the probability that a tile is frozen
+        is_slippery = arguments.boolean("is_slippery", is_slippery)
+        success_rate = arguments.number("success_rate", success_rate, low=0.0, high=1.0)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r} must be None or one of {self.metadata['render_modes']}")
         self.size = int(size)

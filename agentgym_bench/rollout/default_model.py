@@ -40,8 +40,8 @@ Model:
     ``torch.random.fork_rng``, so building is deterministic and the global RNG is left as it was.
 
 Command line: ``agentgym-bench init-model [--path DIR] [--seed N] ...`` (see ``--help``). Default folder:
-:data:`DEFAULT_MODEL_DIR` (``$AGENTGYM_BENCH_HOME/models/default``, ``AGENTGYM_BENCH_HOME`` defaulting to
-``~/.cache/agentgym-bench``).
+``agentgym_bench.paths.model_dir("default")`` (``$AGENTGYM_BENCH_HOME/models/default``, ``AGENTGYM_BENCH_HOME``
+defaulting to ``~/.cache/agentgym-bench``, read at call time); :func:`load_model` finds it by the name ``"default"``.
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
+
+from agentgym_bench.errors import UserError
+from agentgym_bench.paths import expand, model_dir, resolve_model
 
 PAD, UNK, SYSTEM, USER, ASSISTANT, END = "<|pad|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"
 SPECIAL_TOKENS = [PAD, UNK, SYSTEM, USER, ASSISTANT, END]
@@ -77,11 +80,6 @@ CHAT_TEMPLATE = (
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{ '<|assistant|>' }}{%- endif -%}"
 )
-
-DEFAULT_HOME = Path(os.environ.get("AGENTGYM_BENCH_HOME", Path.home() / ".cache" / "agentgym-bench"))
-DEFAULT_MODEL_DIR = DEFAULT_HOME / "models" / "default"
-"""Where ``init-model`` writes and the rest of the package looks for the default model."""
-
 
 @dataclass(frozen=True)
 class ModelSize:
@@ -179,11 +177,12 @@ def build_model(vocab_size: int, *, pad_id: int, eos_id: int, size: ModelSize = 
     return model
 
 
-def build_default_model(path: str | os.PathLike = DEFAULT_MODEL_DIR, *, seed: int = 0,
+def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
                         size: ModelSize = ModelSize(), words: list[str] | None = None) -> Path:
     """Build the tokenizer and model and save them to ``path`` (created; existing files are overwritten).
 
     Args:
+        path: the folder (``~`` expanded); ``None``: ``paths.model_dir("default")``.
         words: vocabulary words beyond the base list (default: :func:`env_words`).
 
     Returns:
@@ -193,26 +192,33 @@ def build_default_model(path: str | os.PathLike = DEFAULT_MODEL_DIR, *, seed: in
     tokenizer = build_tokenizer(build_vocab(words))
     model = build_model(len(tokenizer), pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id,
                         size=size, seed=seed)
-    path = Path(path)
+    path = model_dir("default") if path is None else expand(path)
     path.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(path)
     model.save_pretrained(path)
     return path
 
 
-def load_model(path: str | os.PathLike = DEFAULT_MODEL_DIR, *, device: str = "cpu", dtype=None):
+def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtype=None):
     """Load ``(model, tokenizer)`` from a Hugging Face folder or hub id, exactly as for any causal LM.
 
+    ``path`` goes through :func:`agentgym_bench.paths.resolve_model`: a folder (``~`` expanded), a name under
+    ``$AGENTGYM_BENCH_HOME/models`` (``"default"``, ``"warmstart"``) or a hub id.
+
     Raises:
-        FileNotFoundError: ``path`` is the default folder and it does not exist yet (run ``agentgym-bench
-            init-model``).
+        UserError: a built model name or local path that does not exist (the message says what to run), or a folder
+            or hub id that transformers cannot load.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if Path(path) == DEFAULT_MODEL_DIR and not DEFAULT_MODEL_DIR.exists():
-        raise FileNotFoundError(f"no default model at {DEFAULT_MODEL_DIR}; build it with `agentgym-bench init-model`")
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
+    path = resolve_model(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    except (OSError, ValueError) as err:  # transformers: no such repo / folder without a model / unknown architecture
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(f"cannot load a model from {path!r}: {first}") from err
+    model = model.to(device)
     model.eval()
     return model, tokenizer
 
@@ -221,8 +227,9 @@ def load_model(path: str | os.PathLike = DEFAULT_MODEL_DIR, *, device: str = "cp
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--path", default=str(DEFAULT_MODEL_DIR),
-                        help="folder to write the model to (default: %(default)s)")
+    parser.add_argument("--path", default=None,
+                        help="folder to write the model to (default: $AGENTGYM_BENCH_HOME/models/default, now "
+                        f"{model_dir('default')})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weight initialisation (default: 0)")
     parser.add_argument("--layers", type=int, default=ModelSize.n_layer,
                         help="transformer blocks (default: %(default)s)")
@@ -235,7 +242,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     size = ModelSize(n_layer=args.layers, n_embd=args.width, n_head=args.heads, n_positions=args.positions)
     if size.n_embd % size.n_head:
-        raise SystemExit(f"--width {size.n_embd} must be a multiple of --heads {size.n_head}")
+        raise UserError(f"--width {size.n_embd} must be a multiple of --heads {size.n_head}")
     words, skipped = env_words()
     if skipped:
         print(f"note: could not build {', '.join(skipped)}; their words are not in the vocabulary")

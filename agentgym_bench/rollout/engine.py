@@ -22,13 +22,14 @@ resetting may run in a thread pool (``max_workers``) for slow envs such as HTTP 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import gymnasium as gym
-from tqdm.auto import tqdm
 
+from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.policy import Policy
 from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, json_safe
 
@@ -47,6 +48,11 @@ def check_seeds_disjoint(name: str, seeds: range, other_name: str = "the benchma
     if len(seeds) and len(other) and low < high:
         raise ValueError(f"{name} {_span(seeds)} meet {other_name} {_span(other)} (e.g. seed {low}); "
                          "move them apart")
+
+
+def tag_hash(tag: str) -> int:
+    """A stable 32-bit number for an env tag (part of keyed-sampling keys)."""
+    return int.from_bytes(hashlib.sha256(tag.encode()).digest()[:4], "little")
 
 
 def _span(seeds: range) -> str:
@@ -144,15 +150,18 @@ class EnvGroups:
         return list(self._pool.map(fn, indices))
 
     def rollout(self, policy: Policy, *, history: int | None = None, progress: bool = False,
-                prompt_fits: Callable[[list[dict[str, str]]], bool] | None = None) -> list[Trajectory]:
+                prompt_fits: Callable[[list[dict[str, str]]], bool] | None = None,
+                keyed: bool = False) -> list[Trajectory]:
         """Play one episode in every env and return the trajectories (env order).
 
         Args:
             policy: the generation backend; called once per turn with all live envs' messages.
             history: the history window of the prompts (see :mod:`agentgym_bench.rollout.trajectory`).
-            progress: show a progress bar of finished episodes.
+            progress: report finished episodes (a bar on a terminal, a line every few seconds otherwise).
             prompt_fits: a length cap (ROLL's ``sequence_length``): before each turn, an episode whose messages
                 it rejects ends there, truncated (``final_observation`` is the unanswered observation).
+            keyed: pass the policy ``keys=(tag hash, seed, group member, turn)`` per conversation, so each
+                episode's sampling depends on that episode alone (see :mod:`agentgym_bench.rollout.policy`).
 
         Raises:
             ValueError: ``prompt_fits`` rejects an episode's first prompt (nothing could be generated).
@@ -168,8 +177,10 @@ class EnvGroups:
         observations = [obs for obs, _ in starts]
         state_keys = [str(info["state_key"]) for _, info in starts]
         live = list(range(len(self.envs)))
-        bar = tqdm(total=len(live), desc="rollout", unit="episode", disable=not progress, leave=False)
+        bar = progress_bar(len(live), "rollout", "episode", enabled=progress, leave=False)
+        tag_hashes = {t: tag_hash(t) for t in self.tags}
         while live:
+            bar.set_postfix_str(f"turn {len(trajectories[live[0]].turns) + 1}, {len(live)} playing")
             messages = [build_messages(trajectories[i].system_prompt, [t.observation for t in trajectories[i].turns],
                                        [t.reply for t in trajectories[i].turns], observations[i], history)
                         for i in live]
@@ -186,7 +197,13 @@ class EnvGroups:
                 live = [i for i, ok in zip(live, fits, strict=True) if ok]
                 if not live:
                     break
-            generations = policy.generate(messages, [self.envs[i].unwrapped for i in live])
+            envs = [self.envs[i].unwrapped for i in live]
+            if keyed:
+                keys = [(tag_hashes[self.env_tags[i]], seeds[i], i % self.group_size, len(trajectories[i].turns))
+                        for i in live]
+                generations = policy.generate(messages, envs, keys=keys)
+            else:
+                generations = policy.generate(messages, envs)
             if len(generations) != len(live):
                 raise RuntimeError(f"the policy returned {len(generations)} replies for {len(live)} conversations")
             replies = {i: g.text for i, g in zip(live, generations, strict=True)}
@@ -199,7 +216,9 @@ class EnvGroups:
                     observation=observations[i], state_key=state_keys[i], reply=generation.text,
                     actions=list(info.get("actions", [])), executed_actions=list(info.get("executed_actions", [])),
                     reward=float(reward), info=json_safe(info), token_ids=generation.token_ids,
-                    logprobs=generation.logprobs))
+                    logprobs=generation.logprobs, prompt_tokens=generation.prompt_tokens,
+                    completion_tokens=(len(generation.token_ids) if generation.token_ids is not None
+                                       else generation.completion_tokens)))
                 observations[i], state_keys[i] = obs, str(info["state_key"])
                 if terminated or truncated:
                     trajectory.final_observation = obs

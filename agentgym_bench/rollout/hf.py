@@ -8,12 +8,13 @@ and ``past_key_values`` — GPT-2 (the default model), Qwen2, Llama, ...
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from agentgym_bench.rollout.policy import Generation, Message
+from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 
 def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:
@@ -50,18 +51,25 @@ class HFPolicy:
         max_new_tokens: reply budget in tokens.
         seed: seeds the policy's own ``torch.Generator``; the same seed and inputs give the same replies.
         max_batch_size: split larger batches into chunks of this many conversations (``None``: one chunk).
+        overlong: what a prompt that does not fit the model's positions (with ``max_new_tokens``) gets:
+            ``"error"`` (a ``ValueError``, the default: a training config that cannot work should stop) or
+            ``"empty"`` (an empty reply without running the model, which the env scores as an invalid turn: a
+            benchmark evaluation goes on, and the model scores nothing where it cannot read the page).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
-                 max_new_tokens: int = 32, seed: int = 0, max_batch_size: int | None = None):
-        if temperature < 0:
-            raise ValueError(f"temperature={temperature} must be >= 0")
+                 max_new_tokens: int = 32, seed: int = 0, max_batch_size: int | None = None,
+                 overlong: str = "error"):
+        if not 0 <= temperature < math.inf:
+            raise ValueError(f"temperature={temperature} must be a finite number >= 0")
         if not 0 < top_p <= 1:
             raise ValueError(f"top_p={top_p} must be in (0, 1]")
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens={max_new_tokens} must be >= 1")
         if max_batch_size is not None and max_batch_size < 1:
             raise ValueError(f"max_batch_size={max_batch_size} must be >= 1 or None")
+        if overlong not in ("error", "empty"):
+            raise ValueError(f"overlong={overlong!r} must be 'error' or 'empty'")
         if tokenizer.chat_template is None:
             raise ValueError("the tokenizer has no chat template")
         self.model = model
@@ -70,35 +78,60 @@ class HFPolicy:
         self.top_p = float(top_p)
         self.max_new_tokens = max_new_tokens
         self.max_batch_size = max_batch_size
+        self.overlong = overlong
         self.stop_ids = stop_token_ids(model, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
         self.device = next(model.parameters()).device
+        self.seed = seed
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
 
     @classmethod
     def from_pretrained(cls, path: str, *, device: str = "cpu", dtype: Any = None, **kwargs: Any) -> HFPolicy:
-        """Load a model folder or hub id (``AutoModelForCausalLM`` / ``AutoTokenizer``) and wrap it."""
+        """Load a model (``AutoModelForCausalLM`` / ``AutoTokenizer``) and wrap it.
+
+        ``path``: a folder (``~`` expanded), a name under ``$AGENTGYM_BENCH_HOME/models`` (``"warmstart"``,
+        ``"default"``) or a hub id; see :func:`agentgym_bench.paths.resolve_model`.
+        """
         from agentgym_bench.rollout.default_model import load_model
 
         model, tokenizer = load_model(path, device=device, dtype=dtype)
         return cls(model, tokenizer, **kwargs)
 
-    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None) -> list[Generation]:
-        """Reply to each conversation; ``envs`` is ignored."""
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
+                 keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
+        """Reply to each conversation; ``envs`` is ignored. With ``keys`` (one per conversation) each row samples
+        from its own ``torch.Generator`` seeded by :func:`~agentgym_bench.rollout.policy.key_seed`, so its reply does
+        not depend on the rest of the batch; without, the batch shares :attr:`generator`."""
         prompts = [self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True, tokenize=False)
                    for c in conversations]
-        size = self.max_batch_size or max(len(prompts), 1)
-        out: list[Generation] = []
-        for start in range(0, len(prompts), size):
-            out += self.generate_text(prompts[start : start + size])
-        return out
+        if keys is not None and len(keys) != len(prompts):
+            raise ValueError(f"{len(keys)} keys for {len(prompts)} conversations")
+        out: list[Generation | None] = [None] * len(prompts)
+        rows = list(range(len(prompts)))
+        if self.overlong == "empty" and self.max_positions is not None and prompts:
+            lengths = [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]]
+            rows = [i for i in rows if lengths[i] + self.max_new_tokens <= self.max_positions]
+            for i in set(range(len(prompts))) - set(rows):
+                out[i] = Generation("", [], [], prompt_tokens=lengths[i])
+        size = self.max_batch_size or max(len(rows), 1)
+        for start in range(0, len(rows), size):
+            chunk = rows[start : start + size]
+            chunk_keys = None if keys is None else [keys[i] for i in chunk]
+            replies = self.generate_text([prompts[i] for i in chunk], chunk_keys)
+            for i, reply in zip(chunk, replies, strict=True):
+                out[i] = reply
+        return [g for g in out if g is not None]
 
-    def generate_text(self, prompts: Sequence[str]) -> list[Generation]:
-        """Continue already rendered prompt strings (one batch, no chunking)."""
+    def generate_text(self, prompts: Sequence[str], keys: Sequence[tuple[int, ...]] | None = None
+                      ) -> list[Generation]:
+        """Continue already rendered prompt strings (one batch, no chunking); ``keys`` as in :meth:`generate`."""
         if not prompts:
             return []
+        generators = None
+        if keys is not None:
+            generators = [torch.Generator(device=self.device).manual_seed(key_seed(self.seed, k)) for k in keys]
         enc = self.tokenizer(list(prompts), add_special_tokens=False, padding=True, padding_side="left",
                              return_tensors="pt")
         length = enc["input_ids"].shape[1]
@@ -106,20 +139,25 @@ class HFPolicy:
             raise ValueError(f"prompt of {length} tokens + max_new_tokens={self.max_new_tokens} exceeds the "
                              f"model's {self.max_positions} positions; shorten the prompt (prompt='compact', a "
                              "history window) or lower max_new_tokens")
-        tokens, logprobs = self._sample(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device))
+        tokens, logprobs = self._sample(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device),
+                                        generators)
         results = []
         stops = set(self.stop_ids)
-        for row_tokens, row_logprobs in zip(tokens.tolist(), logprobs.tolist(), strict=True):
+        prompt_lengths = enc["attention_mask"].sum(dim=1).tolist()
+        for row_tokens, row_logprobs, prompt_length in zip(tokens.tolist(), logprobs.tolist(), prompt_lengths,
+                                                           strict=True):
             n = next((i + 1 for i, t in enumerate(row_tokens) if t in stops), len(row_tokens))
             ids = row_tokens[:n]
             text_ids = ids[:-1] if ids[-1] in stops else ids
             results.append(Generation(self.tokenizer.decode(text_ids, skip_special_tokens=True), ids,
-                                      row_logprobs[:n]))
+                                      row_logprobs[:n], prompt_tokens=int(prompt_length)))
         return results
 
     @torch.no_grad()
-    def _sample(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _sample(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                generators: list[torch.Generator] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample ``(B, N)`` token ids and their log-probs, ``N <= max_new_tokens``; rows past their stop hold pad.
+        ``generators``: one per row (keyed sampling), else the shared :attr:`generator`.
 
         Finished rows leave the batch (and the KV cache, ``Cache.batch_select_indices``) so they cost nothing.
         """
@@ -135,7 +173,8 @@ class HFPolicy:
         rows = torch.arange(batch, device=self.device)  # the rows still generating
         steps = 0
         for step in range(self.max_new_tokens):
-            token, logprob = self._pick(logits.float())
+            token, logprob = self._pick(logits.float(),
+                                        None if generators is None else [generators[r] for r in rows.tolist()])
             tokens[rows, step], logprobs[rows, step] = token, logprob
             steps = step + 1
             going = ~torch.isin(token, stop_ids)
@@ -153,8 +192,11 @@ class HFPolicy:
             next_position = next_position + 1
         return tokens[:, :steps], logprobs[:, :steps]
 
-    def _pick(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One token per row from ``(B, V)`` logits, and its log-probability under the sampling distribution."""
+    def _pick(self, logits: torch.Tensor, generators: list[torch.Generator] | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per row from ``(B, V)`` logits, and its log-probability under the sampling distribution.
+
+        With ``generators`` (one per row) each row inverts its CDF at one uniform draw from its own generator."""
         if self.temperature == 0:
             token = logits.argmax(dim=-1)
             return token, torch.log_softmax(logits, dim=-1).gather(1, token[:, None])[:, 0]
@@ -165,5 +207,11 @@ class HFPolicy:
             sorted_logp = sorted_logp.masked_fill(before >= self.top_p, float("-inf"))
             logp = torch.full_like(logp, float("-inf")).scatter(1, order, sorted_logp)
             logp = torch.log_softmax(logp, dim=-1)
-        token = torch.multinomial(logp.exp(), 1, generator=self.generator)[:, 0]
+        if generators is None:
+            token = torch.multinomial(logp.exp(), 1, generator=self.generator)[:, 0]
+        else:
+            u = torch.cat([torch.rand(1, generator=g, device=logp.device) for g in generators])
+            cdf = logp.exp().cumsum(dim=-1)
+            token = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).clamp(max=logp.shape[-1] - 1)[:, 0]
+            token = torch.where(torch.isfinite(logp.gather(1, token[:, None])[:, 0]), token, logp.argmax(dim=-1))
         return token, logp.gather(1, token[:, None])[:, 0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agentgym_bench.rollout.policy import Generation, Message
+from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -38,7 +39,8 @@ class OpenAIPolicy:
             empty means no header (local servers).
         temperature / top_p / max_tokens: sampling settings sent with every request.
         seed: if given, request ``i`` of the policy's lifetime carries ``seed + i`` (servers that honour seeds are
-            then reproducible for a fixed batch order).
+            then reproducible for a fixed batch order); with ``keys``, a conversation's request carries
+            ``key_seed(seed, key)`` instead (31 bits), independent of the batch.
         logprobs: ask for the log-probabilities of the reply tokens (``Generation.logprobs``) where supported.
         timeout: seconds per request attempt.
         max_retries: extra attempts after a timeout, connection error, 429 or 5xx.
@@ -67,12 +69,24 @@ class OpenAIPolicy:
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.max_concurrency = max_concurrency
         self.requests_made = 0
+        self._lock = threading.Lock()
+        self.prompt_tokens = 0
+        """Sum of ``usage.prompt_tokens`` over the answers (what the endpoint charged for)."""
+        self.completion_tokens = 0
+        """Sum of ``usage.completion_tokens``."""
 
-    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None) -> list[Generation]:
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
+                 keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
         """Reply to each conversation (``envs`` is ignored); requests run concurrently, results keep the order."""
         first = self.requests_made
         self.requests_made += len(conversations)
-        jobs = [(list(c), None if self.seed is None else self.seed + first + i) for i, c in enumerate(conversations)]
+        if self.seed is None:
+            seeds: list[int | None] = [None] * len(conversations)
+        elif keys is None:
+            seeds = [self.seed + first + i for i in range(len(conversations))]
+        else:
+            seeds = [key_seed(self.seed, k) >> 32 for k in keys]
+        jobs = list(zip([list(c) for c in conversations], seeds, strict=True))
         if len(jobs) <= 1:
             return [self._complete(*job) for job in jobs]
         with ThreadPoolExecutor(min(self.max_concurrency, len(jobs))) as pool:
@@ -90,7 +104,13 @@ class OpenAIPolicy:
         content = (choice.get("logprobs") or {}).get("content")
         if content:
             logprobs = [float(item["logprob"]) for item in content]
-        return Generation(text, None, logprobs)
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        prompt_tokens = usage.get("prompt_tokens")
+        with self._lock:
+            self.prompt_tokens += int(prompt_tokens or 0)
+            self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        completion_tokens = usage.get("completion_tokens")
+        return Generation(text, None, logprobs, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         payload = json.dumps(body).encode()

@@ -14,7 +14,7 @@ import numpy as np
 from agentgym_bench.agent.env import LLMAgentEnv
 from agentgym_bench.agent.parsing import format_reply
 from agentgym_bench.agent.policies import oracle_reply, random_reply
-from agentgym_bench.rollout.policy import Generation, Message
+from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 
 def _agent_envs(envs: Sequence[LLMAgentEnv] | None, n: int, who: str) -> Sequence[LLMAgentEnv]:
@@ -26,8 +26,8 @@ def _agent_envs(envs: Sequence[LLMAgentEnv] | None, n: int, who: str) -> Sequenc
 class OraclePolicy:
     """The game's oracle plan each turn (``oracle_reply``)."""
 
-    def generate(self, conversations: Sequence[list[Message]],
-                 envs: Sequence[LLMAgentEnv] | None = None) -> list[Generation]:
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[LLMAgentEnv] | None = None,
+                 keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
         envs = _agent_envs(envs, len(conversations), "OraclePolicy")
         return [Generation(oracle_reply(env)) for env in envs]
 
@@ -36,7 +36,8 @@ class RandomPolicy:
     """1..k uniformly random valid actions per turn, well formatted (``random_reply``).
 
     Arguments:
-        seed: seeds the policy's generator.
+        seed: seeds the policy's generator; with ``keys`` each conversation draws from its own generator seeded by
+            ``(seed, key)`` (:func:`~agentgym_bench.rollout.policy.key_seed`) instead.
         max_actions: k, the most actions per reply, capped by each env's per-turn limit; ``None``: that limit (the
             random agent of ``agentgym-bench demo`` and ``docs/oracles.md``).
     """
@@ -44,14 +45,17 @@ class RandomPolicy:
     def __init__(self, seed: int = 0, *, max_actions: int | None = None):
         if max_actions is not None and max_actions < 1:
             raise ValueError(f"max_actions={max_actions} must be >= 1 or None")
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.max_actions = max_actions
 
-    def generate(self, conversations: Sequence[list[Message]],
-                 envs: Sequence[LLMAgentEnv] | None = None) -> list[Generation]:
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[LLMAgentEnv] | None = None,
+                 keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
         envs = _agent_envs(envs, len(conversations), "RandomPolicy")
-        return [Generation(random_reply(env, self.rng, max_actions=self.max_actions or env.max_actions_per_turn))
-                for env in envs]
+        rngs = ([self.rng] * len(envs) if keys is None
+                else [np.random.default_rng(key_seed(self.seed, k)) for k in keys])
+        return [Generation(random_reply(env, rng, max_actions=self.max_actions or env.max_actions_per_turn))
+                for env, rng in zip(envs, rngs, strict=True)]
 
 
 class NoisyOraclePolicy:
@@ -85,8 +89,9 @@ class NoisyOraclePolicy:
         actions = env.game.unwrapped.oracle_turn(env.turns_left, env.actions_left, limit)
         return format_reply(list(actions), enable_think=env.enable_think)
 
-    def generate(self, conversations: Sequence[list[Message]],
-                 envs: Sequence[LLMAgentEnv] | None = None) -> list[Generation]:
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[LLMAgentEnv] | None = None,
+                 keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
+        """``keys`` are ignored: demonstrations draw from the policy's one stream."""
         envs = _agent_envs(envs, len(conversations), "NoisyOraclePolicy")
         out = []
         for env in envs:

@@ -163,8 +163,9 @@ class TokenInTokenOut:
         self.by_ids = hasattr(policy, "generate_ids")
         self._contexts: dict[tuple, tuple[Any, list[int]]] = {}
 
-    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None) -> list[Any]:
-        """Reply to each conversation (``envs`` is ignored)."""
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
+                 keys: Sequence[tuple[int, ...]] | None = None) -> list[Any]:
+        """Reply to each conversation (``envs`` is ignored; ``keys`` go to a text backend's keyed sampling)."""
         prompts = []
         for messages in conversations:
             previous = self._contexts.get(_key(messages[:-1]))
@@ -175,7 +176,11 @@ class TokenInTokenOut:
                 context, ids = previous
                 more = tito_continuation(self.tokenizer, ids, messages[-1]["content"])
                 prompts.append(context + encode(self.tokenizer, more) if self.by_ids else context + more)
-        generations = self.policy.generate_ids(prompts) if self.by_ids else self.policy.generate_text(prompts)
+        if self.by_ids:
+            generations = self.policy.generate_ids(prompts)
+        else:
+            generations = self.policy.generate_text(prompts, keys) if keys is not None else \
+                self.policy.generate_text(prompts)
         self._contexts = {}
         for messages, prompt, generation in zip(conversations, prompts, generations, strict=True):
             if generation.token_ids is None:

@@ -50,6 +50,7 @@ class Turn:
         info: the env's step info (JSON-safe copy).
         token_ids: generated token ids (stop token included if one was sampled), if the policy had them.
         logprobs: their log-probabilities under the sampling distribution, if the policy had them.
+        prompt_tokens / completion_tokens: what the turn cost in tokens, where the backend reports it.
     """
 
     observation: str
@@ -61,6 +62,8 @@ class Turn:
     info: dict[str, Any] = field(default_factory=dict)
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
 
 @dataclass

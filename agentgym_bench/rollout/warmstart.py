@@ -30,18 +30,16 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from agentgym_bench.rollout.default_model import DEFAULT_HOME, DEFAULT_MODEL_DIR
+from agentgym_bench.paths import expand, model_dir
 from agentgym_bench.rollout.engine import TRAIN_SEED_START, EnvGroups
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
 from agentgym_bench.rollout.trajectory import Trajectory
 
 DEFAULT_ENVS = ("AgentFrozenLake-v0", "AgentSokoban-v0", "AgentBandit-v0")
-DEFAULT_OUTPUT = DEFAULT_HOME / "models" / "warmstart"
 
 
 @dataclass
@@ -49,8 +47,10 @@ class WarmStartConfig:
     """Settings of a warm start.
 
     Attributes:
-        model: the model folder (or hub id) to start from; the default folder is built first if missing.
-        output: where to write the fine-tuned model and ``warmstart.json``.
+        model: the model to start from (``agentgym_bench.paths.resolve_model``: a folder, a name under
+            ``$AGENTGYM_BENCH_HOME/models`` or a hub id); ``"default"`` is built first if missing.
+        output: where to write the fine-tuned model and ``warmstart.json`` (``None``:
+            ``paths.model_dir("warmstart")``, which ``pretrain: warmstart`` in the training configs reads).
         envs: agent env ids to learn.
         prompt: prompt template of the envs (``"compact"`` for the small model).
         history: history window of the prompts (``0``: the current observation only).
@@ -67,8 +67,8 @@ class WarmStartConfig:
         seed: seeds demonstrations, shuffling, training and evaluation sampling.
     """
 
-    model: str = str(DEFAULT_MODEL_DIR)
-    output: str = str(DEFAULT_OUTPUT)
+    model: str = "default"
+    output: str | None = None
     envs: tuple[str, ...] = DEFAULT_ENVS
     prompt: str = "compact"
     history: int | None = 0
@@ -193,8 +193,8 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
     from agentgym_bench.rollout.hf import HFPolicy
 
     started = time.time()
-    if Path(config.model) == DEFAULT_MODEL_DIR and not DEFAULT_MODEL_DIR.exists():
-        build_default_model(DEFAULT_MODEL_DIR, seed=config.seed)
+    if config.model == "default" and not model_dir("default").is_dir():
+        build_default_model(model_dir("default"), seed=config.seed)
     model, tokenizer = load_model(config.model)
     demonstrations = collect_demonstrations(config, progress=progress)
     losses = finetune(model, tokenizer, demonstrations, config, progress=progress)
@@ -207,7 +207,7 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
         "random": success_table(RandomPolicy(config.seed), config, history=config.history),
         "random_one_action": success_table(RandomPolicy(config.seed, max_actions=1), config, history=config.history),
     }
-    output = Path(config.output)
+    output = model_dir("warmstart") if config.output is None else expand(config.output)
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output)
     tokenizer.save_pretrained(output)
@@ -243,9 +243,10 @@ def format_report(report: dict[str, Any]) -> str:
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     d = WarmStartConfig()
-    parser.add_argument("--model", default=d.model, help="model folder or hub id to start from; the default folder "
-                        "is built if missing (default: %(default)s)")
-    parser.add_argument("--output", default=d.output, help="folder for the fine-tuned model (default: %(default)s)")
+    parser.add_argument("--model", default=d.model, help="model folder, name under $AGENTGYM_BENCH_HOME/models or hub "
+                        "id to start from; the default model is built if missing (default: %(default)s)")
+    parser.add_argument("--output", default=d.output, help="folder for the fine-tuned model (default: "
+                        f"$AGENTGYM_BENCH_HOME/models/warmstart, now {model_dir('warmstart')})")
     parser.add_argument("--envs", nargs="+", default=list(d.envs), help="agent env ids (default: %(default)s)")
     parser.add_argument("--prompt", default=d.prompt, help="prompt template, compact or ragen (default: %(default)s)")
     parser.add_argument("--history", type=int, default=d.history,
@@ -284,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
         temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
     report = warm_start(config, progress=True)
     print(format_report(report))
-    print(f"wrote {config.output} in {report['seconds']:.0f} s (loss {report['train']['first_loss']:.3f} -> "
+    output = model_dir("warmstart") if config.output is None else expand(config.output)
+    print(f"wrote {output} in {report['seconds']:.0f} s (loss {report['train']['first_loss']:.3f} -> "
           f"{report['train']['final_loss']:.3f})")
     return 0

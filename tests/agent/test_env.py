@@ -202,3 +202,21 @@ def test_huge_reply_is_an_invalid_turn():
     env.reset(seed=0)
     obs, reward, *_ = env.step("<think>" + "x" * (1 << 20) + "</think><answer>" + "Inc||" * 1000)
     assert reward == pytest.approx(-0.1) and obs in env.observation_space
+
+
+def test_oracle_and_random_replies_accept_envs_from_gym_make():
+    import gymnasium as gym
+    import numpy as np
+
+    import agentgym_bench  # noqa: F401  (registers the ids)
+
+    env = gym.make("AgentSokoban-v0")
+    assert not isinstance(env, LLMAgentEnv)  # wrapped by gym.make
+    env.reset(seed=0)
+    _, _, terminated, _, info = env.step(oracle_reply(env))
+    assert info["executed_actions"] and not info["invalid_actions"]
+    if not terminated:
+        _, _, _, _, info = env.step(random_reply(env, np.random.default_rng(0)))
+        assert info["format_valid"]
+    with pytest.raises(TypeError, match="agent env"):
+        oracle_reply(gym.make("agentgym/Sokoban-v0"))

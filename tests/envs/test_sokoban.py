@@ -266,3 +266,22 @@ def test_every_generated_room_is_solvable(dims, boxes, seeds):
         solution = solve(env.room)
         assert solution is not None and 3 <= len(solution), obs
         assert Room.from_text(obs) == env.room
+
+
+@pytest.mark.parametrize(("dims", "boxes", "message"), [
+    ((3, 5), 1, "corridor too short"),
+    ((5, 3), 1, "corridor too short"),
+    ((3, 6), 1, "corridor too short"),
+    ((3, 9), 2, "one-cell corridor"),
+    ((33, 33), 1, "at most 32"),
+    ((30, 30), 8, "at most 5 boxes"),
+])
+def test_shapes_that_cannot_generate_are_refused_by_the_constructor(dims, boxes, message):
+    with pytest.raises(ValueError, match=message):
+        SokobanGame(dim_room=dims, num_boxes=boxes)
+
+
+def test_the_shortest_corridor_allowed_generates():
+    obs, _ = SokobanGame(dim_room=(3, 7)).reset(seed=0)
+    assert obs.count("\n") == 2
+

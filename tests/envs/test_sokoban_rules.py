@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
+from agentgym_bench.envs.sokoban import generator
 from agentgym_bench.envs.sokoban.generator import MIN_MOVES, generate_room, random_topology, reverse_search
 from agentgym_bench.envs.sokoban.rules import ACTIONS, VOCABS, Room, move
 from agentgym_bench.envs.sokoban.solver import live_cells, solve
@@ -166,3 +169,13 @@ def test_default_rooms_are_neither_trivial_nor_out_of_ragen_budget():
     lengths = sorted(len(solve(generate_room(np.random.default_rng(seed), 6, 6, 1, 300))) for seed in range(300))
     assert lengths[0] >= MIN_MOVES and lengths[150] >= 4  # median at least 4 moves
     assert sum(k <= 10 for k in lengths) >= 0.85 * 300  # RAGEN's 10-action budget
+
+
+def test_generation_is_bounded_by_a_count_of_search_states(monkeypatch):
+    # 30x30 with 8 boxes never finds a start within the per-topology cap; a smaller total budget keeps this fast.
+    monkeypatch.setattr(generator, "MAX_TOTAL_STATES", 400_000)
+    started = time.perf_counter()
+    with pytest.raises(generator.GenerationError, match="no solvable 30x30 room with 8 boxes") as error:
+        generate_room(np.random.default_rng(0), 30, 30, 8, 300)
+    assert time.perf_counter() - started < 30
+    assert "400,000 states" in str(error.value) and "fewer boxes" in str(error.value)

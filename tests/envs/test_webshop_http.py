@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -208,7 +209,7 @@ def test_silent_server_times_out():
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         client = WebShopClient(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=0.3, retries=1, backoff=0.0)
-        with pytest.raises(WebShopServerError, match="no answer within 0.3 s"):
+        with pytest.raises(WebShopServerError, match="no complete answer within 0.3 s"):
             client.create()
         client.close()
 
@@ -289,13 +290,72 @@ def test_malformed_answers_raise_clear_errors(liar, call, reply, error, message)
     calls = {"create": lambda: client.create(), "reset": lambda: client.reset(0, 1),
              "step": lambda: client.step(0, "search[x]"), "observation": lambda: client.observation(0),
              "available_actions": lambda: client.available_actions(0)}
-    with pytest.raises(error, match=re.escape(message)):
+    with pytest.raises(error, match=re.escape(message)) as raised:
         calls[call]()
+    assert client.base_url in str(raised.value), "the error must name the full URL"
     client.close()
 
 
 def test_game_reports_a_lying_server(liar):
     liar.reply = (200, b'"just a string"')
-    game = WebShopGame(backend="http", base_url=f"http://127.0.0.1:{liar.server_address[1]}", retries=0)
-    with pytest.raises(WebShopProtocolError, match="POST /create"):
+    url = f"http://127.0.0.1:{liar.server_address[1]}"
+    game = WebShopGame(backend="http", base_url=url, retries=0)
+    with pytest.raises(WebShopProtocolError, match=re.escape(f"POST {url}/create")):
         game.reset(seed=0)
+
+
+class _Dripper(BaseHTTPRequestHandler):
+    """Sends the status line and headers, then the body one byte every ``server.interval`` s (for at most 10 s)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        deadline = time.monotonic() + 10
+        try:
+            while time.monotonic() < deadline:
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(self.server.interval)
+        except OSError:
+            pass  # the client hung up, as it should
+        self.close_connection = True
+
+
+@pytest.fixture
+def dripper():
+    srv = _LiarServer(("127.0.0.1", 0), _Dripper)
+    srv.interval = 0.1
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_dripping_server_is_cut_off_within_the_budget(dripper, retries):
+    url = f"http://127.0.0.1:{dripper.server_address[1]}"
+    client = WebShopClient(url, timeout=0.5, retries=retries, backoff=0.05)
+    assert client.budget == pytest.approx((retries + 1) * 0.5 + 0.05 * (2**retries - 1))
+    started = time.monotonic()
+    with pytest.raises(WebShopServerError, match=re.escape(f"POST {url}/create")):
+        client.create()
+    assert time.monotonic() - started < client.budget + 1.0
+    client.close()
+
+
+def test_a_dripping_server_is_cut_off_during_reset(dripper):
+    game = WebShopGame(backend="http", base_url=f"http://127.0.0.1:{dripper.server_address[1]}", timeout=0.5,
+                       retries=1)
+    started = time.monotonic()
+    with pytest.raises(WebShopServerError, match="no complete answer within 0.5 s"):
+        game.reset(seed=0)
+    assert time.monotonic() - started < game.backend.client.budget + 1.0
+    game.close()

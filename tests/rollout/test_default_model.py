@@ -106,3 +106,28 @@ def _tokenizer():
     if not _TOKENIZER:
         _TOKENIZER.append(build_tokenizer(build_vocab()))
     return _TOKENIZER[0]
+
+
+def test_models_load_by_name_under_the_home_and_by_a_tilde_path(model_dir, tmp_path, monkeypatch):
+    from agentgym_bench.rollout.hf import HFPolicy
+
+    (tmp_path / "bench" / "models").mkdir(parents=True)
+    (tmp_path / "bench" / "models" / "warmstart").symlink_to(model_dir)
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / "m").symlink_to(model_dir)
+    monkeypatch.setenv("AGENTGYM_BENCH_HOME", str(tmp_path / "bench"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    by_name = HFPolicy.from_pretrained("warmstart", temperature=0, max_new_tokens=4)
+    by_tilde = HFPolicy.from_pretrained("~/m", temperature=0, max_new_tokens=4)
+    messages = [[{"role": "user", "content": "Left"}]]
+    assert by_name.generate(messages)[0].text == by_tilde.generate(messages)[0].text
+
+
+def test_loading_a_missing_model_says_what_to_run(tmp_path, monkeypatch):
+    from agentgym_bench.errors import UserError
+
+    monkeypatch.setenv("AGENTGYM_BENCH_HOME", str(tmp_path))
+    with pytest.raises(UserError, match="agentgym-bench init-model"):
+        default_model.load_model()
+    with pytest.raises(UserError, match="init-model"):
+        default_model.load_model("~/no/such/model")

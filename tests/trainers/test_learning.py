@@ -20,11 +20,12 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def warm_model() -> Path:
-    from agentgym_bench.rollout.warmstart import DEFAULT_OUTPUT, WarmStartConfig, warm_start
+    from agentgym_bench.paths import model_dir
+    from agentgym_bench.rollout.warmstart import WarmStartConfig, warm_start
 
-    if not (DEFAULT_OUTPUT / "warmstart.json").exists():
+    if not (model_dir("warmstart") / "warmstart.json").exists():
         warm_start(WarmStartConfig(), progress=True)
-    return DEFAULT_OUTPUT
+    return model_dir("warmstart")
 
 
 @pytest.mark.parametrize("env", ["frozenlake", "sokoban"])

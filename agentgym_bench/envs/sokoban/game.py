@@ -7,9 +7,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from agentgym_bench.envs import arguments
 from agentgym_bench.spaces import text_space
 
-from .generator import MIN_MOVES, generate_room
+from .generator import MIN_MOVES, check_feasible, generate_room
 from .render import render_rgb
 from .rules import ACTIONS, VOCABS, Room, move
 from .solver import solve
@@ -69,8 +70,11 @@ class SokobanGame(gymnasium.Env):
     invalid.
 
     ## Arguments
-    - ``dim_room=(6, 6)``: (rows, columns) including the wall border; each at least 3, one at least 5.
-    - ``num_boxes=1``: boxes (and targets); at least 1, and the room must fit them plus the player and a free cell.
+    - ``dim_room=(6, 6)``: (rows, columns) including the wall border; each 3..32, one at least 5. A room 3 cells
+      high or wide is a one-cell corridor: it takes 1 box and must be at least 7 long.
+    - ``num_boxes=1``: boxes (and targets), 1..5; the room must fit them plus the player and a free cell.
+      Generation is bounded (``generator.py``: at most 4,000,000 search states, 20-30 s for a 30x30 room);
+      a shape that finds no room within the bound raises ``GenerationError`` at ``reset``.
     - ``search_depth=300``: longest optimal solution, in moves, a generated room may have (at least 3). The default
       does not bind for 6x6 / 8x8 rooms; ``search_depth=10`` makes every room solvable within RAGEN's 10 actions.
     - ``vocab="default"``: ``"default"`` (``# _ O √ X P S``) or ``"alt"`` (``W . G C B A @``).
@@ -102,16 +106,15 @@ class SokobanGame(gymnasium.Env):
     ):
         height, width = _check_dim_room(dim_room)
         interior = (height - 2) * (width - 2)
-        if not isinstance(num_boxes, (int, np.integer)) or num_boxes < 1:
-            raise ValueError(f"num_boxes={num_boxes!r} must be an integer >= 1")
+        num_boxes = arguments.integer("num_boxes", num_boxes, low=1)
         if num_boxes + 2 > interior:
             raise ValueError(
                 f"num_boxes={num_boxes} does not fit: a {height}x{width} room has {interior} floor cells, "
                 "which must hold the boxes, the player and at least one free cell"
             )
-        if not isinstance(search_depth, (int, np.integer)) or search_depth < MIN_MOVES:
-            raise ValueError(f"search_depth={search_depth!r} must be an integer >= {MIN_MOVES}")
-        if vocab not in VOCABS:
+        check_feasible(height, width, num_boxes)
+        search_depth = arguments.integer("search_depth", search_depth, low=MIN_MOVES)
+        if not isinstance(vocab, str) or vocab not in VOCABS:
             raise ValueError(f"vocab={vocab!r} is unknown; choose one of {sorted(VOCABS)}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(

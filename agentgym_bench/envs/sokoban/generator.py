@@ -16,6 +16,13 @@
 
 If a topology admits no such state (e.g. every box is stuck on its target), a new topology is drawn from the same
 generator, up to ``MAX_TRIES`` times.
+
+Bounds: the backward search of one topology keeps at most ``MAX_STATES`` states (memory: under 100 MB for a 32x32
+room), and one call explores at most ``MAX_TOTAL_STATES`` states over all its topologies (time: 20-30 s for a
+30x30 room on a shared 2-core VM, milliseconds for the registered sizes; ``benchmarks/sokoban_limits.md``). Both
+are counts, not clocks, so whether a seed generates does not depend on the machine. Past either bound
+:func:`generate_room` raises :class:`GenerationError`. What can never work is refused earlier, by
+:func:`check_feasible` (the game's constructor calls it).
 """
 
 from __future__ import annotations
@@ -32,6 +39,42 @@ MAX_TRIES = 1000
 
 MAX_STATES = 200_000
 """Cap on backward-search states per topology (only reached by large rooms with many boxes)."""
+
+MAX_TOTAL_STATES = 4_000_000
+"""Cap on backward-search states over all the topologies one :func:`generate_room` call tries."""
+
+MAX_SIDE = 32
+"""Longest room side (border included): a search state is an integer of one bit per cell."""
+
+MAX_BOXES = 5
+"""Most boxes: a start needs every box pulled off its target, and past 5 boxes the backward search rarely gets there
+within ``MAX_STATES`` (30x30: 4 of 8 topologies with 5 boxes, 1 of 8 with 6, 0 of 8 with 7 or 8)."""
+
+
+class GenerationError(RuntimeError):
+    """No room was found within the generator's bounds (see the module docstring)."""
+
+
+def check_feasible(height: int, width: int, num_boxes: int) -> None:
+    """ValueError naming ``dim_room`` / ``num_boxes`` if no room of this shape can ever be generated.
+
+    Sides are at most :data:`MAX_SIDE` and boxes at most :data:`MAX_BOXES`. A room 3 cells high or wide is a
+    one-cell corridor: a box there can only be pushed along it and cannot pass another box, so it takes exactly one
+    box, and a corridor of ``L`` floor cells has no solution longer than ``L - 2`` moves, so ``L`` must be at least
+    ``MIN_MOVES + 2`` (the room at least ``MIN_MOVES + 4`` long): 3x5 and 3x6 can never be generated.
+    """
+    if max(height, width) > MAX_SIDE:
+        raise ValueError(f"dim_room=({height}, {width}): sides are at most {MAX_SIDE} (generator.MAX_SIDE)")
+    if num_boxes > MAX_BOXES:
+        raise ValueError(f"num_boxes={num_boxes}: the generator finds rooms for at most {MAX_BOXES} boxes "
+                         "within its search bounds (generator.MAX_BOXES)")
+    if min(height, width) == 3:
+        if num_boxes > 1:
+            raise ValueError(f"num_boxes={num_boxes} cannot be solved in a {height}x{width} room: it is a one-cell "
+                             "corridor, where boxes cannot pass each other; use 1 box or a wider room")
+        if max(height, width) < MIN_MOVES + 4:
+            raise ValueError(f"dim_room=({height}, {width}) is a corridor too short for a puzzle of at least "
+                             f"{MIN_MOVES} moves; use at least {MIN_MOVES + 4} cells along it, or a wider room")
 
 _MASKS = (
     ((0, 0, 0), (1, 1, 1), (0, 0, 0)),
@@ -57,15 +100,18 @@ def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: 
         A room whose optimal solution takes between ``MIN_MOVES`` and ``search_depth`` moves.
 
     Raises:
-        RuntimeError: if ``MAX_TRIES`` topologies in a row admit no such room.
+        GenerationError: if ``MAX_TRIES`` topologies, or ``MAX_TOTAL_STATES`` search states, admit no such room.
     """
-    for _ in range(MAX_TRIES):
+    explored = tries = 0
+    while tries < MAX_TRIES and explored < MAX_TOTAL_STATES:
+        tries += 1
         floor = random_topology(rng, height, width)
         if len(floor) < num_boxes + 2:
             continue
         cells = sorted(floor)
         targets = [int(c) for c in rng.choice(cells, size=num_boxes, replace=False)]
-        layers = reverse_search(height, width, floor, targets, search_depth)
+        layers, seen = _reverse_search(height, width, floor, targets, search_depth)
+        explored += seen
         total = sum(depth * len(layers[depth]) for depth in range(MIN_MOVES, len(layers)))
         if total == 0:
             continue
@@ -75,9 +121,10 @@ def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: 
                 boxes, player = divmod(layers[depth][draw // depth], height * width)
                 return Room(height, width, frozenset(floor), frozenset(targets), frozenset(_bits(boxes)), player)
             draw -= depth * len(layers[depth])
-    raise RuntimeError(
+    raise GenerationError(
         f"no solvable {height}x{width} room with {num_boxes} boxes and an optimal solution of {MIN_MOVES}.."
-        f"{search_depth} moves in {MAX_TRIES} topologies"
+        f"{search_depth} moves in {tries} topologies ({explored:,} search states; the bounds are {MAX_TRIES} "
+        f"topologies and {MAX_TOTAL_STATES:,} states); use fewer boxes, a smaller room or a larger search_depth"
     )
 
 
@@ -113,6 +160,12 @@ def reverse_search(height: int, width: int, floor: set[int], targets: list[int],
         ``box_mask * height * width + player`` (bit ``c`` of ``box_mask`` marks a box on cell ``c``), in a
         deterministic order.
     """
+    return _reverse_search(height, width, floor, targets, search_depth)[0]
+
+
+def _reverse_search(height: int, width: int, floor: set[int], targets: list[int],
+                    search_depth: int) -> tuple[list[list[int]], int]:
+    """:func:`reverse_search`'s layers, and the number of states it visited."""
     cells = height * width
     steps = (-width, width, -1, 1)
     free = bytearray(cells)
@@ -144,7 +197,7 @@ def reverse_search(height: int, width: int, floor: set[int], targets: list[int],
         frontier = nxt
         if not frontier or len(seen) > MAX_STATES:
             break
-    return layers
+    return layers, len(seen)
 
 
 def _bits(mask: int) -> list[int]:

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 import gymnasium as gym
 
+from agentgym_bench.envs import arguments
 from agentgym_bench.envs.webshop.catalog import SPLIT_SIZES, load_catalog
 from agentgym_bench.envs.webshop.client import WebShopClient
 from agentgym_bench.envs.webshop.oracle import OracleShopper
@@ -184,7 +185,8 @@ class WebShopGame(gym.Env):
       ``reset(options={"goal_index": i})`` plays goal ``i`` of the split; no seed draws one from ``np_random``.
     - ``backend="local"``: ``"local"`` or ``"http"``.
     - ``base_url=None``: the server for ``backend="http"`` (required then, e.g. ``"http://127.0.0.1:36001"``).
-    - ``timeout=10.0``, ``retries=2``: HTTP socket timeout (s) and retries (see ``client.py``).
+    - ``timeout=10.0``, ``retries=2``: seconds allowed for one HTTP request attempt (connect to last byte) and retries
+      (0..10); one call ends within ``(retries + 1) * timeout`` plus the backoff (see ``client.py``).
     - ``num_goals=None``: goals on the HTTP server, needed for the train split of a server other than
       ``webshop-serve`` (whose count is the default). Split ranges: test ``[0, 500)``, validation ``[500, 1500)``,
       train ``[1500, num_goals)``.
@@ -209,10 +211,10 @@ class WebShopGame(gym.Env):
             raise ValueError(f"backend={backend!r} must be one of {BACKENDS}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r} must be None or one of {self.metadata['render_modes']}")
-        if num_goals is not None and (not isinstance(num_goals, int) or isinstance(num_goals, bool)
-                                      or num_goals <= sum(SPLIT_SIZES.values())):
-            raise ValueError(f"num_goals={num_goals!r} must be an integer > {sum(SPLIT_SIZES.values())} "
-                             "(test and validation take the first goals)")
+        if num_goals is not None:  # test and validation take the first goals
+            num_goals = arguments.integer("num_goals", num_goals, low=sum(SPLIT_SIZES.values()) + 1)
+        timeout = arguments.number("timeout", timeout, low=0.0, low_open=True)
+        retries = arguments.integer("retries", retries, low=0)
         self.split, self.render_mode = split, render_mode
         if backend == "local":
             if base_url is not None:

@@ -30,8 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from agentgym_bench import cli
 from agentgym_bench.envs.webshop.catalog import Catalog, load_catalog
 from agentgym_bench.envs.webshop.session import WebShopSession
+from agentgym_bench.errors import UserError
 
 DEFAULT_PORT = 36001
 MAX_BODY_BYTES = 1 << 20
@@ -241,7 +243,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``agentgym-bench webshop-serve``."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 exposes "
                                                             "the server to the network, without authentication)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+    parser.add_argument("--port", type=cli.port, default=DEFAULT_PORT,
                         help=f"port to listen on (default {DEFAULT_PORT}, AgentGym's; 0 picks a free port)")
     parser.add_argument("--catalog", type=Path, default=None, help="catalog file (default: the bundled store)")
     parser.add_argument("--max-envs", type=int, default=8000, help="envs that may exist at once (default 8000)")
@@ -251,9 +253,16 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted. The first line on stdout is ``WebShop server listening on http://host:port ...``."""
+    if args.catalog is not None and not args.catalog.is_file():
+        raise UserError(f"--catalog {args.catalog}: no such file")
+    if args.max_envs < 1:
+        raise UserError(f"--max-envs {args.max_envs} must be at least 1")
     catalog = load_catalog(args.catalog)
-    server = make_server(args.host, args.port, catalog=catalog, max_envs=args.max_envs, seed=args.seed,
-                         verbose=args.verbose)
+    try:
+        server = make_server(args.host, args.port, catalog=catalog, max_envs=args.max_envs, seed=args.seed,
+                             verbose=args.verbose)
+    except OSError as err:
+        raise cli.listen_error(args.host, args.port, err) from err
     print(f"WebShop server listening on {server.url} ({len(catalog.products)} products, {len(catalog.goals)} goals)",
           flush=True)
     try:

@@ -1,0 +1,27 @@
+"""Routes for other trainers, each one small module over the same :class:`~agentgym_bench.agent.LLMAgentEnv`.
+
+- :mod:`agentgym_bench.adapters.openenv`: the agent envs as OpenEnv environments (``openenv-core``'s server and
+  types, WebSocket sessions) and a client class; ``agentgym-bench openenv-serve``.
+- :mod:`agentgym_bench.adapters.gem`: the agent envs through GEM's ``gem.Env`` interface (``gem-llm``; ROLL).
+- :mod:`agentgym_bench.adapters.trl`: a ``rollout_func`` for ``trl.GRPOTrainer`` that plays multi-turn episodes
+  and returns our token view (model tokens masked from env tokens).
+
+Each third-party package is an optional extra, imported only when its adapter module is imported; a missing one
+is a :class:`~agentgym_bench.errors.UserError` naming the install command. See ``docs/integrations.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from agentgym_bench.errors import UserError
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import ``module`` or raise :class:`UserError` saying ``pip install 'agentgym-bench[extra]'``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise UserError(f"this needs the optional package behind `{module}` ({e}); install it with "
+                        f"pip install 'agentgym-bench[{extra}]'") from e

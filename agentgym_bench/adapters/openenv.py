@@ -1,0 +1,247 @@
+"""Our agent envs as OpenEnv environments, served by ``openenv-core``'s own server, and a client class.
+
+OpenEnv (https://github.com/meta-pytorch/OpenEnv, PyPI ``openenv-core``) defines an ``Environment`` with
+``reset(seed, episode_id, **kw) -> Observation``, ``step(action) -> Observation`` and a ``state`` property, pydantic
+wire types, and a FastAPI server (``HTTPEnvServer``) with ``POST /reset``, ``POST /step``, ``GET /state`` and a
+``WS /ws`` route on which each connection is one session with its own environment instance.
+
+:class:`AgentOpenEnv` is that ``Environment`` over one :class:`~agentgym_bench.agent.LLMAgentEnv` (``gym.make`` of a
+registered agent id): the action is the raw model reply, the observation is the text the model reads next plus the
+env's ``info``; reward and ``done`` ride on the observation as OpenEnv wants. Nothing of the game or the reply
+parser is repeated here.
+
+Sessions. :func:`make_app` builds the FastAPI app with ``HTTPEnvServer`` and a bounded number of concurrent
+WebSocket sessions (OpenEnv refuses the next one with ``CAPACITY_REACHED``). A client that disconnects, cleanly or
+not, ends its session (OpenEnv closes the env). A session idle for ``session_ttl`` seconds is closed by
+:class:`SessionGuard`, which ends the WebSocket itself: OpenEnv 0.3's own idle reaper closes the env but leaves the
+connection open (``HTTPEnvServer._reap_idle_sessions``), so an idle client would keep its socket forever.
+
+HTTP. As in OpenEnv, ``POST /reset`` and ``POST /step`` each build a fresh env and close it after the call, so HTTP
+gives the first observation of an episode (``/reset`` with a seed) but cannot play one; ``POST /step`` answers 409
+with the reason. Episodes run on the WebSocket: :class:`AgentEnvClient`, an OpenEnv ``EnvClient``.
+
+One server serves several env ids: ``reset(env_id=...)`` picks one of them (default: the first).
+
+Install: ``pip install 'agentgym-bench[openenv]'``. Command line: ``agentgym-bench openenv-serve [ENV_ID ...]``
+(:mod:`agentgym_bench.commands.openenv_serve`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+import agentgym_bench  # noqa: F401 - registers the env ids
+from agentgym_bench.adapters import require
+from agentgym_bench.agent.env import MAX_REPLY_LENGTH, LLMAgentEnv
+from agentgym_bench.errors import UserError
+from agentgym_bench.registration import AGENT_ENVS
+from agentgym_bench.rollout.trajectory import json_safe
+
+_types = require("openenv.core.env_server.types", "openenv")
+_interfaces = require("openenv.core.env_server.interfaces", "openenv")
+_http = require("openenv.core.env_server.http_server", "openenv")
+_client = require("openenv.core.env_client", "openenv")
+_client_types = require("openenv.core.client_types", "openenv")
+from pydantic import Field  # noqa: E402 - pydantic comes with openenv-core
+
+
+class AgentAction(_types.Action):
+    """One model reply, verbatim (``<think>...</think><answer>Up || Left</answer>``)."""
+
+    reply: str = Field(max_length=MAX_REPLY_LENGTH, description="the raw model reply")
+
+
+class AgentObservation(_types.Observation):
+    """What the model reads next (``text``) and the env's ``info`` (JSON-safe; see ``LLMAgentEnv``).
+
+    ``reward`` is the turn's reward (``None`` after reset), ``done`` is ``terminated or truncated``. OpenEnv's wire
+    format drops ``metadata``, so everything a trainer needs is in real fields.
+    """
+
+    text: str = ""
+    truncated: bool = False
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentState(_types.State):
+    """The session's episode: which env, which seed, and how far it is."""
+
+    env_id: str | None = None
+    seed: int | None = None
+    episode_reward: float = 0.0
+    done: bool = True
+
+
+class EpisodeNotRunning(RuntimeError):
+    """``step`` without a running episode (never reset, or already over)."""
+
+
+class AgentOpenEnv(_interfaces.Environment):
+    """An OpenEnv ``Environment`` over our agent envs (one instance per session).
+
+    Arguments:
+        env_ids: the agent ids this server offers; ``reset(env_id=...)`` picks one (default: the first).
+        env_kwargs: ``gym.make`` keyword arguments for every id (e.g. ``{"prompt": "compact"}``).
+
+    The gym env is built on the first ``reset`` (OpenEnv builds throwaway instances for ``/state`` and
+    ``/metadata``) and rebuilt only when the id changes. ``(env_id, env_kwargs, seed)`` fixes the episode exactly as
+    ``gym.make(env_id, **env_kwargs).reset(seed=seed)`` does.
+    """
+
+    SUPPORTS_CONCURRENT_SESSIONS = True  # each session owns its env; nothing is shared between instances
+
+    def __init__(self, env_ids: Sequence[str], env_kwargs: Mapping[str, Any] | None = None):
+        super().__init__()
+        self.env_ids = check_env_ids(env_ids)
+        self.env_kwargs = dict(env_kwargs or {})
+        self.env: LLMAgentEnv | None = None
+        self._state = AgentState()
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, env_id: str | None = None,
+              **kwargs: Any) -> AgentObservation:
+        if kwargs:
+            raise ValueError(f"unknown reset arguments {sorted(kwargs)}; accepted: seed, episode_id, env_id")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            raise ValueError(f"seed={seed!r} must be a non-negative integer or null")
+        env_id = self.env_ids[0] if env_id is None else env_id
+        if env_id not in self.env_ids:
+            raise ValueError(f"env_id={env_id!r} is not served here; this server offers {self.env_ids}")
+        if self.env is None or self._state.env_id != env_id:
+            self.close()
+            self.env = gym.make(env_id, **self.env_kwargs)
+        text, info = self.env.reset(seed=seed)
+        self._state = AgentState(episode_id=episode_id or str(uuid.uuid4()), step_count=0, env_id=env_id, seed=seed,
+                                 done=False)
+        return AgentObservation(text=text, info=json_safe(info), reward=None, done=False)
+
+    def step(self, action: AgentAction, timeout_s: float | None = None, **kwargs: Any) -> AgentObservation:
+        if self.env is None or self._state.done:
+            raise EpisodeNotRunning("no episode is running in this session: send reset first (over HTTP every "
+                                    "request gets a fresh env, so episodes need the WebSocket session at /ws)")
+        text, reward, terminated, truncated, info = self.env.step(action.reply)
+        state = self._state
+        state.step_count += 1
+        state.episode_reward += float(reward)
+        state.done = bool(terminated or truncated)
+        return AgentObservation(text=text, info=json_safe(info), reward=float(reward), done=state.done,
+                                truncated=bool(truncated))
+
+    @property
+    def state(self) -> AgentState:
+        return self._state
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+
+def check_env_ids(env_ids: Sequence[str]) -> list[str]:
+    """``env_ids`` as a list, or :class:`UserError` if it is empty or names an id that is not an agent id."""
+    env_ids = list(env_ids)
+    unknown = [e for e in env_ids if e not in AGENT_ENVS]
+    if not env_ids or unknown:
+        raise UserError(f"unknown env ids {unknown}; choose from {list(AGENT_ENVS)}" if unknown
+                        else "give at least one env id")
+    return env_ids
+
+
+class SessionGuard:
+    """ASGI middleware around OpenEnv's app for WebSocket sessions.
+
+    - A WebSocket that sends nothing for ``ttl`` seconds (``None``: no limit) is told the client left; the app
+      then ends the session as for any disconnect (OpenEnv closes the env) and closes the socket, so a client that
+      opens sessions and goes quiet holds neither an env nor a connection past ``ttl``.
+    - OpenEnv 0.3 closes the socket after the client's ``close`` message even when the client has already gone,
+      which raises ``WebSocketDisconnect`` out of the app and logs a traceback per normal session end; that one
+      exception is dropped here (the session is already cleaned up by then).
+    """
+
+    def __init__(self, app: Any, ttl: float | None):
+        self.app, self.ttl = app, ttl
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        from starlette.websockets import WebSocketDisconnect
+
+        async def receive_with_deadline() -> dict:
+            try:
+                return await asyncio.wait_for(receive(), self.ttl)
+            except asyncio.TimeoutError:
+                return {"type": "websocket.disconnect", "code": 1001, "reason": "session idle too long"}
+
+        try:
+            await self.app(scope, receive if self.ttl is None else receive_with_deadline, send)
+        except WebSocketDisconnect:
+            pass
+
+
+def make_app(env_ids: Sequence[str], *, max_sessions: int, session_ttl: float | None,
+             env_kwargs: Mapping[str, Any] | None = None) -> Any:
+    """The ASGI app: OpenEnv's routes for :class:`AgentOpenEnv`, at most ``max_sessions`` WebSocket sessions,
+    each closed after ``session_ttl`` idle seconds (``None``: never).
+
+    The FastAPI app is ``app.app`` (inside :class:`SessionGuard`); ``app.app.state.env_server`` is OpenEnv's
+    ``HTTPEnvServer`` (its ``active_sessions`` counts open sessions).
+    """
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    if not isinstance(max_sessions, int) or max_sessions < 1:
+        raise UserError(f"max_sessions={max_sessions!r} must be a positive integer")
+    if session_ttl is not None and not session_ttl > 0:
+        raise UserError(f"session_ttl={session_ttl!r} must be positive (or None for no limit)")
+    env_ids = check_env_ids(env_ids)
+    kwargs = dict(env_kwargs or {})
+    try:
+        gym.make(env_ids[0], **kwargs).close()  # a bad kwarg is an error now, not in every session
+    except (TypeError, ValueError) as e:
+        raise UserError(f"env_kwargs={kwargs} do not build {env_ids[0]}: {e}") from e
+    factory = functools.partial(AgentOpenEnv, env_ids, kwargs)
+    server = _http.HTTPEnvServer(factory, AgentAction, AgentObservation,
+                                 concurrency_config=_types.ConcurrencyConfig(max_concurrent_envs=max_sessions))
+    app = FastAPI(title="agentgym-bench OpenEnv server",
+                  description=f"Agent envs {env_ids} as OpenEnv environments; episodes run on WS /ws.")
+    server.register_routes(app)
+
+    @app.exception_handler(EpisodeNotRunning)
+    async def _not_running(request: Any, exc: EpisodeNotRunning) -> JSONResponse:
+        return JSONResponse(status_code=409, content={"detail": str(exc)})
+
+    app.state.env_server = server
+    return SessionGuard(app, session_ttl)
+
+
+class AgentEnvClient(_client.EnvClient):
+    """An OpenEnv client for :func:`make_app`'s server (async; ``.sync()`` for a blocking one).
+
+    ::
+
+        with AgentEnvClient("http://127.0.0.1:8000").sync() as env:
+            result = env.reset(seed=0, env_id="AgentFrozenLake-v0")
+            while not result.done:
+                result = env.step(my_model(result.observation.text))   # a str or an AgentAction
+
+    ``result.observation`` is an :class:`AgentObservation`; ``result.reward`` the turn's reward.
+    """
+
+    def _step_payload(self, action: AgentAction | str) -> dict[str, Any]:
+        if isinstance(action, str):
+            return {"reply": action}
+        return {"reply": action.reply}
+
+    def _parse_result(self, payload: dict[str, Any]) -> Any:
+        observation = AgentObservation(**payload.get("observation", {}), reward=payload.get("reward"),
+                                       done=payload.get("done", False))
+        return _client_types.StepResult(observation=observation, reward=payload.get("reward"),
+                                        done=bool(payload.get("done", False)))
+
+    def _parse_state(self, payload: dict[str, Any]) -> AgentState:
+        return AgentState(**payload)

@@ -1,0 +1,157 @@
+"""Train on our agent envs with TRL's ``GRPOTrainer``: multi-turn episodes through its ``rollout_func`` hook.
+
+TRL (https://github.com/huggingface/trl; the extra pins 1.16) lets a ``rollout_func(prompts, trainer) -> dict``
+replace generation. It receives the batch's prompts (each repeated ``num_generations`` times, one entry per
+completion) and returns ``prompt_ids``, ``completion_ids`` and ``logprobs``; an ``env_mask`` (1 = model token,
+0 = environment token) becomes TRL's tool mask, so the loss covers only the model's own tokens; any other key
+reaches the reward functions as a per-completion argument.
+
+:class:`EpisodeRollout` is that function. Each prompt names an episode (:func:`episode_prompt`: env id and seed,
+as JSON); the completions of one prompt form a GRPO group that starts from the same state. It plays every episode
+with the rollout engine (:class:`~agentgym_bench.rollout.EnvGroups`, the trainer's model behind
+:class:`~agentgym_bench.rollout.hf.HFPolicy`) and returns each episode as our token view
+(:func:`~agentgym_bench.rollout.trajectory_token_view`): ``prompt_ids`` = the first prompt, ``completion_ids`` =
+every reply and every later observation in order, ``env_mask`` = the view's ``loss_mask`` over them. The episode's
+return goes to the reward function :func:`env_reward`.
+
+Where we differ from TRL's own examples, and why: TRL's ``environment_factory`` exposes an env's methods as
+function-calling tools and needs a tool-calling chat template; our envs take a free-text reply each turn (no tool
+call), so the token-level ``rollout_func`` hook fits them without a tool schema. Generation here is our
+``HFPolicy`` (transformers, one batched call per turn within each group), not TRL's vLLM path.
+
+Install: ``pip install 'agentgym-bench[trl]'`` (trl 1.16 needs Python >= 3.11).
+Example: ``examples/trl_grpo_frozenlake.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import agentgym_bench  # noqa: F401 - registers the env ids
+from agentgym_bench.adapters import require
+from agentgym_bench.registration import AGENT_ENVS
+from agentgym_bench.rollout.engine import EnvGroups, check_seeds_disjoint
+from agentgym_bench.rollout.hf import HFPolicy
+from agentgym_bench.rollout.tokens import trajectory_token_view
+from agentgym_bench.rollout.trajectory import Trajectory
+
+require("trl", "trl")
+
+
+def episode_prompt(env_id: str, seed: int) -> str:
+    """The prompt naming one training episode: ``'{"env_id": "AgentFrozenLake-v0", "seed": 10000}'``.
+
+    Raises:
+        ValueError: an unknown id, a seed that is not a non-negative integer, or one of the benchmark's held-out
+            test seeds (:data:`~agentgym_bench.rollout.engine.TEST_SEEDS`), which nothing may train on.
+    """
+    if env_id not in AGENT_ENVS:
+        raise ValueError(f"unknown agent env id {env_id!r}; choose from {list(AGENT_ENVS)}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed={seed!r} must be a non-negative integer")
+    check_seeds_disjoint(f"the TRL training seed {seed}", range(seed, seed + 1))
+    return json.dumps({"env_id": env_id, "seed": seed})
+
+
+def parse_episode_prompt(prompt: Any) -> tuple[str, int]:
+    """``(env_id, seed)`` from :func:`episode_prompt`'s text (also inside a one-message conversation)."""
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], dict):
+        prompt = prompt[0].get("content")
+    try:
+        spec = json.loads(prompt)
+        env_id, seed = spec["env_id"], spec["seed"]
+    except (TypeError, ValueError, KeyError) as e:
+        raise ValueError(f"prompt {prompt!r} does not name an episode; build prompts with episode_prompt()") from e
+    episode_prompt(env_id, seed)  # validates
+    return env_id, seed
+
+
+def episode_dataset(env_id: str, seeds: Sequence[int]) -> Any:
+    """A ``datasets.Dataset`` with one row per seed: ``prompt`` (:func:`episode_prompt`), ``env_id``, ``seed``."""
+    datasets = require("datasets", "trl")
+    rows = {"prompt": [episode_prompt(env_id, int(s)) for s in seeds], "env_id": [env_id] * len(seeds),
+            "seed": [int(s) for s in seeds]}
+    return datasets.Dataset.from_dict(rows)
+
+
+def env_reward(completions: list, env_reward: list[float], **kwargs: Any) -> list[float]:
+    """TRL reward function: each completion's episode return, as the env gave it (``EpisodeRollout`` sets it)."""
+    return [float(r) for r in env_reward]
+
+
+class EpisodeRollout:
+    """A TRL ``rollout_func`` that plays multi-turn episodes of our agent envs.
+
+    Arguments:
+        env_kwargs: ``gym.make`` keyword arguments for every episode (e.g. ``{"prompt": "compact"}``).
+        temperature / top_p / max_new_tokens: sampling of each reply (:class:`HFPolicy`).
+        seed: seeds the sampler's own ``torch.Generator`` (global RNGs are not touched).
+
+    Attributes:
+        trajectories: the episodes of the last call, in completion order (for logging or checks).
+    """
+
+    def __init__(self, *, env_kwargs: Mapping[str, Any] | None = None, temperature: float = 1.0, top_p: float = 1.0,
+                 max_new_tokens: int = 16, seed: int = 0):
+        self.env_kwargs = dict(env_kwargs or {})
+        self.sampling = {"temperature": temperature, "top_p": top_p, "max_new_tokens": max_new_tokens, "seed": seed}
+        self.policy: HFPolicy | None = None
+        self.trajectories: list[Trajectory] = []
+
+    def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        tokenizer = trainer.processing_class
+        if self.policy is None or self.policy.model is not model:
+            self.policy = HFPolicy(model, tokenizer, **self.sampling)
+        was_training = model.training
+        model.eval()
+        try:
+            self.trajectories = [t for env_id, seed, n in _groups(prompts) for t in self._play(env_id, seed, n)]
+        finally:
+            model.train(was_training)
+        out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [],
+                                "env_reward": [], "env_success": []}
+        for trajectory in self.trajectories:
+            prompt_ids, completion_ids, logprobs, env_mask = completion_view(trajectory, tokenizer)
+            out["prompt_ids"].append(prompt_ids)
+            out["completion_ids"].append(completion_ids)
+            out["logprobs"].append(logprobs)
+            out["env_mask"].append(env_mask)
+            out["env_reward"].append(trajectory.episode_reward)
+            out["env_success"].append(float(trajectory.success))
+        return out
+
+    def _play(self, env_id: str, seed: int, n: int) -> list[Trajectory]:
+        with EnvGroups([env_id], [1], n, env_kwargs=self.env_kwargs, seed=seed, fixed_seeds=True) as groups:
+            return groups.rollout(self.policy, history=None)
+
+
+def _groups(prompts: list) -> list[tuple[str, int, int]]:
+    """Runs of equal prompts as ``(env_id, seed, count)``, in order (TRL repeats each prompt consecutively)."""
+    runs: list[tuple[str, int, int]] = []
+    for prompt in prompts:
+        env_id, seed = parse_episode_prompt(prompt)
+        if runs and runs[-1][:2] == (env_id, seed):
+            runs[-1] = (env_id, seed, runs[-1][2] + 1)
+        else:
+            runs.append((env_id, seed, 1))
+    return runs
+
+
+def completion_view(trajectory: Trajectory, tokenizer: Any) -> tuple[list[int], list[int], list[float], list[int]]:
+    """``(prompt_ids, completion_ids, logprobs, env_mask)`` of one episode from its token view.
+
+    ``prompt_ids`` run up to the first reply; ``completion_ids`` hold the rest (replies and the observations
+    between them); ``env_mask`` is 1 on reply tokens; ``logprobs`` are the sampled log-probs on reply tokens and 0.0
+    on env tokens (TRL recomputes old log-probs when not using vLLM, so the filler is not used).
+    """
+    view = trajectory_token_view(trajectory, tokenizer)
+    start = view.spans[0][0]
+    logprobs = [0.0] * len(view.input_ids)
+    for (lo, hi), t in zip(view.spans, view.turns, strict=True):
+        sampled = trajectory.turns[t].logprobs
+        if sampled is not None and len(sampled) == hi - lo:
+            logprobs[lo:hi] = sampled
+    return view.input_ids[:start], view.input_ids[start:], logprobs[start:], view.loss_mask[start:]

@@ -1,0 +1,134 @@
+"""Evaluate a policy on a suite: every entry's episodes, batched, into a :class:`~.results.Results`.
+
+All entries run together in one :class:`~agentgym_bench.rollout.engine.EnvGroups` (one group of one env per seed,
+fixed seeds), so a model policy makes one batched call per turn for the whole suite. Sampling is keyed: each
+episode's randomness depends on the policy's seed and the episode alone, so the leaderboard can re-generate any
+episode by itself and compare it token for token.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agentgym_bench.benchmark.results import EntryResults, EpisodeRecord, Results, TurnRecord, sha256_text
+from agentgym_bench.benchmark.suites import Suite, SuiteEntry
+from agentgym_bench.rollout.engine import EnvGroups
+from agentgym_bench.rollout.policy import Policy
+from agentgym_bench.rollout.trajectory import Trajectory
+
+
+def entry_prompts(suite: Suite, prompt: str | Mapping[str, str] | None) -> dict[str, str]:
+    """The prompt of every entry: one name for all, a mapping entry name -> name, or ``None`` (each entry's
+    default)."""
+    if prompt is None or isinstance(prompt, str):
+        return {e.name: prompt or e.prompts[0] for e in suite.entries}
+    unknown = sorted(set(prompt) - {e.name for e in suite.entries})
+    if unknown:
+        raise ValueError(f"prompts name entries {unknown} that suite {suite.name} does not have")
+    return {e.name: prompt.get(e.name, e.prompts[0]) for e in suite.entries}
+
+
+def play_suite(policy: Policy, suite: Suite, *, prompt: str | Mapping[str, str] | None = None,
+               history: int | None = 0, entries: list[str] | None = None, progress: bool = False,
+               max_workers: int = 0) -> dict[str, list[Trajectory]]:
+    """Play every episode of the suite (or of the named ``entries``) with ``policy``; entry name -> trajectories in
+    seed order."""
+    chosen: list[SuiteEntry] = [suite.entry(n) for n in entries] if entries else list(suite.entries)
+    prompts = entry_prompts(suite, prompt)
+    tag_kwargs = {e.env_id: e.make_kwargs(prompts[e.name]) for e in chosen}
+    groups = EnvGroups([e.env_id for e in chosen], [e.episodes for e in chosen], 1, tag_kwargs=tag_kwargs,
+                       seed=suite.seed_start, fixed_seeds=True, max_workers=max_workers)
+    with groups:
+        trajectories = groups.rollout(policy, history=history, progress=progress, keyed=True)
+    by_tag: dict[str, list[Trajectory]] = {e.env_id: [] for e in chosen}
+    for t in trajectories:
+        by_tag[t.tag].append(t)
+    return {e.name: sorted(by_tag[e.env_id], key=lambda t: t.seed) for e in chosen}
+
+
+def entry_results(entry: SuiteEntry, trajectories: list[Trajectory]) -> EntryResults:
+    """The results record of one entry's trajectories."""
+    return EntryResults(
+        name=entry.name, env_id=entry.env_id, env_kwargs=dict(trajectories[0].env_kwargs),
+        episodes=[EpisodeRecord(
+            seed=t.seed, success=t.success, return_=t.episode_reward,
+            final_observation_sha256=sha256_text(t.final_observation),
+            turns=[TurnRecord(sha256_text(turn.observation), turn.reply, list(turn.actions),
+                              list(turn.executed_actions), turn.reward, turn.token_ids) for turn in t.turns])
+            for t in trajectories])
+
+
+def evaluate(policy: Policy, suite: Suite, policy_record: dict[str, Any], *,
+             prompt: str | Mapping[str, str] | None = None, history: int | None = 0,
+             trainer: dict[str, Any] | None = None, training_compute: dict[str, Any] | None = None,
+             progress: bool = False, max_workers: int = 0) -> Results:
+    """Play the whole suite with ``policy`` and return the results with their metadata.
+
+    Args:
+        policy: any generation backend.
+        suite: the suite (:func:`~agentgym_bench.benchmark.suites.load_suite`).
+        policy_record: ``metadata.policy`` (from :func:`~agentgym_bench.rollout.specs.policy_from_spec`).
+        prompt: prompt template for every entry, or per entry name (each must be allowed by the entry).
+        history: the prompt's history window (``None``: the whole conversation; ``0``: the current observation).
+        trainer: ``{"algorithm": ..., "config": {...}}`` when the model was trained by a reference trainer.
+        training_compute: what training cost (recorded under ``metadata.compute.training``).
+        progress: report finished episodes.
+        max_workers: step envs in a thread pool of this size (slow envs such as HTTP WebShop).
+    """
+    start = time.perf_counter()
+    played = play_suite(policy, suite, prompt=prompt, history=history, progress=progress, max_workers=max_workers)
+    wall = time.perf_counter() - start
+    entries = [entry_results(suite.entry(name), trajectories) for name, trajectories in played.items()]
+    turns = [turn for ts in played.values() for t in ts for turn in t.turns]
+    completion = [turn.completion_tokens for turn in turns if turn.completion_tokens is not None]
+    prompt_tokens = [turn.prompt_tokens for turn in turns if turn.prompt_tokens is not None]
+    compute: dict[str, Any] = {
+        "episodes": sum(len(e.episodes) for e in entries), "env_steps": len(turns),
+        "generated_tokens": sum(completion) if completion else None,
+        "prompt_tokens": sum(prompt_tokens) if prompt_tokens else None,
+        "wall_time_s": round(wall, 3)}
+    if training_compute:
+        compute["training"] = dict(training_compute)
+    metadata = {"policy": {**policy_record, "history": history}, "trainer": trainer,
+                "package_version": package_version(), "git_commit": git_commit(),
+                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "hardware": hardware(),
+                "compute": compute}
+    return Results(suite.name, suite.version, metadata, entries)
+
+
+def package_version() -> str:
+    import agentgym_bench
+
+    return agentgym_bench.__version__
+
+
+def git_commit() -> str | None:
+    """The commit of the package's checkout, with ``+dirty`` if it has uncommitted changes; ``None`` outside git."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
+
+
+def hardware() -> dict[str, Any]:
+    try:
+        import torch
+
+        version = torch.__version__
+        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    except ImportError:
+        version, gpu = None, None
+    return {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count(),
+            "torch": version, "gpu": gpu}

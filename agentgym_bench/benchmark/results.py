@@ -1,0 +1,249 @@
+"""The results file: every episode of one policy on one suite, and how it was produced.
+
+The format is published as a JSON Schema (``results.schema.json`` beside this module, format version 1) and checked
+with ``jsonschema``. On disk it is gzip-compressed JSON (``results.json.gz``; a plain ``.json`` is read too). A
+file is refused, with the field named, if it does not match the schema, holds NaN or infinite numbers, or is larger
+than :data:`MAX_FILE_BYTES` compressed or :data:`MAX_JSON_BYTES` uncompressed.
+
+What is recorded per episode is what verification needs (``agentgym_bench.leaderboard.verify``): the seed, each
+turn's raw reply, parsed and executed actions, reward and a SHA-256 of the observation the model read, the final
+observation's hash, the return and success. Replaying the replies through a fresh env must reproduce all of them.
+Summaries (success rates, intervals, scores) are never stored: they are recomputed from the episodes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentgym_bench.benchmark import stats
+from agentgym_bench.benchmark.suites import Suite
+from agentgym_bench.errors import UserError
+
+FORMAT = "agentgym-bench-results"
+FORMAT_VERSION = 1
+MAX_FILE_BYTES = 32 * 2**20
+"""Largest results file accepted, as stored (32 MiB)."""
+MAX_JSON_BYTES = 256 * 2**20
+"""Largest uncompressed JSON accepted (256 MiB): about 50,000 episodes of 5 turns with 1,000-character replies."""
+
+
+class ResultsError(UserError):
+    """A results file that cannot be accepted; the message names the field or the reason."""
+
+
+def sha256_text(text: str) -> str:
+    """Hex SHA-256 of ``text`` encoded as UTF-8 (how observations are recorded)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class TurnRecord:
+    observation_sha256: str
+    reply: str
+    actions: list[str]
+    executed_actions: list[str]
+    reward: float
+    token_ids: list[int] | None = None
+
+
+@dataclass
+class EpisodeRecord:
+    seed: int
+    success: bool
+    return_: float
+    final_observation_sha256: str
+    turns: list[TurnRecord] = field(default_factory=list)
+
+
+@dataclass
+class EntryResults:
+    name: str
+    env_id: str
+    env_kwargs: dict[str, Any]
+    episodes: list[EpisodeRecord] = field(default_factory=list)
+
+    @property
+    def prompt(self) -> str:
+        return str(self.env_kwargs["prompt"])
+
+    def successes(self) -> np.ndarray:
+        """``(n,)`` 0/1 per episode, in the recorded order."""
+        return np.array([e.success for e in self.episodes], dtype=float)
+
+    def returns(self) -> np.ndarray:
+        return np.array([e.return_ for e in self.episodes], dtype=float)
+
+
+@dataclass
+class Results:
+    """One policy on one suite (see the module docstring)."""
+
+    suite_name: str
+    suite_version: int
+    metadata: dict[str, Any]
+    entries: list[EntryResults] = field(default_factory=list)
+
+    def entry(self, name: str) -> EntryResults:
+        for e in self.entries:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT, "format_version": FORMAT_VERSION,
+            "suite": {"name": self.suite_name, "version": self.suite_version},
+            "metadata": self.metadata,
+            "entries": [{
+                "name": e.name, "env_id": e.env_id, "env_kwargs": e.env_kwargs,
+                "episodes": [{
+                    "seed": ep.seed, "success": ep.success, "return": ep.return_,
+                    "final_observation_sha256": ep.final_observation_sha256,
+                    "turns": [{"observation_sha256": t.observation_sha256, "reply": t.reply, "actions": t.actions,
+                               "executed_actions": t.executed_actions, "reward": t.reward,
+                               **({"token_ids": t.token_ids} if t.token_ids is not None else {})}
+                              for t in ep.turns],
+                } for ep in e.episodes],
+            } for e in self.entries],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Results:
+        """Build from a dict that passed :func:`validate`."""
+        return cls(
+            suite_name=data["suite"]["name"], suite_version=data["suite"]["version"], metadata=data["metadata"],
+            entries=[EntryResults(
+                name=e["name"], env_id=e["env_id"], env_kwargs=e["env_kwargs"],
+                episodes=[EpisodeRecord(
+                    seed=ep["seed"], success=ep["success"], return_=float(ep["return"]),
+                    final_observation_sha256=ep["final_observation_sha256"],
+                    turns=[TurnRecord(t["observation_sha256"], t["reply"], list(t["actions"]),
+                                      list(t["executed_actions"]), float(t["reward"]), t.get("token_ids"))
+                           for t in ep["turns"]])
+                    for ep in e["episodes"]])
+                for e in data["entries"]])
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The results JSON Schema."""
+    return json.loads(resources.files("agentgym_bench.benchmark").joinpath("results.schema.json").read_text())
+
+
+def validate(data: Any) -> None:
+    """Raise :class:`ResultsError` naming the first offending field (as a JSON path) if ``data`` breaks the schema."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path) or "(top level)"
+        raise ResultsError(f"results file: field {where.lstrip('.')}: {error.message[:300]}")
+
+
+def _no_constants(name: str) -> Any:
+    raise ResultsError(f"results file holds {name}: NaN and infinite numbers are not allowed")
+
+
+def loads(raw: bytes) -> Results:
+    """Parse, check and build results from the bytes of a file (gzip or plain JSON)."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise ResultsError(f"results file is {len(raw):,} bytes; the limit is {MAX_FILE_BYTES:,}")
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
+                raw = f.read(MAX_JSON_BYTES + 1)
+        except (OSError, EOFError) as e:
+            raise ResultsError(f"results file is not valid gzip: {e}") from None
+    if len(raw) > MAX_JSON_BYTES:
+        raise ResultsError(f"results file holds more than {MAX_JSON_BYTES:,} bytes of JSON")
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ResultsError(f"results file is not valid JSON: {e}") from None
+    validate(data)
+    return Results.from_dict(data)
+
+
+def read_results(path: str | os.PathLike) -> Results:
+    """Read and check a results file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ResultsError(f"results file {p} does not exist")
+    if p.stat().st_size > MAX_FILE_BYTES:
+        raise ResultsError(f"results file {p} is {p.stat().st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+    return loads(p.read_bytes())
+
+
+def dumps(results: Results) -> bytes:
+    """Gzip-compressed JSON (no timestamp in the gzip header, so equal results give equal bytes)."""
+    data = results.to_dict()
+    validate(data)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
+
+
+def write_results(results: Results, path: str | os.PathLike) -> Path:
+    """Write ``results`` (gzip unless the name ends in ``.json``) atomically; returns the path."""
+    p = Path(path)
+    payload = dumps(results)
+    if p.suffix == ".json":
+        payload = gzip.decompress(payload)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
+    tmp.write_bytes(payload)
+    os.replace(tmp, p)
+    return p
+
+
+@dataclass(frozen=True)
+class EntrySummary:
+    """What the tables show for one entry."""
+
+    name: str
+    prompt: str
+    success: stats.Rate
+    mean_return: tuple[float, float, float]
+    normalised: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    entries: tuple[EntrySummary, ...]
+    score: tuple[float, float, float]
+    """Mean over entries of success / oracle success, with its stratified bootstrap interval."""
+
+
+def summarize(results: Results, suite: Suite, *, seed: int = 0) -> Summary:
+    """Per-entry success (Wilson), mean return, oracle-normalised success, and the suite score with its interval."""
+    ceilings = suite.ceilings
+    entries = tuple(
+        EntrySummary(e.name, e.prompt, stats.success_rate(e.successes()), stats.mean_interval(e.returns()),
+                     float(e.successes().mean() / ceilings[e.name]))
+        for e in results.entries)
+    score = stats.aggregate_interval({e.name: e.successes() for e in results.entries}, ceilings, seed=seed)
+    return Summary(entries, score)
+
+
+def format_summary(summary: Summary) -> str:
+    """A plain-text table of a summary (what ``agentgym-bench eval`` prints)."""
+    width = max(len(e.name) for e in summary.entries)
+    lines = [f"{'entry':<{width}}  {'prompt':<7}  {'success [95% CI]':<22}  {'return':>7}  {'/oracle':>7}"]
+    for e in summary.entries:
+        s = e.success
+        lines.append(f"{e.name:<{width}}  {e.prompt:<7}  {s.rate:.3f} [{s.low:.3f}, {s.high:.3f}]    "
+                     f"{e.mean_return[0]:>7.3f}  {e.normalised:>7.3f}")
+    score, low, high = summary.score
+    lines.append(f"score (mean success / oracle over entries): {score:.3f} [{low:.3f}, {high:.3f}]")
+    return "\n".join(lines)

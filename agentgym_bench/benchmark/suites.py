@@ -1,0 +1,155 @@
+"""Benchmark suites: versioned lists of (env id, kwargs, seeds) that results are reported on.
+
+A suite is a JSON data file in ``agentgym_bench/benchmark/data/`` (``<name>.json``)::
+
+    {"name": "agentgym-v1", "version": 1, "split": "test", "seed_start": 1000000000,
+     "description": "...",
+     "entries": [{"name": "sokoban-6x6", "env_id": "AgentSokoban-v0", "env_kwargs": {},
+                  "prompts": ["ragen", "compact"], "episodes": 400, "oracle_success": 0.9}, ...]}
+
+Every entry plays seeds ``seed_start .. seed_start + episodes - 1``, one episode each. ``env_kwargs`` fix the game
+and its budgets; a policy may not change them. The prompt template is the one choice a submission makes per entry,
+from ``prompts`` (the first is the default), and it is recorded in the results: the game, the seeds and the budgets
+are identical whichever template renders them, so success rates stay comparable, and the board shows the prompt of
+each row. (RAGEN and most LLM benchmarks fix one prompt; we allow the compact rendering so that small models trained
+from scratch with a word-level vocabulary can be scored on the same episodes.) ``oracle_success`` is the oracle's
+success on exactly these episodes, the ceiling that scores are normalised by (checked by a test).
+
+Splits: ``agentgym-v1`` holds the **test** seeds, from :data:`~agentgym_bench.rollout.engine.TEST_SEEDS`, which no
+training, validation, warm start or tuning may use (trainers refuse configs that meet them);
+``agentgym-v1-validation`` holds validation seeds from 0 for tuning and model selection. WebShop entries also name
+the goal split (``split``): seed ``s`` plays goal ``s % size`` of it, so the test entry's 500 seeds are the 500 test
+goals.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from agentgym_bench.errors import UserError
+
+SUITES_PACKAGE = "agentgym_bench.benchmark.data"
+DEFAULT_SUITE = "agentgym-v1"
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """One line of a suite: an env id with fixed kwargs, the prompts allowed, and its episodes."""
+
+    name: str
+    env_id: str
+    env_kwargs: dict[str, Any]
+    prompts: tuple[str, ...]
+    episodes: int
+    oracle_success: float
+    seed_start: int
+
+    @property
+    def seeds(self) -> range:
+        return range(self.seed_start, self.seed_start + self.episodes)
+
+    def make_kwargs(self, prompt: str | None = None) -> dict[str, Any]:
+        """``gym.make`` keyword arguments with ``prompt`` (default: the entry's first)."""
+        prompt = self.prompts[0] if prompt is None else prompt
+        if prompt not in self.prompts:
+            raise UserError(f"prompt {prompt!r} is not allowed for suite entry {self.name!r}; "
+                            f"choose one of {list(self.prompts)}")
+        return {**self.env_kwargs, "prompt": prompt}
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A versioned benchmark suite (see the module docstring)."""
+
+    name: str
+    version: int
+    split: str
+    description: str
+    seed_start: int
+    entries: tuple[SuiteEntry, ...] = field(default_factory=tuple)
+
+    def entry(self, name: str) -> SuiteEntry:
+        for e in self.entries:
+            if e.name == name:
+                return e
+        raise UserError(f"suite {self.name} has no entry {name!r}; it has {[e.name for e in self.entries]}")
+
+    @property
+    def episodes(self) -> int:
+        return sum(e.episodes for e in self.entries)
+
+    @property
+    def ceilings(self) -> dict[str, float]:
+        return {e.name: e.oracle_success for e in self.entries}
+
+
+def available_suites() -> list[str]:
+    """Names of the bundled suites."""
+    return sorted(p.name[:-5] for p in resources.files(SUITES_PACKAGE).iterdir() if p.name.endswith(".json"))
+
+
+def load_suite(name: str = DEFAULT_SUITE) -> Suite:
+    """A bundled suite by name, or a suite file by path."""
+    if name.endswith(".json") or "/" in name:
+        path = Path(name)
+        if not path.is_file():
+            raise UserError(f"suite file {name} does not exist")
+        text = path.read_text()
+    else:
+        if name not in available_suites():
+            raise UserError(f"unknown suite {name!r}; bundled suites: {', '.join(available_suites())}")
+        text = resources.files(SUITES_PACKAGE).joinpath(f"{name}.json").read_text()
+    return parse_suite(json.loads(text))
+
+
+def parse_suite(data: dict[str, Any]) -> Suite:
+    """Check and build a suite from its JSON form."""
+    import gymnasium as gym
+
+    import agentgym_bench  # noqa: F401 - registers the ids
+
+    seed_start = int(data["seed_start"])
+    entries = []
+    for raw in data["entries"]:
+        if raw["env_id"] not in gym.registry:
+            raise ValueError(f"suite {data['name']}: entry {raw['name']} names unknown env id {raw['env_id']}")
+        if "prompt" in raw.get("env_kwargs", {}):
+            raise ValueError(f"suite {data['name']}: entry {raw['name']} fixes the prompt in env_kwargs; "
+                             "list it in prompts")
+        entries.append(SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
+                                  prompts=tuple(raw["prompts"]), episodes=int(raw["episodes"]),
+                                  oracle_success=float(raw["oracle_success"]), seed_start=seed_start))
+    names = [e.name for e in entries]
+    if len(set(names)) != len(names) or len({e.env_id for e in entries}) != len(entries):
+        raise ValueError(f"suite {data['name']}: entry names and env ids must be unique")
+    return Suite(name=data["name"], version=int(data["version"]), split=data["split"],
+                 description=data.get("description", ""), seed_start=seed_start, entries=tuple(entries))
+
+
+def oracle_success(entry: SuiteEntry) -> float:
+    """The oracle's success on ``entry``'s episodes: its exact success probability averaged over the episodes for
+    FrozenLake (slips make a played rate noisy, and a noisy ceiling could be beaten by luck), the played rate for
+    the other games, whose oracles are deterministic. How ``oracle_success`` in the suite files is computed."""
+    import gymnasium as gym
+    import numpy as np
+
+    import agentgym_bench  # noqa: F401 - registers the ids
+    from agentgym_bench.envs.frozen_lake import FrozenLakeGame
+    from agentgym_bench.rollout.engine import EnvGroups
+    from agentgym_bench.rollout.scripted import OraclePolicy
+
+    env = gym.make(entry.env_id, **entry.make_kwargs()).unwrapped
+    if isinstance(env.game.unwrapped, FrozenLakeGame):
+        values = []
+        for seed in entry.seeds:
+            env.reset(seed=seed)
+            values.append(env.game.unwrapped.oracle_value(env.max_turns, env.max_actions_per_episode,
+                                                          env.max_actions_per_turn))
+        return float(np.mean(values))
+    with EnvGroups([entry.env_id], [entry.episodes], 1, tag_kwargs={entry.env_id: entry.make_kwargs()},
+                   seed=entry.seed_start, fixed_seeds=True) as groups:
+        return float(np.mean([t.success for t in groups.rollout(OraclePolicy())]))

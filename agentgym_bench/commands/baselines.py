@@ -1,0 +1,245 @@
+"""``agentgym-bench baselines``: every reference baseline, evaluated on the suite and put on a leaderboard.
+
+The main job of the package. It runs, as separate processes, at most ``--jobs`` at a time (default: the number of
+CPU cores, each process on one torch thread):
+
+1. the oracle and a random agent on the suite (the ceiling and the floor);
+2. the small local default model (``init-model``), warm-started on oracle demonstrations (``warmstart``), evaluated;
+3. StarPO, StarPO-S and GiGPO from the warm start (``train``), each evaluated;
+4. each results file submitted to the board (verified by replay, and re-generation for the local models), the board
+   rendered, and each baseline compared with the committed board's entry of the same name on the same seeds.
+
+Recipes: ``quick`` (the default) fits in about 30 minutes on 2 CPU cores and renders the user's own board under
+``runs/``; ``full`` is the full-length recipe whose results are committed in ``leaderboards/`` (each reproducible
+with ``agentgym-bench reproduce``); ``smoke`` checks the pipeline in minutes (its numbers mean nothing). Logs of
+every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentgym_bench.benchmark.suites import DEFAULT_SUITE
+from agentgym_bench.errors import UserError
+from agentgym_bench.paths import model_dir
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What each step of the main job runs.
+
+    Attributes:
+        warmstart: extra arguments of ``agentgym-bench warmstart``.
+        train: algorithm name on the board -> (bundled config, ``key=value`` overrides).
+        model_eval: ``agentgym-bench eval`` arguments for the default model and its trained versions.
+        warmstart_dir: where the warm-started model goes (``None``: ``<work>/warmstart``).
+    """
+
+    warmstart: tuple[str, ...]
+    train: dict[str, tuple[str, tuple[str, ...]]]
+    model_eval: tuple[str, ...] = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16")
+    warmstart_dir: Path | None = None
+
+
+TRAINED = {"starpo": "starpo-frozenlake", "starpo-s": "starpo_s-frozenlake", "gigpo": "gigpo-frozenlake"}
+BOARD_NAMES = {"oracle": "oracle", "random": "random", "warmstart": "default model + SFT",
+               "starpo": "default model + SFT + StarPO", "starpo-s": "default model + SFT + StarPO-S",
+               "gigpo": "default model + SFT + GiGPO"}
+"""Results file stem -> name on the board."""
+RECIPES: dict[str, Recipe] = {
+    "quick": Recipe(warmstart=(), train={name: (config, ("max_steps=150", "eval_steps=50", "save_steps=50"))
+                                         for name, config in TRAINED.items()},
+                    warmstart_dir=model_dir("warmstart")),
+    "full": Recipe(warmstart=(), train={name: (config, ()) for name, config in TRAINED.items()}),
+    "smoke": Recipe(warmstart=("--episodes", "40", "--epochs", "1", "--eval-episodes", "8"),
+                    train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=8",
+                                           "train_env_manager.num_env_groups=4", "train_env_manager.group_size=2",
+                                           "val_batch_size=8", "val_env_manager.num_env_groups=8",
+                                           "ppo_mini_batch_size=8", "micro_batch_size=8"))
+                           for name, config in TRAINED.items()}),
+}
+
+
+@dataclass
+class Job:
+    """One step: a command, the jobs it waits for, and the file whose existence means it is done (``None``: always
+    run; done when it exits with 0)."""
+
+    name: str
+    argv: list[str]
+    output: Path | None
+    after: list[str] = field(default_factory=list)
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+    seconds: float = 0.0
+    status: str = "waiting"
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "agentgym_bench.cli", *args]
+
+
+def plan(recipe: Recipe, work: Path, board: Path, suite: str) -> list[Job]:
+    """The jobs of the main job, in a valid order."""
+    results = work / "results"
+    warm = recipe.warmstart_dir or work / "warmstart"
+    default = work / "default-model"
+    jobs = [Job(f"eval {name}", cli("eval", "--policy", name, "--suite", suite,
+                                    "--out", str(results / f"{name}.json.gz")), results / f"{name}.json.gz")
+            for name in ("oracle", "random")]
+    jobs += [
+        Job("init-model", cli("init-model", "--path", str(default)), default / "config.json"),
+        Job("warmstart", cli("warmstart", "--model", str(default), "--output", str(warm), *recipe.warmstart),
+            warm / "warmstart.json", after=["init-model"]),
+        Job("eval warmstart", cli("eval", "--policy", f"hf:{warm}", "--suite", suite, *recipe.model_eval,
+                                  "--trained-by", str(warm), "--out", str(results / "warmstart.json.gz")),
+            results / "warmstart.json.gz", after=["warmstart"]),
+    ]
+    for name, (config, overrides) in recipe.train.items():
+        run = work / "runs" / name
+        jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}", *overrides),
+                        run / "summary.json", after=["warmstart"]))
+        jobs.append(Job(f"eval {name}", cli("eval", "--policy", f"hf:{run}", "--suite", suite,
+                                            *recipe.model_eval, "--trained-by", str(run),
+                                            "--out", str(results / f"{name}.json.gz")),
+                        results / f"{name}.json.gz", after=[f"train {name}"]))
+    previous: list[str] = []  # one submit at a time: each re-renders the board
+    for stem in ("oracle", "random", "warmstart", *recipe.train):
+        jobs.append(Job(f"submit {stem}", cli("submit", str(results / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
+                                              "--board", str(board), "--replace"),
+                        None, after=[f"eval {stem}", *previous]))
+        previous = [f"submit {stem}"]
+    return jobs
+
+
+def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float = 30.0) -> None:
+    """Run the jobs, at most ``max_parallel`` at once, each logging to ``<work>/logs/<name>.log``; print a status
+    line every ``status_every`` seconds and a line when a job ends. A failed job stops the run (with its log's
+    tail)."""
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    by_name = {j.name: j for j in jobs}
+    for job in jobs:
+        if job.output is not None and job.output.exists():
+            job.status = "done"
+            print(f"[baselines] {job.name}: already done ({job.output}); delete it to redo", flush=True)
+    last_status = time.monotonic()
+    start = time.monotonic()
+    while any(j.status in ("waiting", "running") for j in jobs):
+        for job in jobs:
+            if job.status == "running" and job.process is not None and job.process.poll() is not None:
+                job.seconds = time.monotonic() - job.started
+                if job.process.returncode != 0 or (job.output is not None and not job.output.exists()):
+                    tail = (logs / f"{_slug(job.name)}.log").read_text(errors="replace").splitlines()[-15:]
+                    for other in jobs:
+                        if other.status == "running" and other.process is not None:
+                            other.process.terminate()
+                    raise UserError(f"step '{job.name}' failed (exit {job.process.returncode}); last lines of "
+                                    f"{logs / _slug(job.name)}.log:\n  " + "\n  ".join(tail))
+                job.status = "done"
+                print(f"[baselines] {job.name}: done in {job.seconds / 60:.1f} min", flush=True)
+        running = sum(j.status == "running" for j in jobs)
+        for job in jobs:
+            if running >= max_parallel:
+                break
+            if job.status == "waiting" and all(by_name[a].status == "done" for a in job.after):
+                log = open(logs / f"{_slug(job.name)}.log", "w")  # noqa: SIM115 - closed with the process
+                job.process = subprocess.Popen(job.argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                               stdin=subprocess.DEVNULL)
+                job.started, job.status = time.monotonic(), "running"
+                running += 1
+                print(f"[baselines] {job.name}: started (log: {logs / _slug(job.name)}.log)", flush=True)
+        if time.monotonic() - last_status >= status_every:
+            last_status = time.monotonic()
+            parts = [f"{j.name} {(time.monotonic() - j.started) / 60:.1f} min: {_last_line(logs, j)}"
+                     for j in jobs if j.status == "running"]
+            done = sum(j.status == "done" for j in jobs)
+            print(f"[baselines] {(time.monotonic() - start) / 60:.1f} min, {done}/{len(jobs)} steps done; running: "
+                  + "; ".join(parts), flush=True)
+        time.sleep(1.0)
+
+
+def _slug(name: str) -> str:
+    return name.replace(" ", "-")
+
+
+def _last_line(logs: Path, job: Job) -> str:
+    try:
+        text = (logs / f"{_slug(job.name)}.log").read_bytes()[-2000:].decode(errors="replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in text.replace("\r", "\n").splitlines() if line.strip()]
+    return lines[-1][:100] if lines else ""
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = __doc__.split("\n\n", 1)[1]
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="quick",
+                        help="quick (~30 min on 2 cores), full (the committed board's runs) or smoke (default: "
+                        "%(default)s)")
+    parser.add_argument("--work", default=None, help="folder for models, runs, results and logs "
+                        "(default: runs/baselines-RECIPE)")
+    parser.add_argument("--board", default=None, help="leaderboard folder to submit to (default: WORK/leaderboard)")
+    parser.add_argument("--suite", default=DEFAULT_SUITE, help="benchmark suite (default: %(default)s)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="steps run at once, one core each (default: the CPU count, %(default)s)")
+    parser.add_argument("--committed", default="leaderboards", help="folder of the committed boards to compare "
+                        "with (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise UserError(f"--jobs {args.jobs} must be >= 1")
+    recipe = RECIPES[args.recipe]
+    work = Path(args.work or f"runs/baselines-{args.recipe}")
+    board = Path(args.board) if args.board else work / "leaderboard"
+    jobs = plan(recipe, work, board, args.suite)
+    started = time.monotonic()
+    print(f"[baselines] recipe {args.recipe}: {len(jobs)} steps, {args.jobs} at a time, work folder {work}",
+          flush=True)
+    run_jobs(jobs, work, args.jobs)
+    print(f"[baselines] all steps done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
+    print(report(board, Path(args.committed)))
+    return 0
+
+
+def report(board: Path, committed_root: Path) -> str:
+    """The board's table, where it is, and each baseline against the committed board's entry of the same name:
+    the paired difference of the suite score on the same seeds (yours - committed)."""
+    from agentgym_bench.benchmark.results import read_results
+    from agentgym_bench.benchmark.suites import parse_suite
+    from agentgym_bench.leaderboard.board import read_index
+    from agentgym_bench.leaderboard.render import compare, markdown
+
+    index = read_index(board)
+    if index is None:
+        return f"no board in {board}"
+    suite = parse_suite(index["suite"])
+    lines = [markdown(suite, index["submissions"]), f"your board: {board}/README.md, {board}/index.html"]
+    committed = committed_root / suite.name
+    theirs = read_index(committed)
+    if theirs is None:
+        return "\n".join([*lines, f"(no committed board in {committed} to compare with)"])
+    lines.append(f"against the committed board {committed} (same seeds; paired difference of the score, yours - "
+                 "committed, 95% interval):")
+    by_name = {r["name"]: r for r in theirs["submissions"]}
+    for record in index["submissions"]:
+        other = by_name.get(record["name"])
+        if other is None:
+            lines.append(f"  {record['name']}: not on the committed board")
+            continue
+        mine = read_results(board / "submissions" / f"{record['slug']}.json.gz")
+        ref = read_results(committed / "submissions" / f"{other['slug']}.json.gz")
+        c = compare(suite, ref, mine)["suite"]
+        verdict = "agrees" if c["low"] <= 0 <= c["high"] else ("better" if c["low"] > 0 else "worse")
+        lines.append(f"  {record['name']}: {record['summary']['score'][0]:.3f} vs {other['summary']['score'][0]:.3f}"
+                     f", difference {c['difference']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]: {verdict}")
+    return "\n".join(lines)

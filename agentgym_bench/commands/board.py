@@ -1,0 +1,28 @@
+"""``agentgym-bench board``: re-render a leaderboard (table, chart, page, transcripts) from its stored submissions.
+
+Examples::
+
+    agentgym-bench board                              leaderboards/agentgym-v1
+    agentgym-bench board --board runs/board
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from agentgym_bench.benchmark.suites import DEFAULT_SUITE
+from agentgym_bench.leaderboard.board import rebuild
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = __doc__.split("Examples::", 1)[1]
+    parser.add_argument("--board", default=str(Path("leaderboards") / DEFAULT_SUITE),
+                        help="board folder (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    index = rebuild(args.board, progress=True)
+    print(f"rendered {args.board}: {len(index['submissions'])} submissions (README.md, scores.png, index.html)")
+    return 0

@@ -1,0 +1,61 @@
+"""``agentgym-bench submit``: verify a results file and put it on a leaderboard.
+
+Examples::
+
+    agentgym-bench submit results.json.gz --name "my model" --check     verify only; writes nothing
+    agentgym-bench submit results.json.gz --name "my model"             onto leaderboards/<suite>/ here
+    agentgym-bench submit results.json.gz --name "my model" --board runs/board --replace
+
+The checks (schema, suite version, seeds, replay of every episode, re-generation of a sample for local models) are
+those of :func:`agentgym_bench.leaderboard.verify.verify`; see docs/leaderboard.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from agentgym_bench.benchmark.results import format_summary, summarize
+from agentgym_bench.benchmark.suites import load_suite, parse_suite
+from agentgym_bench.leaderboard.board import check_free, read_index, slugify, submit
+from agentgym_bench.leaderboard.verify import REGENERATION_SAMPLE, check_name, verify
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = __doc__.split("Examples::", 1)[1]
+    parser.add_argument("results", help="results file written by `agentgym-bench eval` (.json.gz or .json)")
+    parser.add_argument("--name", required=True, help="name on the board: 1-64 of letters, digits, space . _ + -")
+    parser.add_argument("--board", default=None,
+                        help="board folder (default: leaderboards/<suite name> in the current directory)")
+    parser.add_argument("--check", action="store_true",
+                        help="verify, and check the name is free on the board; write nothing")
+    parser.add_argument("--replace", action="store_true", help="replace the submission of the same name")
+    parser.add_argument("--suite", default=None,
+                        help="check against this suite (bundled name or file; default: the suite of --board if it "
+                             "exists, else the bundled suite the file names)")
+    parser.add_argument("--sample", type=int, default=REGENERATION_SAMPLE,
+                        help="episodes to re-generate for local hf models (default: %(default)s; 0: none)")
+
+
+def run(args: argparse.Namespace) -> int:
+    name = check_name(args.name)
+    suite = load_suite(args.suite) if args.suite else None
+    index = read_index(Path(args.board)) if args.board and suite is None else None
+    if index is not None:
+        suite = parse_suite(index["suite"])  # a board holds one suite: check against it
+    verified = verify(args.results, suite, sample=max(args.sample, 0), progress=True)
+    print(f"{args.results}: {verified.episodes} episodes replayed; {verified.mark} ({verified.regeneration})")
+    for note in verified.notes:
+        print(f"note: {note}")
+    summary = summarize(verified.results, verified.suite)
+    print(format_summary(summary))
+    board = Path(args.board) if args.board else Path("leaderboards") / verified.suite.name
+    if args.check:
+        check_free(read_index(board), name, verified.suite, args.replace)
+        print(f"check passed: {name!r} would go on {board} as {verified.mark} (nothing written)")
+        return 0
+    submit(verified, name, board, replace=args.replace, summary=summary, progress=True)
+    print(f"accepted {name!r} as {verified.mark}: {board / 'submissions' / (slugify(name) + '.json.gz')}; "
+          f"board in {board} (README.md, index.html)")
+    return 0

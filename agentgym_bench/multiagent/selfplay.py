@@ -1,0 +1,290 @@
+"""Matches between two policies on a two-player env: one seat's turns as :class:`Trajectory` objects, and scores.
+
+:func:`play_matches` plays ``len(seeds)`` matches in lockstep. Each tick it asks every live match whose turn it is,
+groups the seats by policy, and calls each policy's batched ``generate(conversations, envs)`` once (once in all
+when the opponent *is* the learner: self-play). Every seat's conversation is its own observations and replies
+(:func:`~agentgym_bench.rollout.trajectory.build_messages`, with the ``history`` window), so a seat's
+:class:`~agentgym_bench.rollout.trajectory.Trajectory` is exactly what a single-agent trainer consumes: turns with
+observation, reply, parsed actions, ``state_key`` and reward. A turn's reward is what the seat received between
+its move and its next observation (PettingZoo's cumulative reward), so the end-of-game reward lands on the seat's
+last turn. Parallel envs are driven through PettingZoo's ``parallel_to_aec``.
+
+Policies that need no model read the game: the ``envs`` they get are :class:`Seat` objects (the match's AEC env
+and the agent to move). :class:`ScriptedBargainPolicy` and :class:`RandomBargainPolicy` are Bargain's opponents.
+
+:func:`score` turns results into win/draw/loss rates with 95% Wilson intervals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pettingzoo import AECEnv, ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec
+
+from agentgym_bench.benchmark.stats import wilson_interval
+from agentgym_bench.multiagent.bargain import BargainEnv, random_reply, scripted_reply
+from agentgym_bench.multiagent.seats import read_move
+from agentgym_bench.rollout.policy import Generation, Message, Policy
+from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, json_safe
+
+
+def _make_textarena(game: str, **kwargs: Any) -> AECEnv:
+    from agentgym_bench.multiagent.textarena_aec import TextArenaAECEnv
+
+    return TextArenaAECEnv(game, **kwargs)
+
+
+MULTIAGENT_ENVS: dict[str, Callable[..., AECEnv | ParallelEnv]] = {"Bargain-v0": BargainEnv}
+"""Two-player env ids: ``"Bargain-v0"``, and ``"TextArena/<id>"`` for any two-player TextArena id."""
+
+
+def make_multiagent_env(env_id: str, **kwargs: Any) -> AECEnv | ParallelEnv:
+    """Build ``"Bargain-v0"`` or ``"TextArena/TicTacToe-v0"`` (any two-player TextArena id) with ``kwargs``."""
+    if env_id.startswith("TextArena/"):
+        return _make_textarena(env_id.removeprefix("TextArena/"), **kwargs)
+    if env_id not in MULTIAGENT_ENVS:
+        raise ValueError(f"env_id={env_id!r} is not a multi-agent env: use one of {sorted(MULTIAGENT_ENVS)} or "
+                         "'TextArena/<two-player TextArena id>'")
+    return MULTIAGENT_ENVS[env_id](**kwargs)
+
+
+@dataclass(frozen=True)
+class Seat:
+    """Who is to move: a match's AEC env and the agent. Model-free policies read the game through it."""
+
+    env: AECEnv
+    agent: str
+
+
+@dataclass
+class MatchResult:
+    """One match.
+
+    Attributes:
+        seed: the reset seed.
+        learner: the learner's agent name (``"player_0"`` or ``"player_1"``).
+        trajectories: each seat's trajectory, by agent name (``trajectories[learner]`` is the one to train on).
+        rewards: each agent's total reward (also when it never moved, so its trajectory has no turns).
+        outcome: the learner's ``"win"``, ``"draw"`` or ``"loss"`` (its total reward above, equal to or below the
+            opponent's).
+        truncated: the env cut the match short.
+    """
+
+    seed: int
+    learner: str
+    trajectories: dict[str, Trajectory]
+    rewards: dict[str, float]
+    outcome: str
+    truncated: bool
+
+    @property
+    def learner_trajectory(self) -> Trajectory:
+        return self.trajectories[self.learner]
+
+
+@dataclass
+class _Match:
+    env: AECEnv
+    seed: int
+    learner: str
+    trajectories: dict[str, Trajectory]
+    observations: dict[str, str] = field(default_factory=dict)
+    state_keys: dict[str, str] = field(default_factory=dict)
+    totals: dict[str, float] = field(default_factory=dict)
+    truncated: bool = False
+
+
+def play_matches(env_id: str, seeds: Sequence[int], learner: Policy, opponent: Policy, *,
+                 env_kwargs: Mapping[str, Any] | None = None, learner_seats: str | Sequence[str] = "alternate",
+                 history: int | None = None, group_size: int = 1, max_ticks: int = 10_000) -> list[MatchResult]:
+    """Play one match per seed between ``learner`` and ``opponent``; return them in seed order.
+
+    Args:
+        env_id: see :func:`make_multiagent_env`.
+        seeds: one match per entry; entries ``k * group_size .. (k + 1) * group_size - 1`` form group ``k`` (give
+            them the same seed for group-relative advantages).
+        learner: the policy whose seat is recorded for training.
+        opponent: the other seat's policy; pass ``learner`` itself for self-play.
+        env_kwargs: keyword arguments of the env.
+        learner_seats: ``"alternate"`` (``player_0`` in even matches, ``player_1`` in odd ones), one agent name for
+            every match, or one name per match.
+        history: the prompts' history window (see :mod:`agentgym_bench.rollout.trajectory`).
+        group_size: matches per group (``Trajectory.group`` = match index // group_size).
+        max_ticks: a deadline on policy rounds; a match still running then raises ``RuntimeError``.
+    """
+    env_kwargs = dict(env_kwargs or {})
+    seats = _learner_seats(learner_seats, len(seeds))
+    matches = []
+    for i, (seed, seat) in enumerate(zip(seeds, seats, strict=True)):
+        env = make_multiagent_env(env_id, **env_kwargs)
+        env = parallel_to_aec(env) if isinstance(env, ParallelEnv) else env
+        env.reset(seed=int(seed))
+        trajectories = {a: Trajectory(env_id=env_id, env_kwargs=dict(env_kwargs), tag=env_id, seed=int(seed),
+                                      group=i // group_size, system_prompt="", history=history)
+                        for a in env.possible_agents}
+        if seat not in trajectories:
+            raise ValueError(f"learner seat {seat!r} is not an agent of {env_id}: {env.possible_agents}")
+        matches.append(_Match(env, int(seed), seat, trajectories))
+    for _ in range(max_ticks):
+        waiting = [m for m in matches if _advance(m)]
+        if not waiting:
+            return [_result(m) for m in matches]
+        _act(waiting, learner, opponent, history)
+    raise RuntimeError(f"matches of {env_id} still running after max_ticks={max_ticks} policy rounds")
+
+
+def _learner_seats(learner_seats: str | Sequence[str], n: int) -> list[str]:
+    if learner_seats == "alternate":
+        return [f"player_{i % 2}" for i in range(n)]
+    if isinstance(learner_seats, str):
+        return [learner_seats] * n
+    if len(learner_seats) != n:
+        raise ValueError(f"learner_seats has {len(learner_seats)} entries for {n} seeds")
+    return list(learner_seats)
+
+
+def _advance(match: _Match) -> bool:
+    """Step finished agents out and credit rewards until a live agent must move; False when the match is over."""
+    env = match.env
+    while env.agents:
+        agent = env.agent_selection
+        obs, reward, terminated, truncated, info = env.last()
+        match.totals[agent] = match.totals.get(agent, 0.0) + float(reward)
+        turns = match.trajectories[agent].turns
+        if turns:  # a seat that never moved (the other lost by invalid moves first) keeps its reward in totals only
+            turns[-1].reward += float(reward)
+        if terminated or truncated:
+            trajectory = match.trajectories[agent]
+            trajectory.final_observation = obs["text"]
+            trajectory.success = info.get("outcome") == "win"
+            trajectory.terminated, trajectory.truncated = bool(terminated), bool(truncated)
+            match.truncated = match.truncated or bool(truncated)
+            env.step(None)
+            continue
+        match.observations[agent], match.state_keys[agent] = obs["text"], str(info.get("state_key", obs["text"]))
+        return True
+    return False
+
+
+def _messages(match: _Match, agent: str, history: int | None) -> list[Message]:
+    trajectory = match.trajectories[agent]
+    return build_messages("", [t.observation for t in trajectory.turns], [t.reply for t in trajectory.turns],
+                          match.observations[agent], history)
+
+
+def _act(waiting: list[_Match], learner: Policy, opponent: Policy, history: int | None) -> None:
+    """One batched ``generate`` per policy over the waiting matches, then step each match with its reply."""
+    buckets: dict[int, list[_Match]] = {}
+    policies = {id(learner): learner, id(opponent): opponent}
+    for match in waiting:
+        policy = learner if match.env.agent_selection == match.learner else opponent
+        buckets.setdefault(id(policy), []).append(match)
+    for key, group in buckets.items():
+        seats = [Seat(m.env, m.env.agent_selection) for m in group]
+        generations = policies[key].generate([_messages(m, s.agent, history) for m, s in zip(group, seats,
+                                                                                              strict=True)], seats)
+        if len(generations) != len(group):
+            raise RuntimeError(f"the policy returned {len(generations)} replies for {len(group)} conversations")
+        for match, seat, generation in zip(group, seats, generations, strict=True):
+            info = match.env.infos[seat.agent]
+            move, read = read_move(generation.text, enable_think=match.env.unwrapped.enable_think)
+            match.trajectories[seat.agent].turns.append(Turn(
+                observation=match.observations[seat.agent], state_key=match.state_keys[seat.agent],
+                reply=generation.text, actions=read["actions"], executed_actions=[move] if move else [],
+                reward=0.0, info=json_safe({**info, **read}), token_ids=generation.token_ids,
+                logprobs=generation.logprobs))
+            match.env.step(generation.text)
+
+
+def _result(match: _Match) -> MatchResult:
+    rewards = {a: match.totals.get(a, 0.0) for a in match.trajectories}
+    mine = rewards[match.learner]
+    theirs = max(r for a, r in rewards.items() if a != match.learner)
+    outcome = "win" if mine > theirs else "loss" if mine < theirs else "draw"
+    return MatchResult(match.seed, match.learner, match.trajectories, rewards, outcome, match.truncated)
+
+
+def score(results: Sequence[MatchResult]) -> dict[str, Any]:
+    """Win/draw/loss counts and rates of the learner with 95% Wilson intervals, and its mean reward.
+
+    Returns ``{"matches", "wins", "draws", "losses", "win_rate", "win_ci", "draw_rate", "draw_ci", "loss_rate",
+    "loss_ci", "mean_reward", "truncated"}``.
+    """
+    n = len(results)
+    out: dict[str, Any] = {"matches": n}
+    for name, key in (("win", "wins"), ("draw", "draws"), ("loss", "losses")):
+        k = sum(r.outcome == name for r in results)
+        out[key] = k
+        out[f"{name}_rate"] = k / n if n else 0.0
+        out[f"{name}_ci"] = wilson_interval(k, n)
+    out["mean_reward"] = float(np.mean([r.rewards[r.learner] for r in results])) if n else 0.0
+    out["truncated"] = sum(r.truncated for r in results)
+    return out
+
+
+class ScriptedBargainPolicy:
+    """Bargain's scripted bargainer (:func:`~agentgym_bench.multiagent.bargain.scripted_reply`) as a policy."""
+
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Seat] | None = None) -> list[Generation]:
+        return [Generation(scripted_reply(_bargain(seat), seat.agent)) for seat in _seats(envs, conversations)]
+
+
+class RandomBargainPolicy:
+    """Uniformly random Bargain demands, from a generator seeded at construction."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Seat] | None = None) -> list[Generation]:
+        return [Generation(random_reply(_bargain(seat), seat.agent, self.rng)) for seat in _seats(envs, conversations)]
+
+
+def _seats(envs: Sequence[Seat] | None, conversations: Sequence[list[Message]]) -> Sequence[Seat]:
+    if envs is None or len(envs) != len(conversations) or not all(isinstance(s, Seat) for s in envs):
+        raise ValueError("this policy reads the game: call it from play_matches, which passes a Seat per conversation")
+    return envs
+
+
+def _bargain(seat: Seat) -> BargainEnv:
+    game = seat.env.unwrapped
+    if not isinstance(game, BargainEnv):
+        raise ValueError(f"this policy plays Bargain only, not {type(game).__name__}")
+    return game
+
+
+def _policy(name: str, seed: int) -> Policy:
+    """``"scripted"``, ``"random"`` or a model folder (``HFPolicy`` at temperature 1)."""
+    if name == "scripted":
+        return ScriptedBargainPolicy()
+    if name == "random":
+        return RandomBargainPolicy(seed)
+    from agentgym_bench.rollout.hf import HFPolicy
+
+    return HFPolicy.from_pretrained(name, seed=seed, max_new_tokens=32)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """``python -m agentgym_bench.multiagent.selfplay --learner scripted --opponent random --matches 200``."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="Win/draw/loss of a learner against an opponent on Bargain-v0, "
+                                                 "on validation seeds 0..matches-1, seats alternating.")
+    parser.add_argument("--learner", default="scripted", help="scripted, random or a model folder")
+    parser.add_argument("--opponent", default="random", help="scripted, random, self or a model folder")
+    parser.add_argument("--matches", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the policies' generators")
+    args = parser.parse_args(argv)
+    learner = _policy(args.learner, args.seed)
+    opponent = learner if args.opponent == "self" else _policy(args.opponent, args.seed + 1)
+    stats = score(play_matches("Bargain-v0", range(args.matches), learner, opponent, history=0))
+    print(json.dumps({"learner": args.learner, "opponent": args.opponent, **stats}))
+    return stats
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Progress of long work: a tqdm bar on a terminal, a plain line every few seconds otherwise.
+
+A redrawn bar written to a file or a CI log is one line per redraw (megabytes for a long run); :func:`progress`
+returns a bar only when stderr is a terminal, and otherwise a :class:`LineProgress` that prints
+``desc: n/total (p%), elapsed, ETA`` at most every ``interval`` seconds and once at the end.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+
+class LineProgress:
+    """``update``/``close``/``set_postfix_str`` like a tqdm bar, printing a line every ``interval`` seconds."""
+
+    def __init__(self, total: int | None, desc: str, unit: str, interval: float = 10.0, file: TextIO | None = None):
+        self.total, self.desc, self.unit, self.interval = total, desc, unit, interval
+        self.file = file if file is not None else sys.stderr
+        self.n, self.postfix = 0, ""
+        self.start = self.last = time.monotonic()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        self._maybe_print()
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        self.postfix = text
+        self._maybe_print()
+
+    def _maybe_print(self) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            self._print(now)
+
+    def _print(self, now: float) -> None:
+        elapsed = now - self.start
+        line = f"{self.desc}: {self.n}"
+        if self.total:
+            line += f"/{self.total} {self.unit}s ({100 * self.n / self.total:.0f}%)"
+            line += f", {elapsed:.0f}s elapsed"
+            if self.n >= max(1, self.total // 20):  # an estimate from the first few percent is noise
+                line += f", ~{elapsed * (self.total - self.n) / self.n:.0f}s left"
+        else:
+            line += f" {self.unit}s, {elapsed:.0f}s elapsed"
+        if self.postfix:
+            line += f", {self.postfix}"
+        print(line, file=self.file, flush=True)
+
+    def close(self) -> None:
+        self._print(time.monotonic())
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Silent:
+    def update(self, n: int = 1) -> None: ...
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> _Silent:
+        return self
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def progress(total: int | None, desc: str, unit: str = "it", *, enabled: bool = True, leave: bool = True,
+             interval: float = 10.0) -> Any:
+    """A progress reporter: a tqdm bar if stderr is a terminal, else a :class:`LineProgress`; nothing if not
+    ``enabled``."""
+    if not enabled:
+        return _Silent()
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, unit=unit, leave=leave)
+    return LineProgress(total, desc, unit, interval)

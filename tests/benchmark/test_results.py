@@ -1,0 +1,92 @@
+import gzip
+import json
+
+import pytest
+
+from agentgym_bench.benchmark import results as R
+from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark.suites import load_suite
+from agentgym_bench.rollout.specs import policy_from_spec
+from tests.benchmark.conftest import suite_of
+
+
+@pytest.fixture(scope="module")
+def small_suite():
+    return suite_of(None, 6)
+
+
+@pytest.fixture(scope="module")
+def random_results(small_suite):
+    policy, record = policy_from_spec("random")
+    return evaluate(policy, small_suite, record)
+
+
+def test_round_trip_is_exact_and_bytes_are_deterministic(random_results, tmp_path):
+    path = R.write_results(random_results, tmp_path / "r.json.gz")
+    back = R.read_results(path)
+    assert back.to_dict() == random_results.to_dict()
+    assert R.dumps(back) == path.read_bytes()  # no timestamp in the gzip header
+    plain = R.write_results(random_results, tmp_path / "r.json")
+    assert json.loads(plain.read_text())["format"] == "agentgym-bench-results"
+    assert R.read_results(plain).to_dict() == random_results.to_dict()
+
+
+def test_metadata_records_how_results_were_made(random_results):
+    meta = random_results.metadata
+    assert meta["policy"]["kind"] == "random" and meta["policy"]["sampling"]["keyed"] is True
+    assert meta["compute"]["episodes"] == 7 * 6
+    assert meta["compute"]["env_steps"] == sum(len(ep.turns) for e in random_results.entries for ep in e.episodes)
+    assert meta["package_version"] and meta["hardware"]["python"]
+    assert [e.name for e in random_results.entries] == [e.name for e in load_suite().entries]
+    assert all(e.prompt == "ragen" for e in random_results.entries)
+
+
+def _reject(data, match):
+    raw = json.dumps(data).encode()
+    with pytest.raises(R.ResultsError, match=match):
+        R.loads(raw)
+
+
+def test_schema_errors_name_the_field(random_results):
+    good = random_results.to_dict()
+    bad = json.loads(json.dumps(good))
+    bad["entries"][0]["episodes"][2]["success"] = "yes"
+    _reject(bad, r"entries\[0\]\.episodes\[2\]\.success")
+    bad = json.loads(json.dumps(good))
+    del bad["metadata"]["policy"]["kind"]
+    _reject(bad, r"metadata\.policy.*'kind' is a required property")
+    bad = json.loads(json.dumps(good))
+    bad["entries"][1]["episodes"][0]["turns"][0]["surprise"] = 1
+    _reject(bad, r"entries\[1\]\.episodes\[0\]\.turns\[0\]")
+    _reject([1, 2], r"top level")
+
+
+def test_nan_infinity_size_and_garbage_are_refused(random_results, monkeypatch):
+    text = json.dumps(random_results.to_dict())
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        first = text.replace('"return": ', f'"return": {constant}, "x": ', 1)
+        with pytest.raises(R.ResultsError, match="NaN and infinite"):
+            R.loads(first.encode())
+    monkeypatch.setattr(R, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(R.ResultsError, match="the limit is 1,000"):
+        R.loads(text.encode())
+    monkeypatch.setattr(R, "MAX_FILE_BYTES", 32 * 2**20)
+    monkeypatch.setattr(R, "MAX_JSON_BYTES", 1000)
+    with pytest.raises(R.ResultsError, match="more than 1,000 bytes of JSON"):
+        R.loads(gzip.compress(text.encode()))  # a small gzip that inflates past the limit
+    with pytest.raises(R.ResultsError, match="not valid JSON"):
+        R.loads(b"{not json")
+    with pytest.raises(R.ResultsError, match="not valid gzip"):
+        R.loads(b"\x1f\x8b\x08garbage")
+
+
+def test_summary(random_results, small_suite):
+    summary = R.summarize(random_results, small_suite)
+    by_name = {e.name: e for e in summary.entries}
+    bandit = random_results.entry("bandit").successes()
+    assert by_name["bandit"].success.rate == bandit.mean()
+    assert by_name["frozenlake"].normalised == pytest.approx(
+        random_results.entry("frozenlake").successes().mean() / small_suite.entry("frozenlake").oracle_success)
+    score, low, high = summary.score
+    assert low <= score <= high
+    assert "score" in R.format_summary(summary)

@@ -1,0 +1,58 @@
+import pytest
+
+from agentgym_bench.benchmark import stats
+from agentgym_bench.benchmark.suites import available_suites, load_suite, oracle_success, parse_suite
+from agentgym_bench.errors import UserError
+from agentgym_bench.rollout.engine import TEST_SEEDS, TRAIN_SEED_START
+
+
+def test_bundled_suites():
+    assert {"agentgym-v1", "agentgym-v1-validation"} <= set(available_suites())
+    test, val = load_suite("agentgym-v1"), load_suite("agentgym-v1-validation")
+    assert test.split == "test" and val.split == "validation"
+    assert [e.env_id for e in test.entries] == [e.env_id for e in val.entries]
+    for entry in test.entries:
+        assert entry.seeds.start in TEST_SEEDS and entry.seeds.stop - 1 in TEST_SEEDS
+        # enough episodes that a 95% interval on a rate near 0.5 is at most +-0.05 wide
+        low, high = stats.wilson_interval(entry.episodes // 2, entry.episodes)
+        assert high - low <= 0.1
+        assert 0 < entry.oracle_success <= 1
+    for entry in val.entries:
+        assert entry.seeds.stop <= TRAIN_SEED_START and entry.seeds.stop <= TEST_SEEDS.start
+    webshop = test.entry("webshop")
+    assert webshop.env_kwargs == {"split": "test"} and webshop.episodes == 500  # seed s plays test goal s % 500
+    assert val.entry("webshop").env_kwargs == {"split": "validation"}
+
+
+def test_prompts_and_errors():
+    entry = load_suite().entry("sokoban-6x6")
+    assert entry.make_kwargs() == {"prompt": "ragen"}
+    assert entry.make_kwargs("compact") == {"prompt": "compact"}
+    with pytest.raises(UserError, match="not allowed"):
+        entry.make_kwargs("mine")
+    with pytest.raises(UserError, match="unknown suite"):
+        load_suite("agentgym-v9")
+    with pytest.raises(UserError, match="no entry"):
+        load_suite().entry("chess")
+    base = {"name": "s", "version": 1, "split": "test", "seed_start": 0}
+    with pytest.raises(ValueError, match="unknown env id"):
+        parse_suite({**base, "entries": [{"name": "x", "env_id": "Nope-v0", "prompts": ["ragen"], "episodes": 1,
+                                          "oracle_success": 1}]})
+    with pytest.raises(ValueError, match="unique"):
+        entry = {"name": "x", "env_id": "AgentBandit-v0", "prompts": ["ragen"], "episodes": 1, "oracle_success": 1}
+        parse_suite({**base, "entries": [entry, entry]})
+
+
+@pytest.mark.parametrize("name", ["frozenlake", "frozenlake-noslip", "bandit", "bandit-heldout-arms"])
+def test_oracle_ceilings_are_recomputed(name):
+    for suite in ("agentgym-v1", "agentgym-v1-validation"):
+        entry = load_suite(suite).entry(name)
+        assert oracle_success(entry) == pytest.approx(entry.oracle_success, abs=5e-7)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["sokoban-6x6", "sokoban-8x8-2box", "webshop"])
+def test_oracle_ceilings_are_recomputed_slow(name):
+    for suite in ("agentgym-v1", "agentgym-v1-validation"):
+        entry = load_suite(suite).entry(name)
+        assert oracle_success(entry) == pytest.approx(entry.oracle_success, abs=5e-7)

@@ -1,0 +1,61 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentgym_bench.commands.baselines import RECIPES, Job, plan, run_jobs
+from agentgym_bench.errors import UserError
+
+
+def py(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def test_plan_orders_every_step_after_what_it_needs(tmp_path):
+    jobs = plan(RECIPES["quick"], tmp_path / "work", tmp_path / "board", "agentgym-v1")
+    names = [j.name for j in jobs]
+    assert names[:2] == ["eval oracle", "eval random"]
+    for algo in ("starpo", "starpo-s", "gigpo"):
+        train = next(j for j in jobs if j.name == f"train {algo}")
+        assert train.after == ["warmstart"] and any(a.startswith("pretrain=") for a in train.argv)
+        assert any(a == "max_steps=150" for a in train.argv)
+    for job in jobs:  # every dependency comes earlier in the list
+        assert all(names.index(a) < names.index(job.name) for a in job.after)
+    submits = [j for j in jobs if j.name.startswith("submit")]
+    assert len(submits) == 6 and all(j.output is None for j in submits)
+
+
+def test_run_jobs_respects_dependencies_and_skips_finished_steps(tmp_path):
+    order = tmp_path / "order.txt"
+    write = "import sys; open(sys.argv[1], 'a').write(sys.argv[2] + chr(10)); open(sys.argv[3], 'w').write('x')"
+    jobs = [Job("b", py(write) + [str(order), "b", str(tmp_path / "b.out")], tmp_path / "b.out", after=["a"]),
+            Job("a", py(write) + [str(order), "a", str(tmp_path / "a.out")], tmp_path / "a.out"),
+            Job("c", py(write) + [str(order), "c", str(tmp_path / "c.out")], tmp_path / "c.out", after=["b"])]
+    (tmp_path / "c.out").write_text("already")
+    run_jobs(jobs, tmp_path, max_parallel=2, status_every=0.5)
+    assert order.read_text().split() == ["a", "b"]  # c was done already
+    assert (tmp_path / "logs" / "a.log").exists()
+
+
+def test_a_failing_step_stops_the_run_with_its_log(tmp_path):
+    jobs = [Job("bad", py("import sys; print('something broke'); sys.exit(3)"), tmp_path / "never"),
+            Job("after", py("pass"), None, after=["bad"])]
+    with pytest.raises(UserError, match=r"step 'bad' failed \(exit 3\)[\s\S]*something broke"):
+        run_jobs(jobs, tmp_path, max_parallel=1)
+    jobs = [Job("silent", py("pass"), tmp_path / "missing.out")]
+    with pytest.raises(UserError, match="step 'silent' failed"):  # exit 0 without its output is a failure too
+        run_jobs(jobs, tmp_path, max_parallel=1)
+
+
+@pytest.mark.slow
+def test_smoke_recipe_end_to_end(tmp_path):
+    """The main job's every step (eval, init-model, warm start, three trainers, submit, render) on the smoke recipe."""
+    from agentgym_bench.cli import main
+    from agentgym_bench.leaderboard.board import read_index
+
+    assert main(["baselines", "--recipe", "smoke", "--work", str(tmp_path / "work"), "--jobs", "2"]) == 0
+    index = read_index(tmp_path / "work" / "leaderboard")
+    names = {r["name"]: r for r in index["submissions"]}
+    assert len(names) == 6 and names["oracle"]["summary"]["score"][0] > names["random"]["summary"]["score"][0]
+    assert names["default model + SFT + GiGPO"]["mark"] == "reproduced"
+    assert Path(tmp_path / "work" / "leaderboard" / "index.html").is_file()

@@ -1,0 +1,104 @@
+"""The board's index.html in a real headless browser (Debian's chromium): every submission shows, a header click
+sorts, a name opens the details, a transcript link opens an episode turn by turn, and the pairwise view compares.
+
+The page is driven by a small harness page in the board folder that loads index.html in an iframe, clicks like a
+person would, and writes what it saw into its own DOM, which ``chromium --dump-dom`` prints. Skipped only where no
+browser binary exists (install one with ``apt-get install chromium``); the test installs nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agentgym_bench.cli import main
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+BROWSER = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
+pytestmark = pytest.mark.skipif(BROWSER is None,
+                                reason=f"no headless browser found (looked for {', '.join(BROWSERS)})")
+
+HARNESS = """<!DOCTYPE html><html><body><pre id="out">pending</pre>
+<iframe id="f" src="index.html" width="1200" height="800"></iframe>
+<script>
+const log = {};
+const wait = ms => new Promise(r => setTimeout(r, ms));
+const rows = d => [...d.querySelectorAll("#board-body tr")].map(r => r.dataset.slug);
+document.getElementById("f").onload = async () => {
+  try {
+    const d = document.getElementById("f").contentDocument;
+    log.initial = rows(d);
+    d.querySelector('th[data-key="score"]').click(); await wait(100); log.score_first_click = rows(d);
+    d.querySelector('th[data-key="score"]').click(); await wait(100); log.score_second_click = rows(d);
+    d.querySelector('a[data-slug="random"]').click(); await wait(300);
+    log.details = d.querySelector("#details h2").textContent;
+    log.breakdown_rows = d.querySelectorAll("#breakdown tr").length - 1;
+    [...d.querySelectorAll("#breakdown a")].find(a => a.href.includes(":sokoban-6x6:")).click(); await wait(300);
+    log.title = d.getElementById("transcript-title").textContent;
+    log.first_observation = d.querySelector("#transcript pre.observation").textContent;
+    log.first_reply = d.querySelector("#transcript pre.reply").textContent;
+    log.turns = d.querySelectorAll("#transcript div[data-turn]").length;
+    [...d.querySelectorAll("#transcript button")].find(b => b.textContent === "\\u25C0 turn").click(); await wait(100);
+    log.turns_after_step_back = d.querySelectorAll("#transcript div[data-turn]").length;
+    const a = d.getElementById("compare-a"), b = d.getElementById("compare-b");
+    a.value = "random"; a.dispatchEvent(new Event("change")); await wait(100);
+    b.value = "oracle"; b.dispatchEvent(new Event("change")); await wait(100);
+    log.compare = [...d.querySelectorAll("#compare-table tr")].map(r => r.textContent);
+  } catch (e) { log.error = String(e); }
+  document.getElementById("out").textContent = JSON.stringify(log);
+};
+</script></body></html>"""
+
+
+def run_browser(url: str) -> str:
+    out = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          "--allow-file-access-from-files", "--virtual-time-budget=10000", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=120)
+    return out.stdout
+
+
+def test_the_page_shows_sorts_and_opens_a_transcript(tmp_path, suite_file, oracle_bytes, random_bytes):
+    board = tmp_path / "board"
+    for name, raw in {"oracle": oracle_bytes, "random": random_bytes}.items():
+        (tmp_path / f"{name}.json.gz").write_bytes(raw)
+        assert main(["submit", str(tmp_path / f"{name}.json.gz"), "--name", name, "--board", str(board),
+                     "--suite", str(suite_file)]) == 0
+    (board / "harness.html").write_text(HARNESS)
+    dom = run_browser((board / "harness.html").as_uri())
+    found = re.search(r'<pre id="out">(.*?)</pre>', dom, re.S)
+    assert found, dom[:2000]
+    log = json.loads(html.unescape(found.group(1)))
+    assert "error" not in log, log
+    assert log["initial"] == ["oracle", "random"]  # by rank
+    assert log["score_first_click"] == ["oracle", "random"]  # score, descending
+    assert log["score_second_click"] == ["random", "oracle"]  # score, ascending
+    assert log["details"] == "random" and log["breakdown_rows"] == 2
+
+    from agentgym_bench.benchmark.results import loads
+    from agentgym_bench.leaderboard.board import transcripts_of
+
+    results = loads(random_bytes)
+    first = min(ep.seed for ep in results.entry("sokoban-6x6").episodes)
+    episode = next(ep for ep in results.entry("sokoban-6x6").episodes if ep.seed == first)
+    texts = transcripts_of(results, episodes=1)["sokoban-6x6"][first]
+    assert log["title"] == f"random \u2014 sokoban-6x6 \u2014 seed {first}"
+    assert log["first_observation"] == texts.observations[0] and "Sokoban" in texts.observations[0]
+    assert log["first_reply"] == episode.turns[0].reply
+    assert log["turns"] == len(episode.turns) and log["turns_after_step_back"] == max(1, len(episode.turns) - 1)
+    assert log["compare"][1].startswith("suite score") and "oracle better" in log["compare"][1]
+
+
+def test_a_hash_link_opens_an_episode_directly(tmp_path, suite_file, oracle_bytes):
+    board = tmp_path / "board"
+    (tmp_path / "o.json.gz").write_bytes(oracle_bytes)
+    assert main(["submit", str(tmp_path / "o.json.gz"), "--name", "oracle", "--board", str(board),
+                 "--suite", str(suite_file)]) == 0
+    dom = run_browser(Path(board / "index.html").as_uri() + "#open=oracle:bandit:1000000003&turn=1")
+    assert 'id="transcript-title">oracle — bandit — seed 1000000003<' in dom
+    assert dom.count('class="turn" data-turn=') == 1

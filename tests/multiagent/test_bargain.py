@@ -1,0 +1,142 @@
+"""Bargain: rules (hand-checked cases), the Parallel API, determinism, the scripted opponent, fuzzed replies."""
+
+import random
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pettingzoo", reason="PettingZoo envs need the multiagent extra: pip install -e '.[multiagent]'")
+
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test  # noqa: E402
+from pettingzoo.utils.conversions import parallel_to_aec  # noqa: E402
+
+from agentgym_bench.agent.parsing import format_reply  # noqa: E402
+from agentgym_bench.multiagent import bargain_rules as rules  # noqa: E402
+from agentgym_bench.multiagent.bargain import BargainEnv, scripted_reply  # noqa: E402
+
+
+def reply(demand):
+    return format_reply([" ".join(map(str, demand))])
+
+
+@pytest.mark.parametrize(("a", "b", "counts", "expected"), [
+    ((2, 0, 1), (1, 1, 1), (3, 1, 2), True),
+    ((2, 1, 1), (1, 1, 1), (3, 1, 2), False),  # two hats asked, one in the pool
+    ((0, 0, 0), (3, 1, 2), (3, 1, 2), True),
+])
+def test_fits(a, b, counts, expected):
+    assert rules.fits(a, b, counts) is expected
+
+
+@pytest.mark.parametrize(("move", "expected"), [
+    ("2 1 0", (2, 1, 0)), ("books 3, hats 1, balls 2", (3, 1, 2)), ("4 0 0", None), ("1 2", None),
+    ("1 1 1 1", None), (None, None), ("001 0 0", None), ("-1 0 0", (1, 0, 0)),
+])
+def test_read_demand(move, expected):
+    assert rules.read_demand(move, (3, 1, 2)) == expected
+
+
+def test_deals_are_worth_ten_to_each_player_and_come_from_the_rng_only():
+    for seed in range(50):
+        counts, a, b = rules.sample_deal(np.random.default_rng(seed))
+        assert rules.value(counts, a) == rules.value(counts, b) == rules.TOTAL_VALUE
+        assert a != b and all(1 <= c <= rules.MAX_COUNT for c in counts)
+        assert (counts, a, b) == rules.sample_deal(np.random.default_rng(seed))
+
+
+def test_scripted_demand_takes_a_fitting_deal_it_likes_and_concedes_over_rounds():
+    counts, values = (3, 1, 2), (2, 4, 0)
+    assert rules.scripted_demand(counts, values, 0, 5, None) == (3, 1, 0)  # all it values
+    assert rules.scripted_demand(counts, values, 1, 5, (0, 0, 2)) == (3, 1, 0)  # fits and worth 10
+    first = rules.scripted_demand(counts, values, 1, 5, (3, 1, 2))
+    last = rules.scripted_demand(counts, values, 4, 5, (1, 0, 2))
+    assert rules.value(first, values) >= 8 and last == (2, 1, 0)  # last round: any fitting bundle worth > 0
+
+
+def test_parallel_api_and_its_aec_conversion():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parallel_api_test(BargainEnv(), num_cycles=200)
+        api_test(parallel_to_aec(BargainEnv()), num_cycles=200)
+        parallel_seed_test(BargainEnv)
+
+
+def test_docstring_example_is_the_real_first_observation():
+    obs, _ = BargainEnv().reset(seed=0)
+    text = obs["player_0"]["text"]
+    doc = BargainEnv.__doc__
+    for line in ["split a pool of 1 book, 1 hat, 1 ball.", "Your values: book 1, hat 0, ball 9",
+                 "Round 1 of 5. Answer with three numbers, books hats balls, e.g. <answer>1 0 1</answer>."]:
+        assert line in text and line in doc
+
+
+def test_a_deal_pays_each_its_own_values_and_observations_are_private():
+    env = BargainEnv()
+    obs, _ = env.reset(seed=3)
+    assert obs["player_0"]["text"] != obs["player_1"]["text"]
+    assert f"book {env.values['player_1'][0]}," in obs["player_1"]["text"]
+    counts = env.counts
+    _, rewards, terms, _, infos = env.step({"player_0": reply(counts), "player_1": reply(counts)})  # both greedy
+    assert not any(terms.values()) and rewards == {"player_0": 0.0, "player_1": 0.0}
+    give = (counts[0], 0, 0)
+    _, rewards, terms, _, infos = env.step({"player_0": reply(give), "player_1": reply((0, counts[1], counts[2]))})
+    assert all(terms.values()) and infos["player_0"]["deal"]
+    assert rewards["player_0"] == rules.payoff(give, env.values["player_0"])
+    assert rewards["player_1"] == rules.payoff((0, counts[1], counts[2]), env.values["player_1"])
+    assert env.agents == []
+
+
+def test_no_deal_after_max_rounds_pays_nothing():
+    env = BargainEnv(max_rounds=2)
+    env.reset(seed=1)
+    for _ in range(2):
+        _, rewards, terms, _, infos = env.step({"player_0": "nonsense", "player_1": reply(env.counts)})
+    assert all(terms.values()) and rewards == {"player_0": 0.0, "player_1": 0.0}
+    assert infos["player_0"]["valid_demand"] is False and infos["player_0"]["outcome"] == "draw"
+
+
+def test_same_seed_same_game_and_state_keys_and_caller_rng_untouched():
+    random.seed(0)
+    np.random.seed(0)
+    py, npy = random.getstate(), np.random.get_state()
+
+    def run(seed):
+        env, out = BargainEnv(), []
+        obs, infos = env.reset(seed=seed)
+        out.append((obs, infos))
+        while env.agents:
+            out.append(env.step({a: scripted_reply(env, a) for a in env.agents}))
+        return out
+
+    assert run(4) == run(4) and run(4) != run(5)
+    assert random.getstate() == py and np.array_equal(np.random.get_state()[1], npy[1])
+
+
+FUZZ = ["", "é😀√" * 5000, "<answer>" * 20_000, "<think><answer>1 1 1</answer></think>", None, 42,
+        "<think></think><answer>" + "9 " * 400_000 + "</answer>", "<think></think><answer>\x00\x1b[31m</answer>",
+        "<think></think><answer><answer>1 0 0</answer></answer>", "<think></think><answer>1e9 1 1</answer>"]
+
+
+def test_fuzzed_replies_never_crash():
+    env = BargainEnv(max_rounds=3)
+    env.reset(seed=0)
+    for i, junk in enumerate(FUZZ * 2):
+        if not env.agents:
+            env.reset(seed=i)
+        obs, *_ = env.step({"player_0": junk, "player_1": FUZZ[-1 - i % len(FUZZ)]})
+        for agent, o in obs.items():
+            assert o in env.observation_space(agent)
+
+
+def test_two_scripted_bargainers_almost_always_deal():
+    """The claim in BargainEnv's docstring and docs/multiagent.md."""
+    deals, payoffs = 0, []
+    for seed in range(300):
+        env = BargainEnv()
+        env.reset(seed=seed)
+        while env.agents:
+            _, rewards, _, _, infos = env.step({a: scripted_reply(env, a) for a in env.agents})
+        deals += infos["player_0"]["deal"]
+        payoffs += list(rewards.values())
+    assert deals >= 0.98 * 300 and np.mean(payoffs) > 0.6

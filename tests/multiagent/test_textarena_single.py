@@ -1,0 +1,170 @@
+"""TextArena single-player games as Gymnasium agent envs: check_env, determinism, untouched caller RNGs."""
+
+import random
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+pytest.importorskip("textarena", reason="TextArena games need the multiagent extra: pip install -e '.[multiagent]'")
+
+import agentgym_bench  # noqa: E402,F401  (registers the ids)
+from agentgym_bench.agent import LLMAgentEnv  # noqa: E402
+from agentgym_bench.multiagent.registration import agent_id  # noqa: E402
+from agentgym_bench.multiagent.textarena_catalog import SINGLE_PLAYER  # noqa: E402
+from agentgym_bench.multiagent.textarena_game import TextArenaGame  # noqa: E402
+
+BASE = [g for g in SINGLE_PLAYER if g.endswith("-v0")]  # one id per game in the default suite
+VARIANTS = [g for g in SINGLE_PLAYER if g not in BASE]
+
+
+def rng_states():
+    return random.getstate(), np.random.get_state()
+
+
+def assert_same_rng_states(before):
+    (py, (kind, keys, pos, gauss, cached)) = before
+    now_py, (now_kind, now_keys, now_pos, now_gauss, now_cached) = rng_states()
+    assert now_py == py
+    assert (now_kind, now_pos, now_gauss, now_cached) == (kind, pos, gauss, cached)
+    assert np.array_equal(now_keys, keys)
+
+
+@pytest.mark.parametrize("game", BASE)
+def test_check_env_on_every_curated_game(game):
+    env = gym.make(agent_id(game))
+    assert isinstance(env.unwrapped, LLMAgentEnv)
+    check_env(env.unwrapped)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("game", VARIANTS)
+def test_check_env_on_every_curated_variant(game):
+    check_env(gym.make(agent_id(game)).unwrapped)
+
+
+def test_generic_id_takes_any_game_and_ids_are_unique():
+    env = gym.make("AgentTextArena-v0", game="Minesweeper-v0")
+    assert isinstance(env.unwrapped.game, TextArenaGame)
+    assert env.unwrapped.game.game == "Minesweeper-v0"
+    assert len({agent_id(g) for g in SINGLE_PLAYER}) == len(SINGLE_PLAYER)
+    assert agent_id("Minesweeper-v0-small") == "AgentTextArena/MinesweeperSmall-v0"
+    assert agent_id("2048-v0-3x3") == "AgentTextArena/2048_3x3-v0"
+
+
+def test_textarena_prompt_by_default_and_overridable():
+    obs, _ = gym.make("AgentTextArena/TowerOfHanoi-v0").reset(seed=0)
+    assert obs.startswith("You are playing Tower of Hanoi") and "You have 50 moves left." in obs
+    assert "action separator" not in obs
+    obs, _ = gym.make("AgentTextArena/TowerOfHanoi-v0", prompt="ragen", max_turns=3).reset(seed=0)
+    assert "action separator" in obs
+
+
+def test_unknown_game_is_a_clear_error():
+    with pytest.raises(ValueError, match="not a TextArena id.*Minesweeper-v0"):
+        TextArenaGame("Minesweeper-v9")
+
+
+def play(env_id, seed, moves):
+    env = gym.make(env_id)
+    out = [env.reset(seed=seed)[0]]
+    for move in moves:
+        obs, reward, terminated, truncated, info = env.step(f"<think></think><answer>{move}</answer>")
+        out.append((obs, reward, terminated, info["state_key"], info["executed_actions"]))
+        if terminated:
+            break
+    return out
+
+
+MOVES_2048 = ["[w]", "[a]", "[s]", "[d]"] * 6
+
+
+def test_same_seed_same_episode_even_interleaved_with_global_rng_use():
+    """2048 draws new tiles from Python's global random inside step: our private RNG copy makes it reproducible."""
+    first = play("AgentTextArena/2048-v0", 3, MOVES_2048)
+    env_a, env_b = gym.make("AgentTextArena/2048-v0"), gym.make("AgentTextArena/2048-v0")
+    obs_a = [env_a.reset(seed=3)[0]]
+    env_b.reset(seed=4)
+    for move in MOVES_2048:
+        random.random()  # the caller uses the global RNG between moves
+        np.random.random()
+        reply = f"<think></think><answer>{move}</answer>"
+        obs, reward, terminated, _, info = env_a.step(reply)
+        obs_a.append((obs, reward, terminated, info["state_key"], info["executed_actions"]))
+        env_b.step(reply)
+        if terminated:
+            break
+    assert obs_a == first
+    assert play("AgentTextArena/2048-v0", 4, MOVES_2048) != first
+
+
+@pytest.mark.parametrize("game", ["2048-v0", "Minesweeper-v0-small", "Blackjack-v0", "Sokoban-v0"])
+def test_caller_rng_states_unchanged_by_a_full_episode(game):
+    random.seed(11)
+    np.random.seed(12)
+    before = rng_states()
+    env = gym.make(agent_id(game))
+    env.reset(seed=0)
+    terminated, turns = False, 0
+    while not terminated:
+        _, _, terminated, _, _ = env.step("<think></think><answer>[1 1] || [w] || [hit] || [stand]</answer>")
+        turns += 1
+    env.close()
+    assert turns <= 50
+    assert_same_rng_states(before)
+
+
+def test_invalid_move_rule_follows_textarena():
+    """First invalid move in a row: refused (no budget used); second in a row: the game ends with its penalty."""
+    env = gym.make("AgentTextArena/TowerOfHanoi-v0")
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step("<think></think><answer>[A C]</answer>")
+    assert info["executed_actions"] == ["[A C]"] and not terminated
+    _, reward, terminated, _, info = env.step("<think></think><answer>[Z Z]</answer>")
+    assert info["invalid_actions"] == ["[Z Z]"] and not terminated and info["actions_left"] == 49
+    _, reward, terminated, _, info = env.step("<think></think><answer>[Z Z]</answer>")
+    assert terminated and not info["success"]
+
+
+def test_a_won_game_is_a_success():
+    env = gym.make("AgentTextArena/TowerOfHanoi-v0")
+    env.reset(seed=0)
+    moves = ["[A C]", "[A B]", "[C B]", "[A C]", "[B A]", "[B C]", "[A C]"]
+    for move in moves:
+        _, reward, terminated, _, info = env.step(f"<think></think><answer>{move}</answer>")
+    assert terminated and info["success"] and reward == 1.0
+
+
+def test_fuzzed_replies_never_crash():
+    env = gym.make("AgentTextArena/MinesweeperSmall-v0")
+    env.reset(seed=0)
+    replies = ["", "√é😀" * 1000, "<answer>" * 10_000, "<think><answer>[1 1]</answer></think>",
+               "<think></think><answer>" + "x" * (1 << 20) + "</answer>", "<think></think><answer>[９ ９]</answer>"]
+    for reply in replies:
+        obs, *_ = env.step(reply)
+        assert obs in env.observation_space
+        env.reset(seed=0)
+
+
+def test_importing_the_package_does_not_import_textarena():
+    code = "import sys, agentgym_bench; assert 'textarena' not in sys.modules and 'pettingzoo' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_matches_stepped_from_threads_match_sequential_play():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def episode(seed):
+        return play("AgentTextArena/2048-v0", seed, MOVES_2048)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so unguarded RNG swaps would interleave (they did)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            threaded = list(pool.map(episode, [3, 4, 5, 6] * 2))
+    finally:
+        sys.setswitchinterval(interval)
+    assert threaded == [episode(s) for s in [3, 4, 5, 6] * 2]

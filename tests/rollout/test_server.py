@@ -1,0 +1,124 @@
+"""``agentgym-bench serve``'s promises, checked with a real HTTP client on loopback: streaming, ``n``, ``usage``."""
+
+import http.client
+import json
+import urllib.parse
+
+import pytest
+
+from agentgym_bench.rollout.server import MAX_N, ChatServer
+from tests.rollout.test_hf import conversations
+
+
+@pytest.fixture(scope="module")
+def server(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    with ChatServer(model, tokenizer, model_name="tiny") as s:
+        yield s
+
+
+def post(server, body: dict) -> tuple[int, str, bytes]:
+    """POST /v1/chat/completions; returns (status, content type, raw body), read to the end within 30 s."""
+    url = urllib.parse.urlsplit(server.base_url)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    try:
+        conn.request("POST", "/v1/chat/completions", body=json.dumps(body),
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        return response.status, response.getheader("Content-Type", ""), response.read()
+    finally:
+        conn.close()
+
+
+def events(raw: bytes) -> list[str]:
+    """The ``data:`` payloads of a Server-Sent Events body, in order."""
+    lines = raw.decode().split("\n\n")
+    assert lines[-1] == "", "the stream must end with a blank line"
+    assert all(line.startswith("data: ") for line in lines[:-1]), raw[:300]
+    return [line[len("data: "):] for line in lines[:-1]]
+
+
+def test_usage_counts_prompt_and_completion_tokens(server, model_and_tokenizer):
+    _, tokenizer = model_and_tokenizer
+    messages = conversations(1)[0]
+    status, _, raw = post(server, {"model": "tiny", "messages": messages, "max_tokens": 6, "temperature": 0})
+    assert status == 200
+    answer = json.loads(raw)
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    prompt_tokens = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+    usage = answer["usage"]
+    assert usage["prompt_tokens"] == prompt_tokens
+    assert 1 <= usage["completion_tokens"] <= 6
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+
+
+def test_n_returns_n_choices_with_their_indices(server):
+    body = {"model": "tiny", "messages": conversations(1)[0], "max_tokens": 8, "n": 3, "seed": 5}
+    status, _, raw = post(server, body)
+    assert status == 200
+    answer = json.loads(raw)
+    assert [c["index"] for c in answer["choices"]] == [0, 1, 2]
+    assert all(isinstance(c["message"]["content"], str) for c in answer["choices"])
+    assert len({c["message"]["content"] for c in answer["choices"]}) > 1, "an untrained model sampled 3x the same"
+    assert json.loads(post(server, body)[2])["choices"] == answer["choices"]  # same seed, same choices
+
+
+@pytest.mark.parametrize("n", [0, MAX_N + 1, 1.5, True, "2"])
+def test_impossible_n_is_a_400_naming_n(server, n):
+    status, _, raw = post(server, {"model": "tiny", "messages": conversations(1)[0], "n": n})
+    assert status == 400
+    assert "n=" in json.loads(raw)["error"]["message"]
+
+
+def test_stream_sends_openai_chunks_that_add_up_to_the_reply(server):
+    body = {"model": "tiny", "messages": conversations(1)[0], "max_tokens": 8, "temperature": 0, "logprobs": True}
+    whole = json.loads(post(server, body)[2])
+    status, content_type, raw = post(server, {**body, "stream": True, "stream_options": {"include_usage": True}})
+    assert status == 200 and content_type.startswith("text/event-stream")
+    data = events(raw)
+    assert data[-1] == "[DONE]"
+    chunks = [json.loads(d) for d in data[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" and c["model"] == "tiny" for c in chunks)
+    assert len({c["id"] for c in chunks}) == 1
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    body_chunks = [c for c in chunks if c["choices"]]
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in body_chunks)
+    assert text == whole["choices"][0]["message"]["content"]
+    assert body_chunks[-1]["choices"][0]["finish_reason"] == whole["choices"][0]["finish_reason"]
+    streamed_logprobs = [lp["logprob"] for c in body_chunks for lp in (c["choices"][0].get("logprobs") or
+                                                                       {"content": []})["content"]]
+    assert streamed_logprobs == pytest.approx([lp["logprob"] for lp in whole["choices"][0]["logprobs"]["content"]],
+                                              abs=1e-5)
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == whole["usage"]
+
+
+def test_stream_with_n_streams_every_choice(server):
+    body = {"model": "tiny", "messages": conversations(1)[0], "max_tokens": 5, "n": 2, "seed": 1, "stream": True}
+    chunks = [json.loads(d) for d in events(post(server, body)[2])[:-1]]
+    finished = [c["choices"][0]["index"] for c in chunks if c["choices"][0]["finish_reason"] is not None]
+    assert finished == [0, 1]
+
+
+@pytest.mark.parametrize("field, value", [("stream", "yes"), ("temperature", float("nan")), ("top_p", 0),
+                                          ("messages", [])])
+def test_bad_fields_are_a_400_naming_the_field(server, field, value):
+    status, _, raw = post(server, {"model": "tiny", "messages": conversations(1)[0], field: value})
+    assert status == 400
+    assert field in json.loads(raw)["error"]["message"]
+
+
+def test_the_official_openai_client_reads_choices_usage_and_streams(server):
+    openai = pytest.importorskip("openai", reason="the dev extra installs the official client")
+    client = openai.OpenAI(base_url=server.base_url, api_key="unused", timeout=30, max_retries=0)
+    messages = conversations(1)[0]
+    answer = client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, n=2, seed=3)
+    assert [c.index for c in answer.choices] == [0, 1]
+    assert answer.usage.total_tokens == answer.usage.prompt_tokens + answer.usage.completion_tokens
+    greedy = client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, temperature=0)
+    stream = client.chat.completions.create(model="tiny", messages=messages, max_tokens=6, temperature=0,
+                                            stream=True, stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == greedy.choices[0].message.content
+    assert chunks[-1].usage.completion_tokens == greedy.usage.completion_tokens
+    with pytest.raises(openai.BadRequestError, match="n="):
+        client.chat.completions.create(model="tiny", messages=messages, n=0)

@@ -1,0 +1,24 @@
+import io
+
+from agentgym_bench.progress import LineProgress
+
+
+def test_line_progress_prints_plain_lines_at_intervals():
+    out = io.StringIO()
+    bar = LineProgress(100, "rollout", "episode", interval=0.0, file=out)
+    bar.update(1)
+    bar.set_postfix_str("turn 2, 99 playing")
+    bar.update(49)
+    bar.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("rollout: 1/100 episodes (1%)") and "left" not in lines[0]  # no estimate yet
+    assert "turn 2, 99 playing" in lines[1]
+    assert lines[-1].startswith("rollout: 50/100 episodes (50%)") and "left" in lines[-1]
+    assert "\r" not in out.getvalue()
+    quiet = io.StringIO()
+    slow = LineProgress(10, "x", "it", interval=3600, file=quiet)
+    for _ in range(10):
+        slow.update()
+    assert quiet.getvalue() == ""  # nothing between intervals; close() prints the last line
+    slow.close()
+    assert quiet.getvalue().startswith("x: 10/10")
