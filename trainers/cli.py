@@ -84,7 +84,8 @@ def _train(args: argparse.Namespace) -> int:
 
         gain = success_gain(result.first_eval, result.last_eval)
         print(f"validation success {gain['before']:.3f} -> {gain['after']:.3f} over {gain['n_after']} episodes: "
-              f"gain {gain['gain']:+.3f} (95% CI {gain['ci_low']:+.3f} .. {gain['ci_high']:+.3f})")
+              f"gain {gain['gain']:+.3f} (paired 95% CI {gain['ci_low']:+.3f} .. {gain['ci_high']:+.3f}, "
+              f"McNemar p {gain['p_value']:.2g})")
     return 0
 
 

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from agentgym_bench.benchmark.stats import paired_difference
+
 __all__ = ["EchoTrapRule", "MetricsLog", "plot_metrics", "plot_runs", "read_metrics", "success_gain"]
 
 
@@ -126,20 +130,18 @@ class EchoTrapRule:
 
 
 def success_gain(successes_before: Sequence[bool], successes_after: Sequence[bool]) -> dict[str, float]:
-    """Difference of two success rates with a 95% normal-approximation interval (unpaired Wald).
+    """The change in success between two evaluations on the same validation seeds (same order), paired:
+    :func:`agentgym_bench.benchmark.stats.paired_difference` (paired bootstrap interval, McNemar's exact test), the
+    one comparison the benchmark and the leaderboard use too. Pairing removes the seeds' own difficulty from the
+    noise, so the interval is narrower than an unpaired one on the same episodes.
 
     Returns:
-        ``before``, ``after``, ``gain`` (after - before), ``ci_low``, ``ci_high``, ``n_before``, ``n_after``. The gain
-        is "separated by its 95% confidence interval" when ``ci_low > 0``.
+        ``before``, ``after``, ``gain`` (after - before), ``ci_low``, ``ci_high`` (95%), ``p_value``, ``n_before``,
+        ``n_after``. The gain is "separated by its 95% confidence interval" when ``ci_low > 0``.
     """
-    n0, n1 = len(successes_before), len(successes_after)
-    if not n0 or not n1:
-        raise ValueError("both samples need at least one episode")
-    p0, p1 = sum(map(bool, successes_before)) / n0, sum(map(bool, successes_after)) / n1
-    half = 1.96 * math.sqrt(p0 * (1 - p0) / n0 + p1 * (1 - p1) / n1)
-    gain = p1 - p0
-    return {"before": p0, "after": p1, "gain": gain, "ci_low": gain - half, "ci_high": gain + half,
-            "n_before": n0, "n_after": n1}
+    c = paired_difference(np.asarray(successes_before, dtype=float), np.asarray(successes_after, dtype=float))
+    return {"before": c.mean_a, "after": c.mean_b, "gain": c.difference, "ci_low": c.low, "ci_high": c.high,
+            "p_value": c.p_value, "n_before": c.n, "n_after": c.n}
 
 
 # (title, [(key, label), ...], y-limits or None) panels of the curves plot

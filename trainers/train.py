@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed
-from tqdm.auto import tqdm
 
 from agentgym_bench.paths import resolve_model
+from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import EnvGroups, even_partition
 from agentgym_bench.rollout.tokens import encode, render
 from agentgym_bench.rollout.trajectory import Trajectory
@@ -462,15 +462,17 @@ def main(config: TrainConfig) -> TrainResult:
             val, run.result.first_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed,
                                                   run.prompt_fits)
             _write(run, {"step": 0, **val, "time/total": time.perf_counter() - run.t0})
-        bar = tqdm(range(run.start + 1, config.max_steps + 1), desc="train", unit="it", initial=run.start,
-                   total=config.max_steps, disable=not (config.progress and dist.is_main), file=sys.stderr)
-        for step in bar:
+        bar = progress_bar(config.max_steps, "train", "it", enabled=config.progress and dist.is_main)
+        bar.update(run.start)
+        for step in range(run.start + 1, config.max_steps + 1):
             record = run_iteration(run, step)
             if record["warn/echo_trap"] and dist.is_main:
-                bar.write(f"step {step}: Echo Trap warning — reward std and entropy collapsed while the gradient "
-                          "norm spiked (docs/trainers.md); consider a lower learning rate or the starpo_s preset")
-            bar.set_postfix({k.split("/")[-1]: round(record[k], 3) for k in ("reward/success", "val/success")
-                             if k in record})
+                print(f"step {step}: Echo Trap warning — reward std and entropy collapsed while the gradient "
+                      "norm spiked (docs/trainers.md); consider a lower learning rate or the starpo_s preset",
+                      file=sys.stderr)
+            bar.set_postfix_str(", ".join(f"{k.split('/')[-1]}={record[k]:.3f}" for k in ("reward/success",
+                                                                                       "val/success") if k in record))
+            bar.update(1)
         bar.close()
         if dist.is_main:
             _finish(run)

@@ -68,14 +68,19 @@ def test_misaligned_series_are_an_error():
         RULE.check([1.0] * 20, [1.0] * 19, [1.0] * 20)
 
 
-def test_success_gain_interval_matches_hand_computation():
-    gain = success_gain([True] * 30 + [False] * 70, [True] * 60 + [False] * 40)
-    half = 1.96 * (0.3 * 0.7 / 100 + 0.6 * 0.4 / 100) ** 0.5
-    assert gain["gain"] == pytest.approx(0.3)
-    assert gain["ci_low"] == pytest.approx(0.3 - half)
-    assert gain["ci_high"] == pytest.approx(0.3 + half)
-    assert gain["ci_low"] > 0
+def test_success_gain_is_the_paired_comparison_of_the_benchmark():
+    before = [True] * 30 + [False] * 70
+    after = [True] * 60 + [False] * 40  # the same 30 seeds stay solved, 30 more are solved, none is lost
+    gain = success_gain(before, after)
+    assert (gain["before"], gain["after"], gain["gain"]) == pytest.approx((0.3, 0.6, 0.3))
+    assert gain["p_value"] == pytest.approx(2 / 2**30)  # McNemar: 30 discordant pairs, all one way
+    # paired: the per-seed differences are 30 ones and 70 zeros, so the interval is that of a 0.3 rate, narrower
+    # than the unpaired Wald interval (half-width 0.133)
+    assert 0.2 < gain["ci_low"] < 0.3 < gain["ci_high"] < 0.4
+    assert gain["ci_high"] - gain["ci_low"] < 2 * 0.133
     assert success_gain([True, False], [False, True])["gain"] == 0
+    with pytest.raises(ValueError, match="paired"):
+        success_gain([True], [True, False])
 
 
 def test_metrics_log_resume_drops_records_after_the_checkpoint(tmp_path):
