@@ -1,8 +1,9 @@
 """Training configuration: one typed dataclass whose field docstrings are the documentation.
 
-Keys follow ROLL's agentic config (``roll/pipeline/agentic/agentic_config.py``) where ROLL has the setting, RAGEN's
-where only RAGEN has it (``rollout_filter_ratio``), and Hugging Face ``TrainingArguments`` names for the optimiser
-(``learning_rate``, ``weight_decay``, ``lr_scheduler_type``, ``warmup_steps``). A ROLL user's YAML reads naturally::
+Keys follow ROLL's agentic config (github.com/alibaba/ROLL, ``roll/pipeline/agentic/agentic_config.py``) where ROLL has
+the setting, RAGEN's where only RAGEN has it (``rollout_filter_ratio``), and Hugging Face ``TrainingArguments`` names
+for the optimiser (``learning_rate``, ``weight_decay``, ``lr_scheduler_type``, ``warmup_steps``). A ROLL user's YAML
+reads naturally::
 
     preset: starpo_s
     pretrain: ~/.cache/agentgym-bench/models/warmstart

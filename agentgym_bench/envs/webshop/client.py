@@ -1,6 +1,7 @@
 """A client for the HTTP protocol of AgentGym's WebShop server (``agentenv-webshop``), stdlib only.
 
-The protocol (AgentGym ``agentenv_webshop/server.py``; ``agentgym-bench webshop-serve`` speaks the same):
+The protocol (AgentGym, github.com/WooooDyy/AgentGym, ``agentenv-webshop/agentenv_webshop/server.py``; ``agentgym-bench
+webshop-serve`` speaks the same):
 
 ==================================== =================================================================
 ``GET  /``                           ``"ok"``

@@ -1,4 +1,5 @@
-"""WebShop's reward function (``web_agent_site/engine/goal.py::get_reward``), rewritten without spaCy or thefuzz.
+"""WebShop's reward (github.com/princeton-nlp/WebShop, ``web_agent_site/engine/goal.py::get_reward``), without
+spaCy/thefuzz.
 
 A purchase is scored against the goal as::
 
