@@ -29,17 +29,6 @@ def build_tiny_model(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="session", autouse=True)
-def one_thread():
-    """One torch thread: on shared cores two threads spin-wait and run these tiny models 10-100x slower."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny_model"))
