@@ -470,8 +470,8 @@ def main(config: TrainConfig) -> TrainResult:
                 print(f"step {step}: Echo Trap warning — reward std and entropy collapsed while the gradient "
                       "norm spiked (docs/trainers.md); consider a lower learning rate or the starpo_s preset",
                       file=sys.stderr)
-            bar.set_postfix_str(", ".join(f"{k.split('/')[-1]}={record[k]:.3f}" for k in ("reward/success",
-                                                                                       "val/success") if k in record))
+            bar.set_postfix_str(", ".join(f"{label} success {record[k]:.3f}" for k, label in
+                                          (("reward/success", "train"), ("val/success", "validation")) if k in record))
             bar.update(1)
         bar.close()
         if dist.is_main:
