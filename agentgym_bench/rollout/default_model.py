@@ -10,6 +10,11 @@ Tokenizer:
     into pieces, each piece one token:
 
     - the reply tags ``<think>``, ``</think>``, ``<answer>``, ``</answer>`` and the action separator ``" || "``;
+    - :data:`ROW_BREAK` ``"#\\n#"``: in a wall-bordered grid (Sokoban) the right border of a row, the newline and
+      the left border of the next row are one token. Every row of such a grid begins and ends with a wall, so each
+      interior cell is still one token at a fixed position, and the borders cost one token a row instead of three
+      (a 6x6 room: 31 tokens instead of 41). This is the tokenizer's business only: the observation text is the
+      env's own, and any text still round-trips;
     - words: runs of letters holding at least one lower-case letter (``Left``, ``actions``, ``Phoenix``); a word
       not in the vocabulary becomes ``<|unk|>``, never an error;
     - every other character on its own: grid symbols (``_ O P G # X √ W . @`` ...), digits, spaces, newlines,
@@ -56,6 +61,8 @@ from pathlib import Path
 PAD, UNK, SYSTEM, USER, ASSISTANT, END = "<|pad|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"
 SPECIAL_TOKENS = [PAD, UNK, SYSTEM, USER, ASSISTANT, END]
 TAGS = ["<think>", "</think>", "<answer>", "</answer>", " || ", "||"]
+ROW_BREAK = "#\n#"
+"""One token for a wall-bordered grid's row break: the wall closing a row, the newline, the wall opening the next."""
 
 BASE_WORDS = [
     "Up", "Down", "Left", "Right",  # grid actions
@@ -64,7 +71,7 @@ BASE_WORDS = [
 ]
 
 # A piece is a tag, a word (a letter run holding a lower-case letter), or any single character.
-PIECE_PATTERN = "|".join(re.escape(t) for t in TAGS) + r"|[A-Za-z]*[a-z][A-Za-z]*|[\s\S]"
+PIECE_PATTERN = "|".join(re.escape(t) for t in [*TAGS, ROW_BREAK]) + r"|[A-Za-z]*[a-z][A-Za-z]*|[\s\S]"
 WORD_RE = re.compile(r"[A-Za-z]*[a-z][A-Za-z]*")
 
 CHAT_TEMPLATE = (
@@ -131,7 +138,7 @@ def build_vocab(extra_words: list[str] = ()) -> dict[str, int]:
     """Token -> id: special tokens first (``<|pad|>`` = 0), then tags, characters of the charset, sorted words."""
     from agentgym_bench.spaces import CHARSET
 
-    tokens = list(SPECIAL_TOKENS) + list(TAGS)
+    tokens = list(SPECIAL_TOKENS) + list(TAGS) + [ROW_BREAK]
     tokens += sorted(set(CHARSET) - set(tokens))
     words = {w for w in [*BASE_WORDS, *extra_words] if WORD_RE.fullmatch(w) and len(w) > 1}
     tokens += sorted(words - set(tokens))

@@ -8,7 +8,8 @@ from scratch, so the warm start gives it both, on purpose well below the oracle:
    ``epsilon`` a random valid action. Every reply is well formed.
 2. Fine-tuning: next-token cross-entropy on the reply tokens only (the loss mask of
    :func:`~agentgym_bench.rollout.tokens.step_token_views`: each turn's prompt under the history window, then the
-   reply and its end token), AdamW with linear warm-up and cosine decay, shuffled by a seeded ``torch.Generator``.
+   reply and its end token), AdamW with linear warm-up and cosine decay, shuffled by a seeded ``torch.Generator``
+   into batches of rows of similar length (:func:`length_batches`: a mix of envs pads little).
    Training runs inside ``torch.random.fork_rng`` seeded from ``seed``, so a model with dropout is reproducible too
    and the caller's global RNG is left as it was.
 3. Evaluation on the validation seeds ``0 .. N-1`` (the benchmark's evaluation seeds, disjoint from training) with
@@ -56,7 +57,8 @@ class WarmStartConfig:
         history: history window of the prompts (``0``: the current observation only).
         epsilon: probability that a demonstration turn is a random valid action instead of the oracle's.
         oracle_actions: most actions a demonstration turn of the oracle plans (``None``: the env's per-turn limit).
-        episodes: demonstration episodes per env.
+        episodes: demonstration episodes per env: one number for every env, or ``{env_id: episodes}`` naming each
+            env of ``envs``.
         epochs: passes over the demonstrations.
         batch_size: rows (turns) per optimiser step.
         lr: peak learning rate.
@@ -74,7 +76,7 @@ class WarmStartConfig:
     history: int | None = 0
     epsilon: float = 0.1
     oracle_actions: int | None = 2
-    episodes: int = 3000
+    episodes: int | dict[str, int] = 3000
     epochs: int = 6
     batch_size: int = 32
     lr: float = 3e-3
@@ -88,11 +90,20 @@ class WarmStartConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.epsilon <= 1:
             raise ValueError(f"epsilon={self.epsilon} must be in [0, 1]")
-        for name in ("episodes", "epochs", "batch_size", "eval_episodes", "max_new_tokens"):
+        for name in ("epochs", "batch_size", "eval_episodes", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
         if not self.envs:
             raise ValueError("envs must name at least one env id")
+        if isinstance(self.episodes, dict) and set(self.episodes) != set(self.envs):
+            raise ValueError(f"episodes={self.episodes} must name exactly the envs {list(self.envs)}")
+        for env_id in self.envs:
+            if self.episodes_of(env_id) < 1:
+                raise ValueError(f"episodes={self.episodes} must be >= 1 for every env")
+
+    def episodes_of(self, env_id: str) -> int:
+        """Demonstration episodes of ``env_id``."""
+        return self.episodes[env_id] if isinstance(self.episodes, dict) else self.episodes
 
     @property
     def all_env_kwargs(self) -> dict[str, Any]:
@@ -110,20 +121,47 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
 
 
 def collect_demonstrations(config: WarmStartConfig, *, progress: bool = False) -> list[Trajectory]:
-    """``config.episodes`` noisy-oracle episodes per env on training seeds, in batches of up to 512 episodes."""
-    per_batch = min(config.episodes, 512)
-    groups = EnvGroups(config.envs, [per_batch] * len(config.envs), 1, env_kwargs=config.all_env_kwargs,
-                       seed=TRAIN_SEED_START)
+    """``config.episodes_of(env_id)`` noisy-oracle episodes of each env on training seeds, in batches of up to 512.
+
+    Each env's episodes use seeds ``TRAIN_SEED_START, TRAIN_SEED_START + 1, ...``; the envs come in ``config.envs``
+    order.
+    """
     policy = NoisyOraclePolicy(config.epsilon, seed=config.seed, max_oracle_actions=config.oracle_actions)
     out: list[Trajectory] = []
-    batches = math.ceil(config.episodes / per_batch)
-    for _ in tqdm(range(batches), desc="demonstrations", unit="batch", disable=not progress):
-        out += groups.rollout(policy, history=config.history)
-    groups.close()
-    by_env: dict[str, list[Trajectory]] = {}
-    for t in out:
-        by_env.setdefault(t.env_id, []).append(t)
-    return [t for env_id in config.envs for t in by_env[env_id][: config.episodes]]
+    for env_id in config.envs:
+        episodes = config.episodes_of(env_id)
+        per_batch = min(episodes, 512)
+        groups = EnvGroups([env_id], [per_batch], 1, env_kwargs=config.all_env_kwargs, seed=TRAIN_SEED_START)
+        mine: list[Trajectory] = []
+        for _ in tqdm(range(math.ceil(episodes / per_batch)), desc=f"demonstrations {env_id}", unit="batch",
+                      disable=not progress):
+            mine += groups.rollout(policy, history=config.history)
+        groups.close()
+        out += mine[:episodes]
+    return out
+
+
+def length_batches(lengths: list[int], batch_size: int, generator: Any, *, window: int = 64) -> list[list[int]]:
+    """One epoch of shuffled batches of row indices, rows of similar length batched together.
+
+    The rows are shuffled; each window of ``window * batch_size`` shuffled rows is sorted by length and cut into
+    batches; the batches are shuffled. Every row appears exactly once; a mix of envs (a 25-token Bandit prompt next
+    to a 75-token 8x8 Sokoban one) then pads little. Drawn from ``generator`` (a ``torch.Generator``) only.
+
+    Args:
+        lengths: ``(N,)`` token count of each row.
+    Returns:
+        ``ceil(N / batch_size)`` lists of indices (a window holds whole batches, so only the last one can be short).
+    """
+    import torch
+
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    span = window * batch_size
+    batches = []
+    for start in range(0, len(order), span):
+        chunk = sorted(order[start : start + span], key=lambda i: lengths[i])
+        batches += [chunk[k : k + batch_size] for k in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
 def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config: WarmStartConfig, *,
@@ -147,10 +185,10 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
     with torch.random.fork_rng(devices=[]), tqdm(total=total, desc="fine-tune", unit="step",
                                                  disable=not progress) as bar:
         torch.manual_seed(config.seed)
+        lengths = [len(v) for v in views]
         for _ in range(config.epochs):
-            order = torch.randperm(len(views), generator=generator).tolist()
-            for start in range(0, len(views), config.batch_size):
-                batch = collate([views[i] for i in order[start : start + config.batch_size]], tokenizer.pad_token_id)
+            for rows in length_batches(lengths, config.batch_size, generator):
+                batch = collate([views[i] for i in rows], tokenizer.pad_token_id)
                 batch = {k: v.to(device) for k, v in batch.items()}
                 logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
                 mask = batch["loss_mask"][:, 1:].float()
@@ -255,8 +293,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--oracle-actions", type=int, default=d.oracle_actions,
                         help="most actions a demonstration turn of the oracle plans; 0 for the env's per-turn limit "
                         "(default: %(default)s)")
-    parser.add_argument("--episodes", type=int, default=d.episodes,
-                        help="demonstration episodes per env (default: %(default)s)")
+    parser.add_argument("--episodes", nargs="+", default=[str(d.episodes)], metavar="N|ENV=N",
+                        help="demonstration episodes: one number for every env, or ENV=N for each env "
+                        "(default: %(default)s)")
     parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations "
                         "(default: %(default)s)")
     parser.add_argument("--batch-size", type=int, default=d.batch_size, help="turns per step (default: %(default)s)")
@@ -272,6 +311,26 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="torch intra-op threads; 1 avoids stalls on shared cores (default: %(default)s)")
 
 
+def parse_episodes(values: list[str], envs: list[str]) -> int | dict[str, int]:
+    """``["3000"]`` -> ``3000``; ``["AgentSokoban-v0=30000", ...]`` -> ``{"AgentSokoban-v0": 30000, ...}``.
+
+    Raises:
+        UserError: anything else (not a number, an env not in ``envs``, a repeated env).
+    """
+    from agentgym_bench.errors import UserError
+
+    try:
+        if len(values) == 1 and "=" not in values[0]:
+            return int(values[0])
+        pairs = [v.split("=", 1) for v in values]
+        out = {env_id: int(n) for env_id, n in pairs}
+    except ValueError:
+        raise UserError(f"--episodes {' '.join(values)}: give one number, or ENV=N for each env") from None
+    if len(out) != len(pairs) or set(out) != set(envs):
+        raise UserError(f"--episodes {' '.join(values)}: name each env of --envs ({' '.join(envs)}) once")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
@@ -279,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
     config = WarmStartConfig(
         model=args.model, output=args.output, envs=tuple(args.envs), prompt=args.prompt,
         history=None if args.history < 0 else args.history, epsilon=args.epsilon,
-        oracle_actions=args.oracle_actions or None, episodes=args.episodes,
+        oracle_actions=args.oracle_actions or None, episodes=parse_episodes(args.episodes, args.envs),
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, eval_episodes=args.eval_episodes,
         temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
     report = warm_start(config, progress=True)

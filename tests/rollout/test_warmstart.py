@@ -9,6 +9,8 @@ from agentgym_bench.rollout.warmstart import (
     WarmStartConfig,
     collect_demonstrations,
     format_report,
+    length_batches,
+    parse_episodes,
     warm_start,
     wilson_interval,
 )
@@ -55,6 +57,37 @@ def test_demonstrations_use_training_seeds_and_epsilon(tmp_path, small_model):
     assert sum(t.success for t in clean) > sum(t.success for t in noisy)
 
 
+def test_length_batches_cover_every_row_once_and_batch_similar_lengths():
+    lengths = [25] * 300 + [75] * 300 + [40] * 37
+    batches = length_batches(lengths, 16, torch.Generator().manual_seed(0), window=8)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert len(batches) == -(-len(lengths) // 16) and all(1 <= len(b) <= 16 for b in batches)
+    padded = sum(len(b) * max(lengths[i] for i in b) for b in batches)
+    assert padded < 1.1 * sum(lengths)  # a plain shuffle pads most rows to 75: about 1.6x
+    again = length_batches(lengths, 16, torch.Generator().manual_seed(0), window=8)
+    assert again == batches
+    assert length_batches(lengths, 16, torch.Generator().manual_seed(1), window=8) != batches
+
+
+def test_episodes_per_env(tmp_path, small_model):
+    episodes = {TOY_ID: 7, "AgentBandit-v0": 3}
+    cfg = config(tmp_path, small_model, "x", envs=(TOY_ID, "AgentBandit-v0"), episodes=episodes)
+    demos = collect_demonstrations(cfg)
+    assert [t.env_id for t in demos] == [TOY_ID] * 7 + ["AgentBandit-v0"] * 3
+    assert [t.seed for t in demos[7:]] == [TRAIN_SEED_START + k for k in range(3)]
+    assert parse_episodes(["40"], [TOY_ID]) == 40
+    assert parse_episodes([f"{TOY_ID}=5", "AgentBandit-v0=2"], [TOY_ID, "AgentBandit-v0"]) == {TOY_ID: 5,
+                                                                                               "AgentBandit-v0": 2}
+
+
+@pytest.mark.parametrize("values", [["x"], ["AgentBandit-v0=2"], [f"{TOY_ID}=1", f"{TOY_ID}=2"], [f"{TOY_ID}=a"]])
+def test_bad_episodes_argument_is_a_user_error(values):
+    from agentgym_bench.errors import UserError
+
+    with pytest.raises(UserError, match="--episodes"):
+        parse_episodes(values, [TOY_ID])
+
+
 def test_wilson_interval():
     assert wilson_interval(0, 0) == (0.0, 1.0)
     low, high = wilson_interval(50, 100)
@@ -64,7 +97,9 @@ def test_wilson_interval():
 
 
 @pytest.mark.parametrize("kwargs, match", [({"epsilon": 1.5}, "epsilon"), ({"episodes": 0}, "episodes"),
-                                           ({"envs": ()}, "envs")])
+                                           ({"envs": ()}, "envs"), ({"episodes": {"AgentBandit-v0": 5}}, "episodes"),
+                                           ({"envs": ("AgentBandit-v0",), "episodes": {"AgentBandit-v0": 0}},
+                                            "episodes")])
 def test_bad_config(kwargs, match):
     with pytest.raises(ValueError, match=match):
         WarmStartConfig(**kwargs)
