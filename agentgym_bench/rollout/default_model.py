@@ -15,10 +15,12 @@ Tokenizer:
       interior cell is still one token at a fixed position, and the borders cost one token a row instead of three
       (a 6x6 room: 31 tokens instead of 41). This is the tokenizer's business only: the observation text is the
       env's own, and any text still round-trips;
-    - words: runs of letters holding at least one lower-case letter (``Left``, ``actions``, ``Phoenix``); a word
-      not in the vocabulary becomes ``<|unk|>``, never an error;
+    - words: runs of letters holding at least one lower-case letter (``Left``, ``actions``, ``Phoenix``) and not
+      touching a digit; a word not in the vocabulary becomes ``<|unk|>``, never an error;
     - every other character on its own: grid symbols (``_ O P G # X √ W . @`` ...), digits, spaces, newlines,
-      punctuation. Upper-case-only runs such as the grid row ``PX__`` are single characters, one token per cell.
+      punctuation. Upper-case-only runs such as the grid row ``PX__`` are single characters, one token per cell;
+      so are letters next to digits: a WebShop product code ``b0vw9v1i16`` (which a model must copy into
+      ``click[...]``) is spelled out, ``10000mah`` is ``1 0 0 0 0 m a h``.
 
     Special tokens: ``<|pad|>``, ``<|unk|>``, ``<|system|>``, ``<|user|>``, ``<|assistant|>``, ``<|end|>`` (end of a
     message; the end-of-sequence token the model emits to stop). Decoding concatenates tokens, so text made of
@@ -71,8 +73,9 @@ BASE_WORDS = [
 ]
 
 # A piece is a tag, a word (a letter run holding a lower-case letter), or any single character.
-PIECE_PATTERN = "|".join(re.escape(t) for t in [*TAGS, ROW_BREAK]) + r"|[A-Za-z]*[a-z][A-Za-z]*|[\s\S]"
-WORD_RE = re.compile(r"[A-Za-z]*[a-z][A-Za-z]*")
+WORD = r"(?<![0-9A-Za-z])[A-Za-z]*[a-z][A-Za-z]*(?![0-9A-Za-z])"
+PIECE_PATTERN = "|".join(re.escape(t) for t in [*TAGS, ROW_BREAK]) + "|" + WORD + r"|[\s\S]"
+WORD_RE = re.compile(WORD)
 
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
@@ -95,9 +98,9 @@ class ModelSize:
     """GPT-2 shape of the default model."""
 
     n_layer: int = 4
-    n_embd: int = 64
+    n_embd: int = 128
     n_head: int = 4
-    n_positions: int = 512
+    n_positions: int = 1024
 
 
 def env_words() -> tuple[list[str], list[str]]:
@@ -118,8 +121,6 @@ def env_words() -> tuple[list[str], list[str]]:
         texts.extend(str(v) for v in vars(template).values())
     skipped = []
     for env_id in sorted(agentgym_bench.AGENT_ENVS):
-        if "WebShop" in env_id:  # product pages are open vocabulary; words there stay <|unk|>
-            continue
         for prompt in ("compact", "ragen"):
             try:
                 env = gym.make(env_id, prompt=prompt)
@@ -130,8 +131,31 @@ def env_words() -> tuple[list[str], list[str]]:
             agent = env.unwrapped
             texts += [obs, agent.instructions, agent.legend, " ".join(info.get("valid_actions", []))]
             env.close()
+    texts += webshop_texts()
     words = [w for text in texts for w in WORD_RE.findall(text)]
     return words, skipped
+
+
+def webshop_texts() -> list[str]:
+    """Every string of the bundled WebShop store (products with their pages' text, goals) and the fixed page text:
+    what a WebShop page can show, so the default model reads it without ``<|unk|>``."""
+    from agentgym_bench.envs.webshop import pages
+    from agentgym_bench.envs.webshop.catalog import load_catalog
+
+    def strings(value: object) -> list[str]:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, dict):
+            return [t for k, v in value.items() for t in [str(k), *strings(v)]]
+        if isinstance(value, list | tuple):
+            return [t for v in value for t in strings(v)]
+        return []
+
+    catalog = load_catalog()
+    product = catalog.products[0]
+    fixed = [pages.search_page(""), pages.results_page("", [product], 2, 50), pages.item_page("", product),
+             pages.sub_page("", {**product, "Reviews": []}, "Reviews"), pages.done_page("", {}, 0.0)]
+    return strings(catalog.products) + strings(catalog.goals) + fixed
 
 
 def build_vocab(extra_words: list[str] = ()) -> dict[str, int]:

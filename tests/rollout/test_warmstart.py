@@ -121,3 +121,19 @@ def test_default_warm_start_is_between_random_and_oracle(tmp_path):
         assert warm["ci_high"] < oracle["ci_low"], env_id
         if "FrozenLake" not in env_id:
             assert warm["ci_low"] > evaluation["random"][env_id]["ci_high"], env_id
+
+
+def test_reply_loss_equals_the_masked_mean_over_full_logits(small_model):
+    from transformers import AutoModelForCausalLM
+
+    from agentgym_bench.rollout.warmstart import reply_loss
+
+    model = AutoModelForCausalLM.from_pretrained(small_model)
+    ids = torch.tensor([[5, 9, 7, 3, 8, 0], [4, 4, 6, 2, 0, 0]])
+    loss_mask = torch.tensor([[0, 0, 0, 1, 1, 0], [0, 0, 1, 1, 0, 0]])
+    attention = (ids != 0).long()
+    batch = {"input_ids": ids, "attention_mask": attention, "loss_mask": loss_mask}
+    logits = model(input_ids=ids, attention_mask=attention).logits
+    nll = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
+    mask = loss_mask[:, 1:].flatten().float()
+    assert reply_loss(model, batch).item() == pytest.approx(((nll * mask).sum() / mask.sum()).item(), rel=1e-5)
