@@ -26,9 +26,11 @@ Tokenizer:
     message; the end-of-sequence token the model emits to stop). Decoding concatenates tokens, so text made of
     known pieces round-trips exactly.
 
-    The vocabulary is: the special tokens, the tags, every character of :data:`agentgym_bench.spaces.CHARSET`, a base
-    word list (actions, arm names, the compact prompt's words) and the words of every registered agent env's
-    instructions and legend and of the built-in prompt templates, sorted — deterministic for a given code base.
+    The vocabulary is: the special tokens, the tags, the row break, every character of
+    :data:`agentgym_bench.spaces.CHARSET`, a base word list (actions, arm names, the compact prompt's words) and the
+    words of every registered agent env's first observation, instructions and legend, of the built-in prompt
+    templates and of the bundled WebShop store (every product, goal and page string: :func:`webshop_texts`), sorted
+    — about 2500 tokens, deterministic for a given code base.
 
     Chat template (Jinja; ``{% generation %}`` marks what the assistant writes, so
     ``apply_chat_template(..., return_assistant_tokens_mask=True)`` works)::
@@ -40,11 +42,11 @@ Tokenizer:
 
 Model:
     ``GPT2LMHeadModel`` (learned absolute position embeddings: the prototype found that a rotary-only model trained
-    from scratch never learned to read grid coordinates), by default 4 layers, width 64, 4 heads, 512 positions,
-    tied input/output embeddings, no dropout: 0.25M parameters, the prototype's size. (Width 128 learned no faster
-    per second of CPU: reading a grid comes after a plateau of about a thousand steps, and a small model gets there
-    sooner.) Weights are initialised from ``seed`` inside
-    ``torch.random.fork_rng``, so building is deterministic and the global RNG is left as it was.
+    from scratch never learned to read grid coordinates), by default 4 layers, width 128, 4 heads, 1024 positions
+    (the longest WebShop page is ~870 tokens), tied input/output embeddings, no dropout: 0.9M parameters in the
+    blocks and positions plus 0.3M in the word embeddings. Width 128 imitates the Sokoban oracle far better than
+    width 64 once the demonstrations are clean and plentiful (``docs/baselines.md``). Weights are initialised from
+    ``seed`` inside ``torch.random.fork_rng``, so building is deterministic and the global RNG is left as it was.
 
 Command line: ``agentgym-bench init-model [--path DIR] [--seed N] ...`` (see ``--help``). Default folder:
 :data:`DEFAULT_MODEL_DIR` (``$AGENTGYM_BENCH_HOME/models/default``, ``AGENTGYM_BENCH_HOME`` defaulting to
@@ -105,7 +107,8 @@ class ModelSize:
 
 def env_words() -> tuple[list[str], list[str]]:
     """Words of every registered agent env's first observation (both templates), instructions, legend and actions,
-    and of the prompt templates. (Grid rows hold no words: a word needs a lower-case letter.)
+    of the prompt templates and of the bundled WebShop store (:func:`webshop_texts`). (Grid rows hold no words: a
+    word needs a lower-case letter.)
 
     Returns:
         ``(words, skipped)``: the words found (unsorted, may repeat) and the ids whose env could not be built (a
