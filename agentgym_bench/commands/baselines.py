@@ -38,24 +38,26 @@ class Recipe:
         warmstart: extra arguments of ``agentgym-bench warmstart``.
         train: algorithm name on the board -> (bundled config, ``key=value`` overrides).
         model_eval: ``agentgym-bench eval`` arguments for the default model and its trained versions.
-        warmstart_dir: where the warm-started model goes (``None``: ``<work>/warmstart``).
+        warmstart_in_home: put the warm-started model at ``$AGENTGYM_BENCH_HOME/models/warmstart``, where the
+            bundled configs' ``pretrain: warmstart`` finds it (else ``<work>/warmstart``).
     """
 
     warmstart: tuple[str, ...]
     train: dict[str, tuple[str, tuple[str, ...]]]
     model_eval: tuple[str, ...] = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16")
-    warmstart_dir: Path | None = None
+    warmstart_in_home: bool = False
 
 
-TRAINED = {"starpo": "starpo-frozenlake", "starpo-s": "starpo_s-frozenlake", "gigpo": "gigpo-frozenlake"}
+TRAINED = {"starpo": "baseline-starpo", "starpo-s": "baseline-starpo_s", "gigpo": "baseline-gigpo"}
+"""Board stem -> bundled config of the reference baselines (trainers/configs/baseline-*.yaml, docs/baselines.md)."""
 BOARD_NAMES = {"oracle": "oracle", "random": "random", "warmstart": "default model + SFT",
                "starpo": "default model + SFT + StarPO", "starpo-s": "default model + SFT + StarPO-S",
                "gigpo": "default model + SFT + GiGPO"}
 """Results file stem -> name on the board."""
 RECIPES: dict[str, Recipe] = {
-    "quick": Recipe(warmstart=(), train={name: (config, ("max_steps=150", "eval_steps=50", "save_steps=50"))
+    "quick": Recipe(warmstart=(), train={name: (config, ("max_steps=100", "eval_steps=50", "save_steps=50"))
                                          for name, config in TRAINED.items()},
-                    warmstart_dir=model_dir("warmstart")),
+                    warmstart_in_home=True),
     "full": Recipe(warmstart=(), train={name: (config, ()) for name, config in TRAINED.items()}),
     "smoke": Recipe(warmstart=("--episodes", "40", "--epochs", "1", "--eval-episodes", "8"),
                     train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=8",
@@ -88,7 +90,7 @@ def cli(*args: str) -> list[str]:
 def plan(recipe: Recipe, work: Path, board: Path, suite: str) -> list[Job]:
     """The jobs of the main job, in a valid order."""
     results = work / "results"
-    warm = recipe.warmstart_dir or work / "warmstart"
+    warm = model_dir("warmstart") if recipe.warmstart_in_home else work / "warmstart"
     default = work / "default-model"
     jobs = [Job(f"eval {name}", cli("eval", "--policy", name, "--suite", suite,
                                     "--out", str(results / f"{name}.json.gz")), results / f"{name}.json.gz")

@@ -10,18 +10,27 @@ Tokenizer:
     into pieces, each piece one token:
 
     - the reply tags ``<think>``, ``</think>``, ``<answer>``, ``</answer>`` and the action separator ``" || "``;
-    - words: runs of letters holding at least one lower-case letter (``Left``, ``actions``, ``Phoenix``); a word
-      not in the vocabulary becomes ``<|unk|>``, never an error;
+    - :data:`ROW_BREAK` ``"#\\n#"``: in a wall-bordered grid (Sokoban) the right border of a row, the newline and
+      the left border of the next row are one token. Every row of such a grid begins and ends with a wall, so each
+      interior cell is still one token at a fixed position, and the borders cost one token a row instead of three
+      (a 6x6 room: 31 tokens instead of 41). This is the tokenizer's business only: the observation text is the
+      env's own, and any text still round-trips;
+    - words: runs of letters holding at least one lower-case letter (``Left``, ``actions``, ``Phoenix``) and not
+      touching a digit; a word not in the vocabulary becomes ``<|unk|>``, never an error;
     - every other character on its own: grid symbols (``_ O P G # X √ W . @`` ...), digits, spaces, newlines,
-      punctuation. Upper-case-only runs such as the grid row ``PX__`` are single characters, one token per cell.
+      punctuation. Upper-case-only runs such as the grid row ``PX__`` are single characters, one token per cell;
+      so are letters next to digits: a WebShop product code ``b0vw9v1i16`` (which a model must copy into
+      ``click[...]``) is spelled out, ``10000mah`` is ``1 0 0 0 0 m a h``.
 
     Special tokens: ``<|pad|>``, ``<|unk|>``, ``<|system|>``, ``<|user|>``, ``<|assistant|>``, ``<|end|>`` (end of a
     message; the end-of-sequence token the model emits to stop). Decoding concatenates tokens, so text made of
     known pieces round-trips exactly.
 
-    The vocabulary is: the special tokens, the tags, every character of :data:`agentgym_bench.spaces.CHARSET`, a base
-    word list (actions, arm names, the compact prompt's words) and the words of every registered agent env's
-    instructions and legend and of the built-in prompt templates, sorted — deterministic for a given code base.
+    The vocabulary is: the special tokens, the tags, the row break, every character of
+    :data:`agentgym_bench.spaces.CHARSET`, a base word list (actions, arm names, the compact prompt's words) and the
+    words of every registered agent env's first observation, instructions and legend, of the built-in prompt
+    templates and of the bundled WebShop store (every product, goal and page string: :func:`webshop_texts`), sorted
+    — about 2500 tokens, deterministic for a given code base.
 
     Chat template (Jinja; ``{% generation %}`` marks what the assistant writes, so
     ``apply_chat_template(..., return_assistant_tokens_mask=True)`` works)::
@@ -33,11 +42,11 @@ Tokenizer:
 
 Model:
     ``GPT2LMHeadModel`` (learned absolute position embeddings: the prototype found that a rotary-only model trained
-    from scratch never learned to read grid coordinates), by default 4 layers, width 64, 4 heads, 512 positions,
-    tied input/output embeddings, no dropout: 0.25M parameters, the prototype's size. (Width 128 learned no faster
-    per second of CPU: reading a grid comes after a plateau of about a thousand steps, and a small model gets there
-    sooner.) Weights are initialised from ``seed`` inside
-    ``torch.random.fork_rng``, so building is deterministic and the global RNG is left as it was.
+    from scratch never learned to read grid coordinates), by default 4 layers, width 128, 4 heads, 1024 positions
+    (the longest WebShop page is ~870 tokens), tied input/output embeddings, no dropout: 0.9M parameters in the
+    blocks and positions plus 0.3M in the word embeddings. Width 128 imitates the Sokoban oracle far better than
+    width 64 once the demonstrations are clean and plentiful (``docs/baselines.md``). Weights are initialised from
+    ``seed`` inside ``torch.random.fork_rng``, so building is deterministic and the global RNG is left as it was.
 
 Command line: ``agentgym-bench init-model [--path DIR] [--seed N] ...`` (see ``--help``). Default folder:
 ``agentgym_bench.paths.model_dir("default")`` (``$AGENTGYM_BENCH_HOME/models/default``, ``AGENTGYM_BENCH_HOME``
@@ -59,6 +68,8 @@ from agentgym_bench.paths import expand, model_dir, resolve_model
 PAD, UNK, SYSTEM, USER, ASSISTANT, END = "<|pad|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"
 SPECIAL_TOKENS = [PAD, UNK, SYSTEM, USER, ASSISTANT, END]
 TAGS = ["<think>", "</think>", "<answer>", "</answer>", " || ", "||"]
+ROW_BREAK = "#\n#"
+"""One token for a wall-bordered grid's row break: the wall closing a row, the newline, the wall opening the next."""
 
 BASE_WORDS = [
     "Up", "Down", "Left", "Right",  # grid actions
@@ -67,8 +78,9 @@ BASE_WORDS = [
 ]
 
 # A piece is a tag, a word (a letter run holding a lower-case letter), or any single character.
-PIECE_PATTERN = "|".join(re.escape(t) for t in TAGS) + r"|[A-Za-z]*[a-z][A-Za-z]*|[\s\S]"
-WORD_RE = re.compile(r"[A-Za-z]*[a-z][A-Za-z]*")
+WORD = r"(?<![0-9A-Za-z])[A-Za-z]*[a-z][A-Za-z]*(?![0-9A-Za-z])"
+PIECE_PATTERN = "|".join(re.escape(t) for t in [*TAGS, ROW_BREAK]) + "|" + WORD + r"|[\s\S]"
+WORD_RE = re.compile(WORD)
 
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
@@ -86,14 +98,15 @@ class ModelSize:
     """GPT-2 shape of the default model."""
 
     n_layer: int = 4
-    n_embd: int = 64
+    n_embd: int = 128
     n_head: int = 4
-    n_positions: int = 512
+    n_positions: int = 1024
 
 
 def env_words() -> tuple[list[str], list[str]]:
     """Words of every registered agent env's first observation (both templates), instructions, legend and actions,
-    and of the prompt templates. (Grid rows hold no words: a word needs a lower-case letter.)
+    of the prompt templates and of the bundled WebShop store (:func:`webshop_texts`). (Grid rows hold no words: a
+    word needs a lower-case letter.)
 
     Returns:
         ``(words, skipped)``: the words found (unsorted, may repeat) and the ids whose env could not be built (a
@@ -109,8 +122,6 @@ def env_words() -> tuple[list[str], list[str]]:
         texts.extend(str(v) for v in vars(template).values())
     skipped = []
     for env_id in sorted(agentgym_bench.AGENT_ENVS):
-        if "WebShop" in env_id:  # product pages are open vocabulary; words there stay <|unk|>
-            continue
         for prompt in ("compact", "ragen"):
             try:
                 env = gym.make(env_id, prompt=prompt)
@@ -121,15 +132,38 @@ def env_words() -> tuple[list[str], list[str]]:
             agent = env.unwrapped
             texts += [obs, agent.instructions, agent.legend, " ".join(info.get("valid_actions", []))]
             env.close()
+    texts += webshop_texts()
     words = [w for text in texts for w in WORD_RE.findall(text)]
     return words, skipped
+
+
+def webshop_texts() -> list[str]:
+    """Every string of the bundled WebShop store (products with their pages' text, goals) and the fixed page text:
+    what a WebShop page can show, so the default model reads it without ``<|unk|>``."""
+    from agentgym_bench.envs.webshop import pages
+    from agentgym_bench.envs.webshop.catalog import load_catalog
+
+    def strings(value: object) -> list[str]:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, dict):
+            return [t for k, v in value.items() for t in [str(k), *strings(v)]]
+        if isinstance(value, list | tuple):
+            return [t for v in value for t in strings(v)]
+        return []
+
+    catalog = load_catalog()
+    product = catalog.products[0]
+    fixed = [pages.search_page(""), pages.results_page("", [product], 2, 50), pages.item_page("", product),
+             pages.sub_page("", {**product, "Reviews": []}, "Reviews"), pages.done_page("", {}, 0.0)]
+    return strings(catalog.products) + strings(catalog.goals) + fixed
 
 
 def build_vocab(extra_words: list[str] = ()) -> dict[str, int]:
     """Token -> id: special tokens first (``<|pad|>`` = 0), then tags, characters of the charset, sorted words."""
     from agentgym_bench.spaces import CHARSET
 
-    tokens = list(SPECIAL_TOKENS) + list(TAGS)
+    tokens = list(SPECIAL_TOKENS) + list(TAGS) + [ROW_BREAK]
     tokens += sorted(set(CHARSET) - set(tokens))
     words = {w for w in [*BASE_WORDS, *extra_words] if WORD_RE.fullmatch(w) and len(w) > 1}
     tokens += sorted(words - set(tokens))

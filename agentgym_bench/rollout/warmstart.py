@@ -1,14 +1,18 @@
-"""Warm start: supervised fine-tuning on noisy oracle demonstrations.
+"""Warm start: supervised fine-tuning on oracle demonstrations.
 
 An instruct model brings RL two things: replies in the right format and some skill. The default model is trained
-from scratch, so the warm start gives it both, on purpose well below the oracle:
+from scratch, so the warm start gives it both:
 
 1. Demonstrations: :class:`~agentgym_bench.rollout.scripted.NoisyOraclePolicy` plays each env on training seeds
-   (from :data:`~agentgym_bench.rollout.engine.TRAIN_SEED_START`): each turn the oracle's reply, or with probability
-   ``epsilon`` a random valid action. Every reply is well formed.
+   (from :data:`~agentgym_bench.rollout.engine.TRAIN_SEED_START`): each turn the oracle's reply planned with at most
+   ``oracle_actions`` actions, or with probability ``epsilon`` a random valid action (default 0: clean
+   demonstrations imitate best, ``docs/baselines.md``). Every reply is well formed.
 2. Fine-tuning: next-token cross-entropy on the reply tokens only (the loss mask of
    :func:`~agentgym_bench.rollout.tokens.step_token_views`: each turn's prompt under the history window, then the
-   reply and its end token), AdamW with linear warm-up and cosine decay, shuffled by a seeded ``torch.Generator``.
+   reply and its end token; :func:`reply_loss`), AdamW with linear warm-up and cosine decay, shuffled by a seeded
+   ``torch.Generator``. (Batches are a plain shuffle of every env's rows: batching rows of similar length, which
+   made nearly every batch a single env, kept a five-env model from ever learning to read the board —
+   ``docs/baselines.md``.)
    Training runs inside ``torch.random.fork_rng`` seeded from ``seed``, so a model with dropout is reproducible too
    and the caller's global RNG is left as it was.
 3. Evaluation on the validation seeds ``0 .. N-1`` (the benchmark's evaluation seeds, disjoint from training) with
@@ -32,14 +36,23 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tqdm.auto import tqdm
-
+from agentgym_bench.benchmark import stats
 from agentgym_bench.paths import expand, model_dir
-from agentgym_bench.rollout.engine import TRAIN_SEED_START, EnvGroups
+from agentgym_bench.progress import progress as progress_bar
+from agentgym_bench.rollout.engine import (
+    TRAIN_SEED_START,
+    VALIDATION_SEED_START,
+    EnvGroups,
+    check_seeds_disjoint,
+)
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
 from agentgym_bench.rollout.trajectory import Trajectory
 
-DEFAULT_ENVS = ("AgentFrozenLake-v0", "AgentSokoban-v0", "AgentBandit-v0")
+DEFAULT_EPISODES = {"AgentSokoban-v0": 30_000, "AgentFrozenLake-v0": 6_000, "AgentFrozenLakeNoSlip-v0": 3_000,
+                    "AgentBandit-v0": 1_000}
+"""Demonstration episodes per env of the default warm start (run 4 of docs/baselines.md): one model for the suite's
+4x4/6x6 grid envs and Bandit, most of the budget where reading the board is hardest."""
+DEFAULT_ENVS = tuple(DEFAULT_EPISODES)
 
 
 @dataclass
@@ -56,7 +69,8 @@ class WarmStartConfig:
         history: history window of the prompts (``0``: the current observation only).
         epsilon: probability that a demonstration turn is a random valid action instead of the oracle's.
         oracle_actions: most actions a demonstration turn of the oracle plans (``None``: the env's per-turn limit).
-        episodes: demonstration episodes per env.
+        episodes: demonstration episodes per env: one number for every env, or ``{env_id: episodes}`` naming each
+            env of ``envs`` (entries of other envs are ignored).
         epochs: passes over the demonstrations.
         batch_size: rows (turns) per optimiser step.
         lr: peak learning rate.
@@ -72,12 +86,12 @@ class WarmStartConfig:
     envs: tuple[str, ...] = DEFAULT_ENVS
     prompt: str = "compact"
     history: int | None = 0
-    epsilon: float = 0.1
+    epsilon: float = 0.0
     oracle_actions: int | None = 2
-    episodes: int = 3000
-    epochs: int = 6
-    batch_size: int = 32
-    lr: float = 3e-3
+    episodes: int | dict[str, int] = field(default_factory=lambda: dict(DEFAULT_EPISODES))
+    epochs: int = 1
+    batch_size: int = 128
+    lr: float = 2e-3
     warmup: float = 0.05
     eval_episodes: int = 500
     temperature: float = 1.0
@@ -88,42 +102,71 @@ class WarmStartConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.epsilon <= 1:
             raise ValueError(f"epsilon={self.epsilon} must be in [0, 1]")
-        for name in ("episodes", "epochs", "batch_size", "eval_episodes", "max_new_tokens"):
+        for name in ("epochs", "batch_size", "eval_episodes", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
         if not self.envs:
             raise ValueError("envs must name at least one env id")
+        if isinstance(self.episodes, dict) and not set(self.envs) <= set(self.episodes):
+            raise ValueError(f"episodes={self.episodes} must name every env of {list(self.envs)}")
+        for env_id in self.envs:
+            if self.episodes_of(env_id) < 1:
+                raise ValueError(f"episodes={self.episodes} must be >= 1 for every env")
+            demonstrations = range(TRAIN_SEED_START, TRAIN_SEED_START + self.episodes_of(env_id))
+            check_seeds_disjoint(f"demonstration seeds of {env_id}", demonstrations)
+        validation = range(VALIDATION_SEED_START, VALIDATION_SEED_START + self.eval_episodes)
+        check_seeds_disjoint("validation seeds", validation)
+        check_seeds_disjoint("validation seeds", validation, "the demonstration (training) seeds",
+                             range(TRAIN_SEED_START, TRAIN_SEED_START + max(map(self.episodes_of, self.envs))))
+
+    def episodes_of(self, env_id: str) -> int:
+        """Demonstration episodes of ``env_id``."""
+        return self.episodes[env_id] if isinstance(self.episodes, dict) else self.episodes
 
     @property
     def all_env_kwargs(self) -> dict[str, Any]:
         return {"prompt": self.prompt, **self.env_kwargs}
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval of a success rate (``z`` sets the level)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def collect_demonstrations(config: WarmStartConfig, *, progress: bool = False) -> list[Trajectory]:
-    """``config.episodes`` noisy-oracle episodes per env on training seeds, in batches of up to 512 episodes."""
-    per_batch = min(config.episodes, 512)
-    groups = EnvGroups(config.envs, [per_batch] * len(config.envs), 1, env_kwargs=config.all_env_kwargs,
-                       seed=TRAIN_SEED_START)
+    """``config.episodes_of(env_id)`` noisy-oracle episodes of each env on training seeds, in batches of up to 512.
+
+    Each env's episodes use seeds ``TRAIN_SEED_START, TRAIN_SEED_START + 1, ...``; the envs come in ``config.envs``
+    order.
+    """
     policy = NoisyOraclePolicy(config.epsilon, seed=config.seed, max_oracle_actions=config.oracle_actions)
     out: list[Trajectory] = []
-    batches = math.ceil(config.episodes / per_batch)
-    for _ in tqdm(range(batches), desc="demonstrations", unit="batch", disable=not progress):
-        out += groups.rollout(policy, history=config.history)
-    groups.close()
-    by_env: dict[str, list[Trajectory]] = {}
-    for t in out:
-        by_env.setdefault(t.env_id, []).append(t)
-    return [t for env_id in config.envs for t in by_env[env_id][: config.episodes]]
+    for env_id in config.envs:
+        episodes = config.episodes_of(env_id)
+        per_batch = min(episodes, 512)
+        groups = EnvGroups([env_id], [per_batch], 1, env_kwargs=config.all_env_kwargs, seed=TRAIN_SEED_START)
+        mine: list[Trajectory] = []
+        batches = math.ceil(episodes / per_batch)
+        with progress_bar(batches, f"demonstrations {env_id}", "batch", enabled=progress) as bar:
+            for _ in range(batches):
+                mine += groups.rollout(policy, history=config.history)
+                bar.update(1)
+        groups.close()
+        out += mine[:episodes]
+    return out
+
+
+def reply_loss(model: Any, batch: dict[str, Any]) -> Any:
+    """Mean next-token cross-entropy over the tokens of ``batch["loss_mask"]`` (the replies).
+
+    The output head (``model.get_output_embeddings()``) runs only on the positions that predict a reply token, not
+    on the prompts: with a vocabulary of thousands of words and replies of a few tokens that is most of the head's
+    cost saved. The same value as ``model(...).logits`` followed by a masked mean.
+
+    Args:
+        batch: ``input_ids``, ``attention_mask``, ``loss_mask``, each ``(B, T)``.
+    """
+    import torch
+
+    hidden = model.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    predicts = batch["loss_mask"][:, 1:].bool()  # (B, T-1): position t predicts token t+1
+    logits = model.get_output_embeddings()(hidden[:, :-1][predicts])  # (M, V)
+    return torch.nn.functional.cross_entropy(logits.float(), batch["input_ids"][:, 1:][predicts])
 
 
 def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config: WarmStartConfig, *,
@@ -144,19 +187,14 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
     device = next(model.parameters()).device
     losses: list[float] = []
     model.train()
-    with torch.random.fork_rng(devices=[]), tqdm(total=total, desc="fine-tune", unit="step",
-                                                 disable=not progress) as bar:
+    with torch.random.fork_rng(devices=[]), progress_bar(total, "fine-tune", "step", enabled=progress) as bar:
         torch.manual_seed(config.seed)
         for _ in range(config.epochs):
             order = torch.randperm(len(views), generator=generator).tolist()
             for start in range(0, len(views), config.batch_size):
                 batch = collate([views[i] for i in order[start : start + config.batch_size]], tokenizer.pad_token_id)
                 batch = {k: v.to(device) for k, v in batch.items()}
-                logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-                mask = batch["loss_mask"][:, 1:].float()
-                nll = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1).float(),
-                                                        batch["input_ids"][:, 1:].flatten(), reduction="none")
-                loss = (nll * mask.flatten()).sum() / mask.sum()
+                loss = reply_loss(model, batch)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -164,7 +202,7 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
                 schedule.step()
                 losses.append(float(loss.detach()))
                 bar.update(1)
-                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+                bar.set_postfix_str(f"loss {losses[-1]:.3f}")
     model.eval()
     return losses
 
@@ -177,10 +215,8 @@ def success_table(policy: Any, config: WarmStartConfig, *, history: int | None) 
     groups.close()
     table = {}
     for env_id in config.envs:
-        outcomes = [t.success for t in trajectories if t.env_id == env_id]
-        low, high = wilson_interval(sum(outcomes), len(outcomes))
-        table[env_id] = {"success": sum(outcomes) / len(outcomes), "ci_low": low, "ci_high": high,
-                         "episodes": len(outcomes),
+        rate = stats.success_rate([t.success for t in trajectories if t.env_id == env_id])
+        table[env_id] = {"success": rate.rate, "ci_low": rate.low, "ci_high": rate.high, "episodes": rate.n,
                          "format_valid": sum(u.info.get("format_valid", False) for t in trajectories
                                              if t.env_id == env_id for u in t.turns)
                          / max(1, sum(len(t.turns) for t in trajectories if t.env_id == env_id))}
@@ -256,8 +292,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--oracle-actions", type=int, default=d.oracle_actions,
                         help="most actions a demonstration turn of the oracle plans; 0 for the env's per-turn limit "
                         "(default: %(default)s)")
-    parser.add_argument("--episodes", type=int, default=d.episodes,
-                        help="demonstration episodes per env (default: %(default)s)")
+    parser.add_argument("--episodes", nargs="+", default=[f"{k}={v}" for k, v in d.episodes.items()],
+                        metavar="N|ENV=N",
+                        help="demonstration episodes: one number for every env, or ENV=N for each env "
+                        "(default: %(default)s)")
     parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations "
                         "(default: %(default)s)")
     parser.add_argument("--batch-size", type=int, default=d.batch_size, help="turns per step (default: %(default)s)")
@@ -273,6 +311,26 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="torch intra-op threads; 1 avoids stalls on shared cores (default: %(default)s)")
 
 
+def parse_episodes(values: list[str], envs: list[str]) -> int | dict[str, int]:
+    """``["3000"]`` -> ``3000``; ``["AgentSokoban-v0=30000", ...]`` -> ``{"AgentSokoban-v0": 30000, ...}``.
+
+    Raises:
+        UserError: anything else (not a number, an env of ``envs`` missing, an env named twice).
+    """
+    from agentgym_bench.errors import UserError
+
+    try:
+        if len(values) == 1 and "=" not in values[0]:
+            return int(values[0])
+        pairs = [v.split("=", 1) for v in values]
+        out = {env_id: int(n) for env_id, n in pairs}
+    except ValueError:
+        raise UserError(f"--episodes {' '.join(values)}: give one number, or ENV=N for each env") from None
+    if len(out) != len(pairs) or not set(envs) <= set(out):
+        raise UserError(f"--episodes {' '.join(values)}: name each env of --envs ({' '.join(envs)}) once")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
@@ -280,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
     config = WarmStartConfig(
         model=args.model, output=args.output, envs=tuple(args.envs), prompt=args.prompt,
         history=None if args.history < 0 else args.history, epsilon=args.epsilon,
-        oracle_actions=args.oracle_actions or None, episodes=args.episodes,
+        oracle_actions=args.oracle_actions or None, episodes=parse_episodes(args.episodes, args.envs),
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, eval_episodes=args.eval_episodes,
         temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
     report = warm_start(config, progress=True)

@@ -16,7 +16,7 @@ def test_loads_with_auto_classes_as_gpt2_with_learned_positions(model_dir):
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     assert model.config.model_type == "gpt2"
-    assert model.transformer.wpe.weight.shape == (512, 64)  # learned absolute positions
+    assert model.transformer.wpe.weight.shape == (1024, 128)  # learned absolute positions
     assert 200_000 <= sum(p.numel() for p in model.parameters()) <= 2_000_000
     assert tokenizer.eos_token == "<|end|>" and tokenizer.pad_token == "<|pad|>"
     assert model.generation_config.eos_token_id == tokenizer.eos_token_id
@@ -59,6 +59,38 @@ def test_replies_are_few_tokens_and_round_trip(model_and_tokenizer):
     assert tokenizer.convert_ids_to_tokens(ids) == ["<think>", "</think>", "<answer>", "Up", " || ", "Left",
                                                     "</answer>"]
     assert tokenizer.decode(ids) == reply
+
+
+def test_sokoban_row_breaks_keep_one_token_per_interior_cell_at_fixed_positions(model_and_tokenizer):
+    _, tokenizer = model_and_tokenizer
+    env = gym.make("AgentSokoban-v0", prompt="compact")
+    layouts = set()
+    for seed in range(20):
+        obs, _ = env.reset(seed=seed)
+        grid = obs.split("\nactions")[0]
+        tokens = tokenizer.convert_ids_to_tokens(tokenizer(grid, add_special_tokens=False)["input_ids"])
+        assert "".join(tokens) == grid and len(tokens) == 31  # 5 + 4 * 4 + 5 cells, 5 row breaks
+        layouts.add(tuple(i for i, t in enumerate(tokens) if t == "#\n#"))
+    assert layouts == {(5, 10, 15, 20, 25)}
+
+
+def test_a_webshop_episode_reads_without_unknown_words_within_the_positions(model_and_tokenizer):
+    from agentgym_bench.agent.policies import oracle_reply
+
+    model, tokenizer = model_and_tokenizer
+    env = gym.make("AgentWebShop-v0", prompt="compact")
+    obs, _ = env.reset(seed=0)
+    done, lengths = False, []
+    while not done:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": obs}], add_generation_prompt=True,
+                                             tokenize=False)
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        assert tokenizer.unk_token_id not in ids, tokenizer.convert_ids_to_tokens(ids)
+        lengths.append(len(ids))
+        obs, _, done, _, _ = env.step(oracle_reply(env.unwrapped))
+    assert max(lengths) + 32 <= model.config.n_positions  # the longest page (results) and a reply fit
+    code = tokenizer.convert_ids_to_tokens(tokenizer("click[b0vw9v1i16]", add_special_tokens=False)["input_ids"])
+    assert code == ["click", "[", *"b0vw9v1i16", "]"]  # product codes are spelled out, so they can be copied
 
 
 def test_unknown_words_become_unk(model_and_tokenizer):

@@ -86,7 +86,7 @@ def test_too_long_prompt_is_a_clear_error(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
     policy = HFPolicy(model, tokenizer, max_new_tokens=8)
     with pytest.raises(ValueError, match="positions"):
-        policy.generate([[{"role": "user", "content": "_" * 600}]])
+        policy.generate([[{"role": "user", "content": "_" * (model.config.n_positions + 100)}]])
 
 
 @pytest.mark.parametrize("kwargs", [{"temperature": -1}, {"top_p": 0}, {"max_new_tokens": 0},

@@ -90,10 +90,10 @@ def test_a_500_is_retried_then_succeeds(server):
 
 
 def test_a_lasting_500_from_the_model_is_an_error(server):
-    # a prompt longer than the model's 512 positions makes generation fail on the server: a real 500
+    # a prompt longer than the model's 1024 positions makes generation fail on the server: a real 500
     policy = OpenAIPolicy(server.base_url, "tiny", max_tokens=4, max_retries=1, backoff=0.01)
     with pytest.raises(GenerationError, match="HTTP 500.*positions"):
-        policy.generate([[{"role": "user", "content": "_" * 600}]])
+        policy.generate([[{"role": "user", "content": "_" * 1200}]])
     assert server.posts == 2
 
 

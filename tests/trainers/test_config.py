@@ -139,7 +139,7 @@ def test_every_bundled_config_loads():
     assert {f"{a}-{e}" for a in ("starpo", "starpo_s", "gigpo") for e in ("frozenlake", "sokoban")} <= set(names)
     for name in names:
         config = load_config(CONFIG_DIR / f"{name}.yaml")
-        assert config.preset == name.split("-")[0]
+        assert config.preset == name.removeprefix("baseline-").split("-")[0]
         assert config.val_seed_range.stop <= config.train_seed_range.start
 
 
