@@ -14,28 +14,35 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
+# pip, without the "Location ... is ignored" warnings some machines' pip configs print; pip's exit status is kept.
+pip_install() {
+  local status
+  "${PIP[@]}" install "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }
+  status=${PIPESTATUS[0]}
+  return "$status"
+}
 
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     echo "[setup] GPU found: installing torch from PyPI"
-    "${PIP[@]}" install "torch>=2.4"
+    pip_install "torch>=2.4"
   elif [ -n "${TORCH_INDEX_URL:-}" ]; then
     echo "[setup] no GPU: installing torch==$TORCH_VERSION from $TORCH_INDEX_URL"
-    "${PIP[@]}" install "torch==$TORCH_VERSION" --index-url "$TORCH_INDEX_URL"
+    pip_install "torch==$TORCH_VERSION" --index-url "$TORCH_INDEX_URL"
   else
     # Ask pip which file it would take, without downloading it.
     wheel=$("${PIP[@]}" install --dry-run --no-deps --ignore-installed --report - "torch==$TORCH_VERSION" 2>/dev/null |
       .venv/bin/python -c "import json,sys; print(json.load(sys.stdin)['install'][0]['download_info']['url'])" || true)
     if [[ "$(uname -s)" == "Darwin" || "$wheel" == *"%2Bcpu"* || "$wheel" == *"+cpu"* ]]; then
       echo "[setup] no GPU: installing the CPU wheel torch==$TORCH_VERSION"
-      "${PIP[@]}" install "torch==$TORCH_VERSION"
+      pip_install "torch==$TORCH_VERSION"
     else
       echo "[setup] no GPU: installing torch==$TORCH_VERSION from PyTorch's CPU index"
-      "${PIP[@]}" install "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu
+      pip_install "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu
     fi
   fi
 fi
 EXTRAS=${AGENTGYM_EXTRAS:-dev}
 echo "[setup] installing agentgym-bench with extras [$EXTRAS]"
-"${PIP[@]}" install -e ".[$EXTRAS]" 2>&1 | grep -v "^WARNING: Location" || true
+pip_install -e ".[$EXTRAS]"
 .venv/bin/python -c "import torch, agentgym_bench; print(f'[setup] ready: agentgym-bench {agentgym_bench.__version__}, torch {torch.__version__}, cuda={torch.cuda.is_available()}')"
