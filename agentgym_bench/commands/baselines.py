@@ -9,10 +9,12 @@ CPU cores, each process on one torch thread):
 4. each results file submitted to the board (verified by replay, and re-generation for the local models), the board
    rendered, and each baseline compared with the committed board's entry of the same name on the same seeds.
 
-Recipes: ``quick`` (the default) fits in about 30 minutes on 2 CPU cores and renders the user's own board under
-``runs/``; ``full`` is the full-length recipe whose results are committed in ``leaderboards/`` (each reproducible
-with ``agentgym-bench reproduce``); ``smoke`` checks the pipeline in minutes (its numbers mean nothing). Logs of
-every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo it).
+Recipes: ``reference`` (the default) is the reference recipe — the warm start's defaults and the bundled
+``trainers/configs/baseline-*.yaml`` as they are (docs/baselines.md) — about 30 minutes on 2 CPU cores; the committed
+board in ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each entry
+can also be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its numbers
+mean nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to
+redo it).
 """
 
 from __future__ import annotations
@@ -55,10 +57,8 @@ BOARD_NAMES = {"oracle": "oracle", "random": "random", "warmstart": "default mod
                "gigpo": "default model + SFT + GiGPO"}
 """Results file stem -> name on the board."""
 RECIPES: dict[str, Recipe] = {
-    "quick": Recipe(warmstart=(), train={name: (config, ("max_steps=100", "eval_steps=50", "save_steps=50"))
-                                         for name, config in TRAINED.items()},
-                    warmstart_in_home=True),
-    "full": Recipe(warmstart=(), train={name: (config, ()) for name, config in TRAINED.items()}),
+    "reference": Recipe(warmstart=(), train={name: (config, ()) for name, config in TRAINED.items()},
+                        warmstart_in_home=True),
     "smoke": Recipe(warmstart=("--episodes", "40", "--epochs", "1", "--eval-episodes", "8"),
                     train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=8",
                                            "train_env_manager.num_env_groups=4", "train_env_manager.group_size=2",
@@ -184,9 +184,9 @@ def _last_line(logs: Path, job: Job) -> str:
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = __doc__.split("\n\n", 1)[1]
-    parser.add_argument("--recipe", choices=sorted(RECIPES), default="quick",
-                        help="quick (~30 min on 2 cores), full (the committed board's runs) or smoke (default: "
-                        "%(default)s)")
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference",
+                        help="reference (~30 min on 2 cores; the committed board's recipe) or smoke (minutes, "
+                        "numbers meaningless) (default: %(default)s)")
     parser.add_argument("--work", default=None, help="folder for models, runs, results and logs "
                         "(default: runs/baselines-RECIPE)")
     parser.add_argument("--board", default=None, help="leaderboard folder to submit to (default: WORK/leaderboard)")

@@ -102,7 +102,7 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, device: str 
         from agentgym_bench.benchmark.provenance import final_checkpoint
 
         path = str(final_checkpoint(path))
-    record["model"] = path
+    record["model"] = target  # as named (a name under the home, a run folder, a hub id): what another machine resolves
     record["model_sha256"] = model_sha256(path)
     if kind == "vllm":
         from agentgym_bench.rollout.vllm_backend import VLLMPolicy
