@@ -39,12 +39,12 @@ class LineProgress:
         elapsed = now - self.start
         line = f"{self.desc}: {self.n}"
         if self.total:
-            line += f"/{self.total} {self.unit}s ({100 * self.n / self.total:.0f}%)"
+            line += f"/{self.total} {_plural(self.unit)} ({100 * self.n / self.total:.0f}%)"
             line += f", {elapsed:.0f}s elapsed"
             if self.n >= max(1, self.total // 20):  # an estimate from the first few percent is noise
                 line += f", ~{elapsed * (self.total - self.n) / self.n:.0f}s left"
         else:
-            line += f" {self.unit}s, {elapsed:.0f}s elapsed"
+            line += f" {_plural(self.unit)}, {elapsed:.0f}s elapsed"
         if self.postfix:
             line += f", {self.postfix}"
         print(line, file=self.file, flush=True)
@@ -57,6 +57,10 @@ class LineProgress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _plural(unit: str) -> str:
+    return unit + ("es" if unit.endswith(("s", "x", "ch", "sh")) else "s")
 
 
 class _Silent:
