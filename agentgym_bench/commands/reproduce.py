@@ -26,7 +26,7 @@ from agentgym_bench.benchmark.results import Results, loads
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.board import read_index, slugify
-from agentgym_bench.rollout.specs import Sampling, policy_from_spec
+from agentgym_bench.rollout.specs import Sampling, local_model_path, policy_from_spec
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +49,7 @@ def spec_of(policy: dict[str, Any], endpoint: str | None) -> str:
             raise UserError(f"the submission played model {model!r} behind an OpenAI-compatible endpoint; pass its "
                             "base URL with --endpoint")
         return f"openai:{model}@{endpoint}"
-    if not model or not Path(model).exists():
+    if local_model_path(model) is None:
         raise UserError(f"the submission's model {model!r} is not on this machine; reproduce needs it")
     return f"{kind}:{model}"
 

@@ -238,7 +238,7 @@ def sample_episodes(results: Results, file_sha256: str, k: int) -> dict[str, lis
 
 def regeneration_blocker(results: Results) -> str | None:
     """Why the file's replies cannot be re-generated here, or ``None`` if they can."""
-    from agentgym_bench.rollout.specs import model_sha256
+    from agentgym_bench.rollout.specs import local_model_path, model_sha256
 
     policy = results.metadata["policy"]
     kind, model = policy["kind"], policy["model"]
@@ -246,11 +246,12 @@ def regeneration_blocker(results: Results) -> str | None:
         return f"policy kind {kind}: replies are not re-generated here (only local hf model folders are)"
     if not policy["sampling"]["keyed"]:
         return "sampling was not keyed, so single episodes cannot be re-generated"
-    if not model or not Path(model).is_dir():
-        return f"model folder {model} is not on this machine"
+    path = local_model_path(model)
+    if path is None:
+        return f"model {model} is not on this machine"
     recorded = policy["model_sha256"]
-    if recorded is None or model_sha256(model) != recorded:
-        return f"the weights in {model} do not match the recorded model_sha256"
+    if recorded is None or model_sha256(path) != recorded:
+        return f"the weights in {path} do not match the recorded model_sha256"
     return None
 
 
@@ -264,11 +265,12 @@ def regenerate(results: Results, texts: dict[str, dict[int, EpisodeText]], sampl
     """
     from agentgym_bench.rollout.engine import tag_hash
     from agentgym_bench.rollout.hf import HFPolicy
+    from agentgym_bench.rollout.specs import local_model_path
     from agentgym_bench.rollout.trajectory import build_messages
 
     policy_record = results.metadata["policy"]
     sampling = policy_record["sampling"]
-    policy = HFPolicy.from_pretrained(policy_record["model"], temperature=sampling["temperature"],
+    policy = HFPolicy.from_pretrained(local_model_path(policy_record["model"]), temperature=sampling["temperature"],
                                       top_p=sampling["top_p"], max_new_tokens=sampling["max_new_tokens"],
                                       seed=sampling["seed"], max_batch_size=64,
                                       overlong="empty")

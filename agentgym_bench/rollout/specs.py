@@ -50,6 +50,28 @@ def model_sha256(path: str | os.PathLike) -> str | None:
     return digest.hexdigest()
 
 
+def model_path(target: str) -> str:
+    """What ``hf:TARGET`` loads: :func:`~agentgym_bench.paths.resolve_model` (a folder, a name under the home, a hub
+    id), and for a trainer run folder (``config.yaml``, no ``config.json``) its last checkpoint's actor."""
+    path = resolve_model(target)
+    if Path(path, "config.yaml").is_file() and not Path(path, "config.json").is_file():
+        from agentgym_bench.benchmark.provenance import final_checkpoint
+
+        path = str(final_checkpoint(path))
+    return path
+
+
+def local_model_path(target: str | None) -> str | None:
+    """:func:`model_path` if it is a folder on this machine, else ``None`` (a hub id, or missing here)."""
+    if not target:
+        return None
+    try:
+        path = model_path(target)
+    except UserError:
+        return None
+    return path if Path(path).is_dir() else None
+
+
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """``(kind, target)`` of a policy spec; a one-line :class:`UserError` if malformed."""
     kind, _, target = spec.partition(":")
@@ -97,11 +119,7 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, device: str 
                               max_tokens=sampling.max_new_tokens, seed=sampling.seed, timeout=timeout,
                               max_concurrency=max_concurrency)
         return policy, record
-    path = resolve_model(target)
-    if Path(path, "config.yaml").is_file() and not Path(path, "config.json").is_file():  # a trainer run folder
-        from agentgym_bench.benchmark.provenance import final_checkpoint
-
-        path = str(final_checkpoint(path))
+    path = model_path(target)
     record["model"] = target  # as named (a name under the home, a run folder, a hub id): what another machine resolves
     record["model_sha256"] = model_sha256(path)
     if kind == "vllm":
