@@ -39,6 +39,10 @@ ASCII_SPELLING = str.maketrans({
 })
 
 
+_SWAP_LOCK = threading.Lock()
+"""Held by every swap of the global RNG states (importing textarena, :meth:`PrivateGlobalRNG.active`)."""
+
+
 def textarena_available() -> bool:
     """True if ``textarena`` can be found (without importing it)."""
     return importlib.util.find_spec("textarena") is not None
@@ -52,12 +56,13 @@ def import_textarena() -> Any:
     """
     if not textarena_available():
         raise ImportError(f"TextArena games need the optional dependency textarena: {INSTALL_HINT}")
-    py_state, np_state = random.getstate(), np.random.get_state()
-    try:
-        import textarena
-    finally:
-        random.setstate(py_state)
-        np.random.set_state(np_state)
+    with _SWAP_LOCK:  # another thread may be inside PrivateGlobalRNG.active(): never save/restore its states
+        py_state, np_state = random.getstate(), np.random.get_state()
+        try:
+            import textarena
+        finally:
+            random.setstate(py_state)
+            np.random.set_state(np_state)
     return textarena
 
 
@@ -67,9 +72,6 @@ def registered_ids() -> list[str]:
     from textarena.envs.registration import ENV_REGISTRY
 
     return [k for k in ENV_REGISTRY if not k.endswith("-raw") and "-train" not in k]
-
-
-_SWAP_LOCK = threading.Lock()
 
 
 class PrivateGlobalRNG:
