@@ -17,7 +17,7 @@ from scratch, so the warm start gives it both:
    and the caller's global RNG is left as it was.
 3. Evaluation on the validation seeds ``0 .. N-1`` (the benchmark's evaluation seeds, disjoint from training) with
    sampling at ``temperature``: success per env with a 95% Wilson interval, next to the oracle and two random
-   policies on the same seeds: one valid action a turn (the random policy of DESIGN.md's prototype) and 1..k valid
+   policies on the same seeds: one valid action a turn (the random baseline RAGEN reports) and 1..k valid
    actions a turn, k the per-turn limit (``agentgym-bench demo``, ``docs/oracles.md``).
 
 The output folder is an ordinary Hugging Face model folder plus ``warmstart.json``: the settings, the training
