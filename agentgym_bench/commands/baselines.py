@@ -26,6 +26,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE
 from agentgym_bench.errors import UserError
@@ -78,6 +79,7 @@ class Job:
     output: Path | None
     after: list[str] = field(default_factory=list)
     process: subprocess.Popen | None = None
+    log: Any = None
     started: float = 0.0
     seconds: float = 0.0
     status: str = "waiting"
@@ -138,6 +140,7 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
         for job in jobs:
             if job.status == "running" and job.process is not None and job.process.poll() is not None:
                 job.seconds = time.monotonic() - job.started
+                job.log.close()
                 if job.process.returncode != 0 or (job.output is not None and not job.output.exists()):
                     tail = (logs / f"{_slug(job.name)}.log").read_text(errors="replace").splitlines()[-15:]
                     for other in jobs:
@@ -152,8 +155,8 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
             if running >= max_parallel:
                 break
             if job.status == "waiting" and all(by_name[a].status == "done" for a in job.after):
-                log = open(logs / f"{_slug(job.name)}.log", "w")  # noqa: SIM115 - closed with the process
-                job.process = subprocess.Popen(job.argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                job.log = open(logs / f"{_slug(job.name)}.log", "w")  # noqa: SIM115 - closed when the job ends
+                job.process = subprocess.Popen(job.argv, stdout=job.log, stderr=subprocess.STDOUT, env=env,
                                                stdin=subprocess.DEVNULL)
                 job.started, job.status = time.monotonic(), "running"
                 running += 1
