@@ -9,8 +9,9 @@ Seeds (this module is their one owner). The ``j``-th group of a tag (counting wi
 ``seed + iteration * num_env_groups + j``; ``iteration`` advances after each :meth:`EnvGroups.rollout` unless
 ``fixed_seeds`` (set it to resume a run's sequence). Conventions, kept disjoint by the trainer's config check
 (:func:`check_seeds_disjoint`): training starts at :data:`TRAIN_SEED_START` (10 000, as RAGEN's ``seed.train``);
-validation and benchmark evaluation use seeds ``0 .. N-1`` per env id, fixed — :meth:`EnvGroups.validation` — so
-evaluation sets of up to 10 000 episodes never meet a training seed; :data:`TEST_SEEDS` are held out.
+validation (tuning, model selection, the ``agentgym-v1-validation`` suite) uses seeds ``0 .. N-1`` per env id, fixed
+— :meth:`EnvGroups.validation` — so validation sets of up to 10 000 episodes never meet a training seed; the
+benchmark's test suite plays :data:`TEST_SEEDS`, which nothing else may use.
 
 Sharding. Under data parallelism each process plays a contiguous share of the *global* groups (``shard=(rank,
 world_size)``) with the seeds one process would give them, so N processes play exactly the episodes of one.
