@@ -29,7 +29,8 @@ Tokenizer:
     The vocabulary is: the special tokens, the tags, the row break, every character of
     :data:`agentgym_bench.spaces.CHARSET`, a base word list (actions, arm names, the compact prompt's words) and the
     words of every registered agent env's first observation, instructions and legend, of the built-in prompt
-    templates and of the bundled WebShop store (every product, goal and page string: :func:`webshop_texts`), sorted
+    templates, of the bundled WebShop store (every product, goal and page string: :func:`webshop_texts`) and of
+    the two-player game Bargain (:func:`bargain_texts`), sorted
     — about 2500 tokens, deterministic for a given code base.
 
     Chat template (Jinja; ``{% generation %}`` marks what the assistant writes, so
@@ -105,7 +106,8 @@ class ModelSize:
 
 def env_words() -> tuple[list[str], list[str]]:
     """Words of every registered agent env's first observation (both templates), instructions, legend and actions,
-    of the prompt templates and of the bundled WebShop store (:func:`webshop_texts`). (Grid rows hold no words: a
+    of the prompt templates, of the bundled WebShop store (:func:`webshop_texts`) and of Bargain
+    (:func:`bargain_texts`). (Grid rows hold no words: a
     word needs a lower-case letter.)
 
     Returns:
@@ -132,7 +134,7 @@ def env_words() -> tuple[list[str], list[str]]:
             agent = env.unwrapped
             texts += [obs, agent.instructions, agent.legend, " ".join(info.get("valid_actions", []))]
             env.close()
-    texts += webshop_texts()
+    texts += webshop_texts() + bargain_texts()
     words = [w for text in texts for w in WORD_RE.findall(text)]
     return words, skipped
 
@@ -157,6 +159,26 @@ def webshop_texts() -> list[str]:
     fixed = [pages.search_page(""), pages.results_page("", [product], 2, 50), pages.item_page("", product),
              pages.sub_page("", {**product, "Reviews": []}, "Reviews"), pages.done_page("", {}, 0.0)]
     return strings(catalog.products) + strings(catalog.goals) + fixed
+
+
+def bargain_texts() -> list[str]:
+    """What a Bargain player can read (:class:`~agentgym_bench.multiagent.bargain.BargainEnv`, our two-player game):
+    the opening, a round without a deal, a deal, the end without one, and every bundle's description."""
+    from agentgym_bench.multiagent import bargain_rules as rules
+    from agentgym_bench.multiagent.bargain import AGENTS, BargainEnv
+
+    env = BargainEnv(max_rounds=2)
+    texts = []
+    for deal in (True, False):
+        observations, _ = env.reset(seed=0)
+        whole = " ".join(str(n) for n in env.counts)
+        texts += [o["text"] for o in observations.values()]
+        observations, *_ = env.step(dict.fromkeys(AGENTS, f"<think>x</think><answer>{whole}</answer>"))
+        texts += [o["text"] for o in observations.values()]
+        nothing = "<think>x</think><answer>0 0 0</answer>"
+        observations, *_ = env.step({AGENTS[0]: nothing, AGENTS[1]: nothing if deal else "no move"})
+        texts += [o["text"] for o in observations.values()]
+    return texts + [rules.describe((n, n, n)) for n in range(rules.MAX_COUNT + 1)]
 
 
 def build_vocab(extra_words: list[str] = ()) -> dict[str, int]:

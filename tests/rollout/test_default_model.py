@@ -93,6 +93,27 @@ def test_a_webshop_episode_reads_without_unknown_words_within_the_positions(mode
     assert code == ["click", "[", *"b0vw9v1i16", "]"]  # product codes are spelled out, so they can be copied
 
 
+def test_a_bargain_match_reads_without_unknown_words_within_the_positions(model_and_tokenizer):
+    from agentgym_bench.multiagent.bargain import AGENTS, BargainEnv
+    from agentgym_bench.multiagent.bargain_rules import scripted_demand
+
+    model, tokenizer = model_and_tokenizer
+    env = BargainEnv()
+    for seed in range(5):
+        observations, _ = env.reset(seed=seed)
+        while env.agents:
+            for agent in env.agents:
+                ids = tokenizer(observations[agent]["text"], add_special_tokens=False)["input_ids"]
+                assert tokenizer.unk_token_id not in ids, tokenizer.convert_ids_to_tokens(ids)
+                assert len(ids) + 64 <= model.config.n_positions
+            rnd = len(env.history)
+            last = env.history[-1] if env.history else {}
+            demands = {a: scripted_demand(env.counts, env.values[a], rnd, env.max_rounds,
+                                          last.get(AGENTS[1 - AGENTS.index(a)])) for a in env.agents}
+            observations, *_ = env.step({a: f"<think>x</think><answer>{' '.join(map(str, d))}</answer>"
+                                         for a, d in demands.items()})
+
+
 def test_unknown_words_become_unk(model_and_tokenizer):
     _, tokenizer = model_and_tokenizer
     tokens = tokenizer.convert_ids_to_tokens(tokenizer("xyzzy Up é", add_special_tokens=False)["input_ids"])
