@@ -136,6 +136,7 @@ class LLMAgentEnv(gym.Env):
         self._legend_arg = legend
         self.instructions = ""
         self.legend = ""
+        self.variant = ""
         self.max_reply_words = max_reply_words
         self.max_observation_length = max_observation_length
         self.observation_space = text_space(max_observation_length)
@@ -172,6 +173,7 @@ class LLMAgentEnv(gym.Env):
         hint = self.template.format_hint_think if self.enable_think else self.template.format_hint_answer
         return {
             "instructions": self.instructions,
+            "header": f"{self.variant}\n" if self.variant else "",
             "legend": self.template.legend.format(legend=self.legend) if self.legend else "",
             "actions": ", ".join(actions) if actions is not None else "the actions listed with each state",
             "max_actions": self.max_actions_per_episode,
@@ -208,6 +210,7 @@ class LLMAgentEnv(gym.Env):
         legend = game_info.get("legend", "") if self._legend_arg is None else self._legend_arg
         self.instructions = sanitize(str(instructions))
         self.legend = sanitize(str(legend))
+        self.variant = sanitize(str(game_info.get("variant", "")))
         self._turn = 0
         self._actions_left = self.max_actions_per_episode
         self._done = False

@@ -6,10 +6,13 @@ Two are built in:
 - ``"ragen"`` (default): RAGEN's context-manager wording (``ragen/llm_agent/ctx_manager.py``): instructions, symbol
   legend, action list and budget in the first turn; then ``Turn k: State: ... You have N actions left. Always
   output: <think> ... </think> <answer> ... </answer> ...`` every turn, and ``Reward: r`` after each reply.
-- ``"compact"``: for small locally built models with a word-level vocabulary: the grid and the actions left, nothing
-  else (about 25 tokens a turn for 4x4 FrozenLake). The system prompt is empty.
+- ``"compact"``: for small locally built models with a word-level vocabulary: the game's variant line if it has one
+  (``slippery ice`` for slippery FrozenLake: without it the two FrozenLakes read the same while their best moves
+  differ), the grid and the actions left, nothing else (about 25 tokens a turn for 4x4 FrozenLake). The system
+  prompt is empty.
 
-Fields available to every template: ``instructions``, ``legend``, ``actions`` (comma-joined valid actions),
+Fields available to every template: ``instructions``, ``header`` (the game's ``variant`` and a line break, or
+empty), ``legend``, ``actions`` (comma-joined valid actions),
 ``max_actions`` (actions per episode), ``max_actions_per_turn``, ``turn`` (1-based), ``state``, ``actions_left``,
 ``reward`` (previous turn's reward, formatted), ``max_reply_words``, ``format_hint``.
 """
@@ -61,9 +64,9 @@ COMPACT = PromptTemplate(
     system="",
     intro="",
     legend="",
-    turn="{state}\nactions left: {actions_left}",
+    turn="{header}{state}\nactions left: {actions_left}",
     reward="",
-    final="{state}",
+    final="{header}{state}",
     format_hint_think="",
     format_hint_answer="",
 )

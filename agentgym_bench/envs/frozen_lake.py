@@ -75,7 +75,8 @@ class FrozenLakeGame(gym.Env):
     probability from the current state.
 
     ## Version History
-    - v0: initial version (RAGEN's random maps, symbols and slip model; instructions with RAGEN's typos fixed).
+    - v0: initial version (RAGEN's random maps, symbols and slip model; instructions with RAGEN's typos fixed;
+      ``info["variant"]`` names slippery ice, so a prompt without the instructions still tells the two apart).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -124,6 +125,7 @@ class FrozenLakeGame(gym.Env):
         info = self._info()
         info["instructions"] = self.instructions()
         info["legend"] = LEGEND
+        info["variant"] = "slippery ice" if self.is_slippery and self.success_rate < 1.0 else ""
         return self.grid_text(), info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:

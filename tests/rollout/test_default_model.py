@@ -33,15 +33,18 @@ def test_building_is_deterministic_from_the_seed_and_leaves_the_global_rng_alone
     assert (a / "model.safetensors").read_bytes() != (c / "model.safetensors").read_bytes()
 
 
-def test_compact_frozen_lake_prompt_is_about_25_tokens_with_one_token_per_cell(model_and_tokenizer):
+@pytest.mark.parametrize("env_id", ["AgentFrozenLake-v0", "AgentFrozenLakeNoSlip-v0"])
+def test_compact_frozen_lake_prompt_is_about_25_tokens_with_one_token_per_cell(model_and_tokenizer, env_id):
     _, tokenizer = model_and_tokenizer
-    env = gym.make("AgentFrozenLake-v0", prompt="compact")
+    env = gym.make(env_id, prompt="compact")
     obs, _ = env.reset(seed=0)
     text = tokenizer.apply_chat_template([{"role": "user", "content": obs}], add_generation_prompt=True,
                                          tokenize=False)
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    assert len(ids) <= 32
-    grid = obs.split("\nactions")[0]
+    assert len(ids) <= 36
+    header, grid = ("slippery ice\n", obs.split("\n", 1)[1]) if env_id == "AgentFrozenLake-v0" else ("", obs)
+    assert obs.startswith(header)
+    grid = grid.split("\nactions")[0]
     grid_tokens = tokenizer.convert_ids_to_tokens(tokenizer(grid, add_special_tokens=False)["input_ids"])
     assert grid_tokens == list(grid)
 
