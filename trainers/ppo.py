@@ -271,6 +271,8 @@ def ppo_update(config: TrainConfig, models: Any, optimizers: dict[str, Any], bat
     with _update_mode(config, models):
         for epoch in range(config.ppo_epochs):
             _epoch(config, models, optimizers, batch, dist, rng, stats, update_actor, fill and epoch == 0)
+            if fill and epoch == 0 and dist.enabled:  # each rank filled its own rows; later epochs reshuffle them
+                batch.old_logprob = torch.stack(dist.gather(batch.old_logprob)).sum(0)
     return stats.result(dist)
 
 
