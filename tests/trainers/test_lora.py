@@ -35,6 +35,20 @@ def test_without_peft_the_error_names_the_extra(tiny_model, tmp_path, monkeypatc
         main(lora_config(tiny_model, tmp_path))
 
 
+def test_lora_target_reads_as_roll_reads_it():
+    from trainers.lora import target_modules
+
+    assert target_modules("all") == "all-linear"
+    assert target_modules("c_attn, c_proj") == ["c_attn", "c_proj"]
+    assert target_modules(".*attn.*") == ".*attn.*"  # a regular expression is kept whole
+
+
+def test_strategy_is_checked():
+    assert config_from_dict({"strategy": "fsdp2"}).strategy == "fsdp2"
+    with pytest.raises(ConfigError, match="strategy"):
+        config_from_dict({"strategy": "fsdp"})
+
+
 def test_lora_dropout_is_refused():
     with pytest.raises(ConfigError, match="lora_dropout"):
         config_from_dict({"lora_target": "all", "lora_dropout": 0.05})
