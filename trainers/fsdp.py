@@ -77,9 +77,9 @@ def gathered(model: Any):
     try:
         yield
     finally:
-        for unit in units:
+        for unit in units:  # back to fully_shard's default: reshard after forward, except the root
             unit.reshard()
-            unit.set_reshard_after_forward(True, recurse=False)
+            unit.set_reshard_after_forward(unit is not model, recurse=False)
 
 
 def norm_value(norm: torch.Tensor) -> float:
