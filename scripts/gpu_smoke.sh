@@ -3,8 +3,10 @@
 #
 # Runs the Qwen2.5-0.5B StarPO-S recipe (trainers/configs/starpo_s-sokoban-qwen2.5-0.5b-gpu.yaml) for 2 iterations
 # with the colocated vLLM engine, then 2 with Hugging Face generation, then the Qwen3 recipe for 2 iterations with
-# vLLM (token-in-token-out), each on one GPU and with small validation sets, and prints what it checked. Needs the
-# vLLM extra (pip install -e '.[vllm]') and network access to the Hugging Face hub for the weights.
+# vLLM (token-in-token-out), each on one GPU and with small validation sets; then the Qwen2.5 recipe with LoRA
+# adapters (merged weights pushed to vLLM) on one GPU, and with the sharded strategy (FSDP2, torchrun over 2 GPUs;
+# skipped with one GPU) once with HF generation and once with vLLM; and prints what it checked. Needs the vLLM and
+# LoRA extras (pip install -e '.[vllm,lora]') and network access to the Hugging Face hub for the weights.
 #   bash scripts/gpu_smoke.sh [OUTPUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,10 +20,11 @@ import vllm
 print(f"ok  vLLM {vllm.__version__} imports")
 PY
 SMALL="max_steps=2 eval_steps=2 save_steps=2 val_batch_size=16 progress=false"
-run() {  # name, config, extra overrides...
+LAUNCH=${LAUNCH:-"$PY -m agentgym_bench.cli train"}
+run() {  # name, config, extra overrides... ($LAUNCH starts the trainer)
   local name=$1 config=$2; shift 2
-  echo "--  $name: agentgym-bench train $config $SMALL output_dir=$OUT/$name $*"
-  $PY -m agentgym_bench.cli train "$config" $SMALL output_dir="$OUT/$name" "$@"
+  echo "--  $name: $LAUNCH $config $SMALL output_dir=$OUT/$name $*"
+  $LAUNCH "$config" $SMALL output_dir="$OUT/$name" "$@"
   $PY - "$OUT/$name" <<'PY'
 import json, math, sys
 from pathlib import Path
@@ -42,4 +45,19 @@ PY
 run qwen2.5-vllm starpo_s-sokoban-qwen2.5-0.5b-gpu generation_backend=vllm
 run qwen2.5-hf starpo_s-sokoban-qwen2.5-0.5b-gpu generation_backend=hf generation_batch_size=32
 run qwen3-vllm starpo_s-sokoban-qwen3-0.6b-gpu generation_backend=vllm
+# LoRA: adapters on every linear layer of actor and critic; the KL-free recipe, so this checks training, the merged
+# weight push into vLLM and the merged checkpoint (actor/ loads as a plain model; actor_adapter/ holds the adapters).
+run qwen2.5-lora-vllm starpo_s-sokoban-qwen2.5-0.5b-gpu generation_backend=vllm lora_target=all lora_rank=16 \
+  learning_rate=1e-5
+test -f "$OUT/qwen2.5-lora-vllm/checkpoint-2/actor_adapter/adapter_config.json"
+echo "ok  qwen2.5-lora-vllm: checkpoint-2/actor_adapter kept beside the merged actor/"
+GPUS=$($PY -c 'import torch; print(torch.cuda.device_count())')
+if [ "$GPUS" -ge 2 ]; then  # FSDP2 shards over processes: one process per GPU, bfloat16 mixed precision
+  TORCHRUN="$(dirname "$(command -v "$PY")")/torchrun --standalone --nproc_per_node 2 -m trainers.cli"
+  LAUNCH=$TORCHRUN run qwen2.5-fsdp2-hf starpo_s-sokoban-qwen2.5-0.5b-gpu strategy=fsdp2 generation_backend=hf \
+    generation_batch_size=32
+  LAUNCH=$TORCHRUN run qwen2.5-fsdp2-vllm starpo_s-sokoban-qwen2.5-0.5b-gpu strategy=fsdp2 generation_backend=vllm
+else
+  echo "--  FSDP2 runs skipped: they need 2 GPUs (found $GPUS)"
+fi
 echo "all GPU smoke checks passed; runs in $OUT"

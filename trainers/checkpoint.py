@@ -3,16 +3,23 @@
 Layout::
 
     checkpoint-N/
-      actor/               Hugging Face folder: model + tokenizer (load with from_pretrained, evaluate, serve)
+      actor/               Hugging Face folder: model + tokenizer (load with from_pretrained, evaluate, serve); with
+                           LoRA the merged model
       critic/              Hugging Face folder of the critic (AutoModelForTokenClassification), gae runs only
+      actor_adapter/       LoRA runs: the actor's peft adapters (what a resumed run loads onto ``pretrain``)
+      critic_adapter/      LoRA runs with a critic: its adapters and value head
       trainer_state.pt     iteration, optimiser and scheduler states, numpy Generator state, elapsed time, the
                            first evaluation's successes (a resumed run reports its gain from them), the reward
                            KL coefficient (adaptive with target_kl)
       rng_rank{r}.pt       the rollout sampler's torch.Generator state of each rank
       config.yaml          the run's config
 
-The iteration number is also the rollout seed counter (training group seeds are a function of it). A checkpoint is
-written to ``checkpoint-N.tmp`` and renamed when complete, so a run killed mid-save (even by SIGKILL) leaves the
+Under FSDP2 the models and optimiser states are gathered whole to rank 0 and written in this same layout
+(``trainers/fsdp.py``); the optimiser states are then keyed by parameter name, so a checkpoint resumes with the
+strategy that wrote it.
+
+The iteration number is also the rollout seed counter (training group seeds are a function of it). A checkpoint
+is written to ``checkpoint-N.tmp`` and renamed when complete, so a run killed mid-save (even by SIGKILL) leaves the
 previous checkpoint intact; only complete folders are found by :func:`find_checkpoint`.
 """
 
@@ -26,6 +33,7 @@ from typing import Any
 
 import torch
 
+from trainers import fsdp, lora
 from trainers.config import ConfigError
 
 _NAME = re.compile(r"^checkpoint-(\d+)$")
@@ -73,19 +81,23 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
         tmp.mkdir(parents=True)
     dist.barrier()
     torch.save({"policy_rng": state["policy_rng"]}, tmp / f"rng_rank{dist.rank}.pt")
+    modules = {"actor": models.actor_module, "critic": models.critic_module}
+    for name, module in modules.items():  # every rank: a sharded model's state is gathered to rank 0
+        if module is not None:
+            whole = fsdp.full_state_dict(module)
+            if dist.is_main:
+                write_model(module, whole, tmp / name)
+    optimizer_states = {k: fsdp.optimizer_state(modules[k], o) for k, o in optimizers.items()}
     if dist.is_main:
-        models.actor_module.save_pretrained(tmp / "actor")
         models.tokenizer.save_pretrained(tmp / "actor")
-        if models.critic is not None:
-            models.critic_module.save_pretrained(tmp / "critic")
         config.save(tmp / "config.yaml")
     dist.barrier()
     if dist.is_main:
         torch.save({
             "step": state["step"], "elapsed": state["elapsed"], "numpy_rng": state["numpy_rng"],
             "first_eval": list(state.get("first_eval", [])), "kl_coef": state.get("kl_coef"),
-            "world_size": dist.world_size,
-            "optimizers": {k: o.state_dict() for k, o in optimizers.items()},
+            "world_size": dist.world_size, "strategy": config.strategy if dist.enabled else "single",
+            "optimizers": optimizer_states,
             "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
         }, tmp / "trainer_state.pt")
         shutil.rmtree(final, ignore_errors=True)
@@ -96,20 +108,40 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
     return final
 
 
-def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: dict[str, Any]) -> dict[str, Any]:
-    """Restore optimisers and schedulers in place; return the loop state (``step``, ``elapsed``, ``numpy_rng``,
-    ``first_eval``, ``policy_rng``). The models themselves are loaded from ``actor/`` and ``critic/`` by the loop.
+def write_model(module: torch.nn.Module, whole: dict[str, torch.Tensor], folder: Path) -> None:
+    """Write a model's full state dict as a Hugging Face folder. A LoRA model is written twice: its adapters
+    (``peft`` folder ``{folder}_adapter/``, what a resumed run loads) and the merged model (``folder``, a plain
+    Hugging Face model for evaluation and serving)."""
+    if lora.is_lora(module):
+        module.save_pretrained(folder.with_name(folder.name + "_adapter"), state_dict=whole)
+        module.get_base_model().save_pretrained(folder, state_dict=lora.merged_state_dict(whole,
+                                                                                          lora.layer_scales(module)))
+    else:
+        module.save_pretrained(folder, state_dict=whole)
+        fsdp.fix_architectures(folder, module)
+
+
+def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: dict[str, Any],
+               models: Any, strategy: str) -> dict[str, Any]:
+    """Restore optimisers and schedulers in place (a sharded model's optimiser keeps its shard of the saved full
+    state); return the loop state (``step``, ``elapsed``, ``numpy_rng``, ``first_eval``, ``policy_rng``). The
+    models themselves are loaded from ``actor/`` and ``critic/`` (or their ``_adapter/``) by the loop.
 
     Raises:
         ConfigError: the checkpoint was written by a different number of processes (the sampler states are
-            per rank).
+            per rank) or strategy (the optimiser states are stored differently).
     """
     state = torch.load(path / "trainer_state.pt", weights_only=False)
     if state["world_size"] != dist.world_size:
         raise ConfigError(f"{path} was written by {state['world_size']} process(es); resume it with the same "
                           f"number, not {dist.world_size}")
+    written = state.get("strategy", "ddp" if dist.enabled else "single")
+    if written != (strategy if dist.enabled else "single"):
+        raise ConfigError(f"{path} was written with strategy={written}; resume it with the same strategy, "
+                          f"not {strategy}")
     for name, optimizer in optimizers.items():
-        optimizer.load_state_dict(state["optimizers"][name])
+        module = models.actor_module if name == "actor" else models.critic_module
+        fsdp.load_optimizer_state(module, optimizer, state["optimizers"][name])
     for name, scheduler in schedulers.items():
         scheduler.load_state_dict(state["schedulers"][name])
     state["policy_rng"] = torch.load(path / f"rng_rank{dist.rank}.pt", weights_only=False)["policy_rng"]

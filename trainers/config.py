@@ -231,6 +231,20 @@ class TrainConfig:
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass of the update (actor and critic): less memory, ~30% more time.
     The models run in train mode with every dropout set to 0, so the loss is unchanged."""
+    strategy: str = "ddp"
+    """How ``torchrun`` processes share the models: ``ddp`` (a full copy per process, gradients averaged) or
+    ``fsdp2`` (``torch.distributed.fsdp.fully_shard``: parameters, gradients and optimiser states sharded over the
+    processes, each transformer block its own unit; ROLL's ``strategy_name: fsdp2_train``). One process: no
+    difference."""
+    lora_target: str | None = None
+    """LoRA through ``peft`` on these modules of actor and critic (ROLL: comma-separated module names, ``all`` for
+    every linear layer); ``null`` trains every weight. Needs ``pip install 'agentgym-bench[lora]'``."""
+    lora_rank: int = 8
+    """LoRA rank (ROLL ``lora_rank``)."""
+    lora_alpha: int | None = None
+    """LoRA scale numerator (ROLL ``lora_alpha``; ``null``: ``2 * lora_rank`` as in ROLL)."""
+    lora_dropout: float = 0.0
+    """Dropout on the LoRA input (ROLL ``lora_dropout``). Keep 0: the loop relies on deterministic forward passes."""
 
     # -- advantages ------------------------------------------------------------------------------------------------
     adv_estimator: str = "grpo"
@@ -342,10 +356,9 @@ class TrainConfig:
 
     @property
     def token_in_token_out(self) -> bool:
-        """Whole-episode rows are generated and built token-in-token-out: with the full conversation and a backend
-        that takes token ids (vLLM), so the rows hold exactly the ids the model read, whatever the chat template
-        (Qwen3's rewrites history). The ``hf`` backend takes text and renders each prompt, as before."""
-        return self.generation_backend == "vllm" and not self.step_rows
+        """Whole-episode rows are generated and built token-in-token-out (both backends take token ids), so the rows
+        hold exactly the ids the model read, whatever the chat template (Qwen3's rewrites history)."""
+        return not self.step_rows
 
     @property
     def uses_critic(self) -> bool:
@@ -358,8 +371,13 @@ class TrainConfig:
 
     @property
     def uses_reference(self) -> bool:
-        """A frozen copy of the initial policy is needed for a KL term."""
+        """The initial policy is needed for a KL term (a frozen copy, or with LoRA the actor with its adapters
+        off)."""
         return self.kl_in_reward or (self.use_kl_loss and self.kl_loss_coef > 0)
+
+    @property
+    def lora(self) -> bool:
+        return self.lora_target is not None
 
     @property
     def clip_low(self) -> float:
@@ -401,6 +419,11 @@ class TrainConfig:
         _choice("lr_scheduler_type", self.lr_scheduler_type, SCHEDULERS)
         _choice("dtype", self.dtype, ("float32", "bfloat16"))
         _choice("generation_backend", self.generation_backend, ("hf", "vllm"))
+        _choice("strategy", self.strategy, ("ddp", "fsdp2"))
+        _positive_int("lora_rank", self.lora_rank)
+        if self.lora_dropout != 0 and self.lora_target is not None:
+            raise ConfigError(f"lora_dropout={self.lora_dropout}: dropout stays off in this trainer (a forward pass "
+                              "must be a function of the weights, so the first PPO ratio is 1); use 0")
         for name in ("max_steps", "ppo_epochs", "ppo_mini_batch_size", "micro_batch_size", "rollout_batch_size",
                      "val_batch_size", "max_new_tokens", "eval_steps", "save_total_limit", "kl_horizon"):
             _positive_int(name, getattr(self, name))

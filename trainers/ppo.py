@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from trainers import fsdp
 from trainers.advantages import (
     clip_advantages,
     gae_advantages,
@@ -114,7 +115,11 @@ def score_samples(config: TrainConfig, models: Any, samples: Samples, dist: Dist
     wanted = {"old_logprob": old_logprob, "ref_logprob": models.reference is not None,
               "values": models.critic is not None}
     local = {k: torch.zeros(len(share), width) for k, on in wanted.items() if on}
-    for start in range(0, len(share), config.micro_batch_size):
+    micro = config.micro_batch_size
+    steps = math.ceil(len(share) / micro)
+    if fsdp.is_sharded(models.actor_module):  # sharded forwards are collectives: the same count on every rank
+        steps = fsdp.forward_count(n, micro, dist.world_size)
+    for start in range(0, steps * micro, micro):
         _score_rows(config, models, samples, dist, local, share, start)
     parts = dist.gather(local)
     return {k: torch.cat([p[k] for p in parts]) for k in local}
@@ -122,20 +127,24 @@ def score_samples(config: TrainConfig, models: Any, samples: Samples, dist: Dist
 
 def _score_rows(config: TrainConfig, models: Any, samples: Samples, dist: Dist, local: dict[str, torch.Tensor],
                 share: np.ndarray, start: int) -> None:
-    """Score one micro-batch of this rank's share into ``local``."""
+    """Score one micro-batch of this rank's share into ``local``. Past the end of the share (a sharded model's
+    lockstep, :func:`trainers.fsdp.forward_count`) the forwards run on row 0 and nothing is kept."""
     with autocast(config, dist):
         rows = torch.as_tensor(share[start:start + config.micro_batch_size])
-        ids, att, length = _rows(samples, rows, dist.device)
         at = slice(start, start + len(rows))
+        if len(rows) == 0:
+            rows, at = torch.zeros(1, dtype=torch.long), slice(0, 0)
+        ids, att, length = _rows(samples, rows, dist.device)
         mask = samples.loss_mask[rows, 1:length].to(dist.device)
+        keep = at.stop - at.start
         if "old_logprob" in local:
             local["old_logprob"][at, : length - 1] = token_logprobs(
-                models.actor_module, ids, att, config.temperature, False, mask)[0].cpu()
+                models.actor_module, ids, att, config.temperature, False, mask)[0][:keep].cpu()
         if "ref_logprob" in local:
             local["ref_logprob"][at, : length - 1] = token_logprobs(
-                models.reference, ids, att, config.temperature, False, mask)[0].cpu()
+                models.reference, ids, att, config.temperature, False, mask)[0][:keep].cpu()
         if "values" in local:
-            local["values"][at, : length - 1] = token_values(models.critic_module, ids, att).cpu()
+            local["values"][at, : length - 1] = token_values(models.critic_module, ids, att)[:keep].cpu()
 
 
 # ---------------------------------------------------------------------------------------------------- advantages
@@ -262,6 +271,8 @@ def ppo_update(config: TrainConfig, models: Any, optimizers: dict[str, Any], bat
     with _update_mode(config, models):
         for epoch in range(config.ppo_epochs):
             _epoch(config, models, optimizers, batch, dist, rng, stats, update_actor, fill and epoch == 0)
+            if fill and epoch == 0 and dist.enabled:  # each rank filled its own rows; later epochs reshuffle them
+                batch.old_logprob = torch.stack(dist.gather(batch.old_logprob)).sum(0)
     return stats.result(dist)
 
 
@@ -296,8 +307,11 @@ def _epoch(config: TrainConfig, models: Any, optimizers: dict[str, Any], batch: 
 
 
 def _no_sync(model: torch.nn.Module, sync: bool, dist: Dist) -> contextlib.AbstractContextManager:
-    """DDP's ``no_sync`` except on the micro-batch that ends a mini-batch (gradient accumulation)."""
-    return contextlib.nullcontext() if sync or not dist.enabled else model.no_sync()
+    """DDP's ``no_sync`` except on the micro-batch that ends a mini-batch (gradient accumulation). FSDP2 reduces
+    every micro-batch's gradient into the shards (holding whole unreduced gradients would undo the sharding)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    return model.no_sync() if not sync and isinstance(model, DistributedDataParallel) else contextlib.nullcontext()
 
 
 def micro_batch_loss(config: TrainConfig, models: Any, batch: Batch, rows: torch.Tensor, denominator: float,
@@ -364,7 +378,8 @@ def _optimizer_steps(config: TrainConfig, models: Any, optimizers: dict[str, Any
         if name == "actor" and not update_actor:
             continue
         module = models.actor_module if name == "actor" else models.critic_module
-        norm = float(torch.nn.utils.clip_grad_norm_(module.parameters(), config.max_grad_norm))
+        # over sharded (FSDP2) gradients the norm is the whole gradient's, reduced over the processes
+        norm = fsdp.norm_value(torch.nn.utils.clip_grad_norm_(module.parameters(), config.max_grad_norm))
         if math.isfinite(norm):
             optimizer.step()
         else:  # a NaN/inf gradient would poison the weights

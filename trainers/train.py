@@ -28,6 +28,7 @@ Run: ``agentgym-bench train CONFIG [key=value ...]`` or ``torchrun --nproc_per_n
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -45,6 +46,7 @@ from agentgym_bench.rollout.engine import EnvGroups, even_partition
 from agentgym_bench.rollout.tokens import encode, render
 from agentgym_bench.rollout.trajectory import Trajectory
 from trainers import checkpoint as ckpt
+from trainers import fsdp, lora
 from trainers.advantages import select_groups_by_std
 from trainers.config import ConfigError, EnvManager, TrainConfig
 from trainers.distributed import Dist, init_distributed, shutdown_distributed
@@ -57,17 +59,17 @@ from trainers.samples import Samples, adjust_batch, step_samples, trajectory_sam
 
 # ----------------------------------------------------------------------------------------------- models and state
 
-# ----------------------------------------------------------------------------------------------- models and state
-
 
 @dataclass
 class Models:
-    """The networks of a run. ``actor`` / ``critic`` may be DDP wrappers; ``*_module`` are the bare models."""
+    """The networks of a run. ``actor`` / ``critic`` may be DDP wrappers (``*_module`` are the bare models) or
+    FSDP2-sharded models (the same objects). ``reference`` is a frozen model, or with LoRA
+    :class:`trainers.lora.AdaptersOff` over the actor."""
 
     actor: torch.nn.Module
     tokenizer: Any
     critic: torch.nn.Module | None = None
-    reference: torch.nn.Module | None = None
+    reference: Any = None
 
     @property
     def actor_module(self) -> torch.nn.Module:
@@ -90,25 +92,38 @@ def _own_memory(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None) -> Models:
-    """Actor and tokenizer (from the checkpoint or ``pretrain``), critic if ``gae``, frozen reference if a KL is used.
+    """Actor and tokenizer (from the checkpoint or ``pretrain``), critic if ``gae``, the reference policy if a KL is
+    used; with ``lora_target`` LoRA adapters on actor and critic; under ``torchrun`` wrapped for the ``strategy``.
 
     The critic is ``AutoModelForTokenClassification`` with one label on the same weights (RAGEN / verl); its new
-    value head is drawn from ``config.seed`` without touching the global RNG.
+    value head (and LoRA's initial ``A`` matrices) are drawn from ``config.seed`` without touching the global RNG.
+    The reference is a frozen copy of ``pretrain``, or with LoRA the actor with its adapters disabled (no copy).
+    A LoRA run resumes from ``pretrain`` plus the adapters the checkpoint kept (``actor_adapter/``,
+    ``critic_adapter/``).
     """
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
     pretrain = resolve_model(config.pretrain)
-    actor_path = checkpoint / "actor" if checkpoint else pretrain
-    tokenizer = AutoTokenizer.from_pretrained(actor_path)
-    actor = _own_memory(AutoModelForCausalLM.from_pretrained(actor_path, dtype=torch.float32)).to(dist.device).eval()
+    if config.lora:
+        lora.require_peft()
+    full_weights = checkpoint if checkpoint is not None and not config.lora else None  # else pretrain (+ adapters)
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint / "actor" if checkpoint else pretrain)
+    actor = AutoModelForCausalLM.from_pretrained(full_weights / "actor" if full_weights else pretrain,
+                                                 dtype=torch.float32)
+    if config.lora:
+        actor = lora.add_adapters(actor, config, "CAUSAL_LM", checkpoint / "actor_adapter" if checkpoint else None)
+    actor = _own_memory(actor).to(dist.device).eval()
     critic = reference = None
     if config.uses_critic:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)
             critic = AutoModelForTokenClassification.from_pretrained(
-                checkpoint / "critic" if checkpoint else pretrain, num_labels=1, dtype=torch.float32)
+                full_weights / "critic" if full_weights else pretrain, num_labels=1, dtype=torch.float32)
+        if config.lora:
+            critic = lora.add_adapters(critic, config, "TOKEN_CLS",
+                                       checkpoint / "critic_adapter" if checkpoint else None)
         critic = _own_memory(critic).to(dist.device).eval()
-    if config.uses_reference:
+    if config.uses_reference and not config.lora:
         reference = AutoModelForCausalLM.from_pretrained(pretrain, dtype=torch.float32)
         reference = _own_memory(reference).to(dist.device).eval()
         reference.requires_grad_(False)
@@ -116,12 +131,18 @@ def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None)
         for model in (actor, critic):
             if model is not None:
                 enable_gradient_checkpointing(model)
-    if dist.enabled:
+    if dist.enabled and config.strategy == "fsdp2":
+        for model in (actor, critic, reference):
+            if model is not None:
+                fsdp.shard(model, dist.device, config.dtype)
+    elif dist.enabled:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         ids = [dist.device.index] if dist.device.type == "cuda" else None
         actor = DDP(actor, device_ids=ids)
         critic = DDP(critic, device_ids=ids) if critic is not None else None
+    if config.uses_reference and config.lora:
+        reference = lora.AdaptersOff(getattr(actor, "module", actor))
     return Models(actor, tokenizer, critic, reference)
 
 
@@ -151,11 +172,16 @@ def _schedule(config: TrainConfig):
     return factor
 
 
+def trainable(model: torch.nn.Module) -> list[torch.nn.Parameter]:
+    """The parameters an optimiser updates (all, or with LoRA the adapters and the critic's value head)."""
+    return [p for p in model.parameters() if p.requires_grad]
+
+
 def make_optimizers(config: TrainConfig, models: Models) -> tuple[dict[str, Any], dict[str, Any]]:
     """AdamW for the actor (and critic), each with a per-iteration LambdaLR schedule."""
-    params = {"actor": (models.actor_module.parameters(), config.learning_rate)}
+    params = {"actor": (trainable(models.actor_module), config.learning_rate)}
     if models.critic is not None:
-        params["critic"] = (models.critic_module.parameters(), config.critic_learning_rate)
+        params["critic"] = (trainable(models.critic_module), config.critic_learning_rate)
     optimizers = {name: torch.optim.AdamW(p, lr=lr, betas=config.adam_betas, weight_decay=config.weight_decay)
                   for name, (p, lr) in params.items()}
     schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, _schedule(config)) for name, opt in optimizers.items()}
@@ -382,7 +408,7 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
                       str(resume / "actor") if resume else resolve_model(config.pretrain))
     start, elapsed, first_eval, kl_coef = 0, 0.0, [], config.init_kl_coef
     if resume is not None:
-        state = ckpt.load_state(resume, dist, optimizers, schedulers)
+        state = ckpt.load_state(resume, dist, optimizers, schedulers, models, config.strategy)
         start, elapsed, first_eval = state["step"], state["elapsed"], state.get("first_eval", [])
         kl_coef = state.get("kl_coef", kl_coef)
         rng.bit_generator.state = state["numpy_rng"]
@@ -397,11 +423,30 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
                t0=started - elapsed, start=start, kl_coef=kl_coef)
 
 
+def generating(run: Run) -> contextlib.AbstractContextManager:
+    """Around ``hf`` generation with a sharded actor: the whole actor gathered (:func:`trainers.fsdp.gathered`), so
+    processes can generate different numbers of tokens; nothing otherwise."""
+    return contextlib.nullcontext() if run.sampler.is_vllm else fsdp.gathered(run.models.actor_module)
+
+
+class PlainWeights:
+    """The actor's weights as the plain Hugging Face model names them, for a vLLM engine: its own state dict, or
+    gathered from the shards (FSDP2, on every process) and with LoRA merged into the base weights. Computed only
+    when read (``state_dict()``), so the ``hf`` backend, which needs no push, pays nothing."""
+
+    def __init__(self, actor: torch.nn.Module):
+        self.actor = actor
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        state = fsdp.replicated_state_dict(self.actor)
+        return lora.merged_state_dict(state, lora.layer_scales(self.actor)) if lora.is_lora(self.actor) else state
+
+
 def run_iteration(run: Run, step: int) -> dict[str, Any]:
     """Iteration ``step`` (1-based): rollout, update, metrics, evaluation, checkpoint -> its metrics record."""
     config, dist = run.config, run.dist
     tick = time.perf_counter()
-    with run.sampler.generation_context():
+    with run.sampler.generation_context(), generating(run):
         trajectories = play(run.train_groups, run.sampler.train, config.train_env_manager.history_length, dist,
                             run.prompt_fits)
     run.sampler.release()
@@ -416,7 +461,7 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     record.update(train_step(config, run.models, run.optimizers, trajectories, dist, run.rng, update_actor,
                              run.kl_coef))
     run.kl_coef = record.pop("reward/next_kl_coef", run.kl_coef)
-    run.sampler.sync(run.models.actor_module)
+    run.sampler.sync(PlainWeights(run.models.actor_module))
     for name, scheduler in run.schedulers.items():
         record["loss/lr" if name == "actor" else "critic/lr"] = scheduler.get_last_lr()[0]
         if name == "critic" or update_actor:  # the actor's schedule counts its own steps (critic warm-up)
@@ -427,7 +472,9 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
                                                 for k in ("reward/in_group_std", "loss/entropy", "loss/grad_norm")])
     if step % config.eval_steps == 0 or step == config.max_steps:
         tock = time.perf_counter()
-        val, run.result.last_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed, run.prompt_fits)
+        with generating(run):
+            val, run.result.last_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed,
+                                                 run.prompt_fits)
         record.update(val)
         record["time/eval"] = time.perf_counter() - tock
     record["time/step"] = time.perf_counter() - tick
@@ -459,8 +506,9 @@ def main(config: TrainConfig) -> TrainResult:
     try:
         run = start_run(config, dist, started)
         if run.start == 0:
-            val, run.result.first_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed,
-                                                  run.prompt_fits)
+            with generating(run):
+                val, run.result.first_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed,
+                                                      run.prompt_fits)
             _write(run, {"step": 0, **val, "time/total": time.perf_counter() - run.t0})
         bar = progress_bar(config.max_steps, "train", "it", enabled=config.progress and dist.is_main)
         bar.update(run.start)

@@ -36,7 +36,9 @@ class HFPolicy:
 
     Each call renders every conversation with the tokenizer's chat template (``add_generation_prompt=True``),
     left-pads the batch and samples up to ``max_new_tokens`` tokens per row with a KV cache; a row stops at its
-    first stop token (:func:`stop_token_ids`). Replies are decoded without special tokens.
+    first stop token (:func:`stop_token_ids`). Replies are decoded without special tokens. :meth:`generate_text`
+    continues rendered prompt strings and :meth:`generate_ids` prompt token ids (token-in-token-out: a multi-turn
+    prompt built from the sampled ids, never re-rendered or re-tokenised).
 
     ``Generation.token_ids`` are the sampled ids including the stop token when one was sampled;
     ``Generation.logprobs`` are their log-probabilities under the distribution sampled from (after temperature and
@@ -129,28 +131,49 @@ class HFPolicy:
         """Continue already rendered prompt strings (one batch, no chunking); ``keys`` as in :meth:`generate`."""
         if not prompts:
             return []
+        ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+        return self._continue([list(row) for row in ids], keys)
+
+    def generate_ids(self, prompts: Sequence[Sequence[int]], keys: Sequence[tuple[int, ...]] | None = None
+                     ) -> list[Generation]:
+        """Continue prompts given as token ids, nothing re-tokenised (token-in-token-out,
+        :class:`~agentgym_bench.rollout.tokens.TokenInTokenOut`), in chunks of ``max_batch_size``; ``keys`` as in
+        :meth:`generate`."""
+        if keys is not None and len(keys) != len(prompts):
+            raise ValueError(f"{len(keys)} keys for {len(prompts)} prompts")
+        size = self.max_batch_size or max(len(prompts), 1)
+        out: list[Generation] = []
+        for start in range(0, len(prompts), size):
+            out += self._continue([list(p) for p in prompts[start:start + size]],
+                                  None if keys is None else keys[start:start + size])
+        return out
+
+    def _continue(self, prompts: list[list[int]], keys: Sequence[tuple[int, ...]] | None) -> list[Generation]:
+        """Left-pad one batch of prompt ids, sample, and cut each row at its first stop token."""
+        if not prompts:
+            return []
+        if any(not row for row in prompts):
+            raise ValueError("an empty prompt cannot be continued")
         generators = None
         if keys is not None:
             generators = [torch.Generator(device=self.device).manual_seed(key_seed(self.seed, k)) for k in keys]
-        enc = self.tokenizer(list(prompts), add_special_tokens=False, padding=True, padding_side="left",
-                             return_tensors="pt")
-        length = enc["input_ids"].shape[1]
+        length = max(len(row) for row in prompts)
         if self.max_positions is not None and length + self.max_new_tokens > self.max_positions:
             raise ValueError(f"prompt of {length} tokens + max_new_tokens={self.max_new_tokens} exceeds the "
                              f"model's {self.max_positions} positions; shorten the prompt (prompt='compact', a "
                              "history window) or lower max_new_tokens")
-        tokens, logprobs = self._sample(enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device),
-                                        generators)
+        input_ids = torch.tensor([[self.pad_id] * (length - len(row)) + row for row in prompts], dtype=torch.long)
+        attention_mask = torch.tensor([[0] * (length - len(row)) + [1] * len(row) for row in prompts],
+                                      dtype=torch.long)
+        tokens, logprobs = self._sample(input_ids.to(self.device), attention_mask.to(self.device), generators)
         results = []
         stops = set(self.stop_ids)
-        prompt_lengths = enc["attention_mask"].sum(dim=1).tolist()
-        for row_tokens, row_logprobs, prompt_length in zip(tokens.tolist(), logprobs.tolist(), prompt_lengths,
-                                                           strict=True):
+        for row_tokens, row_logprobs, prompt in zip(tokens.tolist(), logprobs.tolist(), prompts, strict=True):
             n = next((i + 1 for i, t in enumerate(row_tokens) if t in stops), len(row_tokens))
             ids = row_tokens[:n]
             text_ids = ids[:-1] if ids[-1] in stops else ids
             results.append(Generation(self.tokenizer.decode(text_ids, skip_special_tokens=True), ids,
-                                      row_logprobs[:n], prompt_tokens=int(prompt_length)))
+                                      row_logprobs[:n], prompt_tokens=len(prompt)))
         return results
 
     @torch.no_grad()

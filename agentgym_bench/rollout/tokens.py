@@ -151,11 +151,12 @@ class TokenInTokenOut:
 
     A conversation that continues one this wrapper answered in its previous call is prompted with that prompt, the
     sampled reply and :func:`tito_continuation`; any other is rendered whole. With a backend that takes token ids
-    (``generate_ids``, as :class:`~agentgym_bench.rollout.vllm_backend.VLLMPolicy`) the sampled ids themselves are
-    sent, so the model reads exactly the training row of ``trajectory_token_view(..., tito=True)``. A backend that
-    takes text (``generate_text``, as ``HFPolicy``) gets the reply decoded with its special tokens, which is exact
-    when those ids re-tokenise to themselves (``rollout/logprob_diff`` in the trainer shows when they do not). One
-    call is one turn of the rollout engine, so only the previous call's contexts are kept.
+    (``generate_ids``: :class:`~agentgym_bench.rollout.hf.HFPolicy`,
+    :class:`~agentgym_bench.rollout.vllm_backend.VLLMPolicy`) the sampled ids themselves are sent, so the model reads
+    exactly the training row of ``trajectory_token_view(..., tito=True)``; ``keys`` (the engine's keyed sampling)
+    are passed on. A backend that takes only text (``generate_text``) gets the reply decoded with its special
+    tokens, which is exact when those ids re-tokenise to themselves (``rollout/logprob_diff`` in the trainer shows
+    when they do not). One call is one turn of the rollout engine, so only the previous call's contexts are kept.
     """
 
     def __init__(self, policy: Any, tokenizer: Any):
@@ -176,11 +177,8 @@ class TokenInTokenOut:
                 context, ids = previous
                 more = tito_continuation(self.tokenizer, ids, messages[-1]["content"])
                 prompts.append(context + encode(self.tokenizer, more) if self.by_ids else context + more)
-        if self.by_ids:
-            generations = self.policy.generate_ids(prompts)
-        else:
-            generations = self.policy.generate_text(prompts, keys) if keys is not None else \
-                self.policy.generate_text(prompts)
+        send = self.policy.generate_ids if self.by_ids else self.policy.generate_text
+        generations = send(prompts) if keys is None else send(prompts, keys)
         self._contexts = {}
         for messages, prompt, generation in zip(conversations, prompts, generations, strict=True):
             if generation.token_ids is None:

@@ -290,21 +290,47 @@ def test_token_in_token_out_rows_hold_exactly_the_ids_the_model_read(model_and_t
             assert view == trajectory_token_view(trajectory, tokenizer)
 
 
-def test_token_in_token_out_through_text_with_the_hf_backend(model_and_tokenizer):
-    """``HFPolicy`` takes text: the prompts extend the previous prompt and reply without re-rendering."""
+class RecordingHFPolicy(HFPolicy):
+    """The real HF backend, keeping every prompt it was sent as token ids."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.read = []
+
+    def generate_ids(self, prompts, keys=None):
+        self.read += [tuple(p) for p in prompts]
+        return super().generate_ids(prompts, keys)
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_token_in_token_out_with_the_hf_backend_and_qwen3s_template(model_and_tokenizer, keyed):
+    """The default model generates from token ids through Qwen3's template (which re-renders history): each
+    whole-episode row holds exactly the ids the model read and sampled, so the log-probs recomputed on the row are
+    the sampled ones."""
+    import torch
+
     tokenizer = with_template(model_and_tokenizer[1], "qwen3")
     model = copy.deepcopy(model_and_tokenizer[0])
     model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-    policy = HFPolicy(model, tokenizer, max_new_tokens=6, seed=0)
-    sent = []
-    generate_text = policy.generate_text
-    policy.generate_text = lambda prompts: sent.extend(prompts) or generate_text(prompts)
+    policy = RecordingHFPolicy(model, tokenizer, max_new_tokens=6, seed=0)
     trajectories = EnvGroups([TOY_ID], [2], 2, env_kwargs={"prompt": "compact"}).rollout(
-        TokenInTokenOut(policy, tokenizer))
-    continued = [p for p in sent if p.count("<|im_start|>user") > 1]
-    assert len(continued) == sum(len(t.turns) - 1 for t in trajectories) > 0
-    for later in continued:  # each extends a prompt sent before it
-        assert any(later.startswith(earlier) for earlier in sent[: sent.index(later)])
+        TokenInTokenOut(policy, tokenizer), keyed=keyed)
+    assert sum(len(t.turns) - 1 for t in trajectories) > 0
+    continued = 0
+    for trajectory in trajectories:
+        view = trajectory_token_view(trajectory, tokenizer, tito=True)
+        assert len(view.spans) == len(trajectory.turns)
+        for (a, b), turn in zip(view.spans, trajectory.turns, strict=True):
+            assert view.input_ids[a:b] == turn.token_ids
+            assert tuple(view.input_ids[:a]) in policy.read
+            continued += a > view.spans[0][1]
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([view.input_ids])).logits[0, :-1].float()
+        recomputed = torch.log_softmax(logits, -1).gather(1, torch.tensor(view.input_ids[1:])[:, None])[:, 0]
+        generated = torch.tensor(view.loss_mask[1:], dtype=torch.bool)
+        sampled = torch.tensor([lp for turn in trajectory.turns for lp in turn.logprobs])
+        torch.testing.assert_close(recomputed[generated], sampled, atol=1e-4, rtol=0)
+    assert continued == sum(len(t.turns) - 1 for t in trajectories)
 
 
 def test_qwen3_re_renders_history_so_only_token_in_token_out_keeps_a_single_row(model_and_tokenizer):
