@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The tests of every optional route run too: the trainer adapters (openenv, trl; gem-llm 0.1.0 installs only on
 # Python <= 3.12.0) and the multi-agent envs (in dev).
-EXTRAS=dev,openenv,trl
+EXTRAS=dev,openenv,trl,lora
 if "${PYTHON:-python3}" -c 'import sys; sys.exit(0 if sys.version_info[:3] <= (3, 12, 0) else 1)'; then EXTRAS=$EXTRAS,gem; fi
 AGENTGYM_EXTRAS=${AGENTGYM_EXTRAS:-$EXTRAS} bash scripts/setup.sh
 .venv/bin/python -m pytest "$@"
