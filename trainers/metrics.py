@@ -94,15 +94,17 @@ class EchoTrapRule:
     and the gradient norm spikes. Each of these alone is normal: a policy converging on a task it solves lowers std
     and entropy too, and its gradient norm falls to ~0 with the advantages; a single spike can be noise. What tells a
     collapse from convergence is success: it falls. Every quantity is a trailing mean ``m_t`` over the last
-    ``window`` iterations, compared with the run's own history (``peak`` is the largest ``m_s``, ``s <= t``; the
-    gradient baseline is the median of the values before the window). The conditions:
+    ``window`` iterations, compared with the run's own history (``peak`` is the largest ``m_s``, ``s <= t``:
+    :func:`drop_ratios`). The conditions:
 
     - std collapsed: ``m_t(reward/in_group_std) <= std_drop * peak``; entropy collapsed: likewise with
       ``entropy_drop``;
     - success dropped: ``m_t(reward/success) <= success_drop * peak``, with trailing means over ``success_window``
       iterations (success is a binomial rate: noisier than the std, which averages over groups);
-    - gradient spiked: at least ``spike_count`` of the last ``window`` gradient norms ``>= grad_spike * baseline``
-      (one spike is not enough); gradient vanished: ``m_t(loss/grad_norm) <= grad_vanish * baseline``.
+    - gradient spiked: at least ``spike_count`` of the last ``window`` gradient norms are ``>= grad_spike`` times
+      the median of the values before the window (one spike is not enough); gradient vanished:
+      ``m_t(loss/grad_norm) <= grad_vanish * peak`` (against the peak, not the median: in a long collapse the median
+      of the history becomes the collapsed value itself).
 
     The warnings (one metrics key each, :data:`WARNINGS`):
 
@@ -120,9 +122,9 @@ class EchoTrapRule:
         entropy_drop: fraction of its peak below which the entropy counts as collapsed.
         success_drop: fraction of its peak below which training success counts as dropped.
         success_window: iterations in the trailing mean of success.
-        grad_spike: multiple of the baseline gradient norm that counts as a spike.
+        grad_spike: multiple of the earlier median gradient norm that counts as a spike.
         spike_count: spikes among the last ``window`` iterations that count as "the gradient spiked".
-        grad_vanish: fraction of the baseline below which the gradient norm counts as vanished.
+        grad_vanish: fraction of its peak below which the gradient norm counts as vanished.
         format_drop: fraction of its peak below which ``rollout/format_valid`` counts as collapsed.
         min_steps: iterations needed before the std / entropy / success / gradient warnings can fire.
     """
@@ -169,10 +171,10 @@ class EchoTrapRule:
         grad = series["loss/grad_norm"]
         baseline = float(np.median(grad[:-w])) if all(map(math.isfinite, grad)) else math.nan
         spiked = sum(g >= self.grad_spike * baseline for g in grad[-w:]) >= self.spike_count
-        vanished = sum(grad[-w:]) / w <= self.grad_vanish * baseline
+        vanished = _dropped(grad, self.grad_vanish, w)
         out["warn/success_drop"] = success
         out["warn/echo_trap"] = success and std and spiked and _dropped(series["loss/entropy"], self.entropy_drop, w)
-        out["warn/vanishing_gradient"] = success and std and vanished and baseline > 0
+        out["warn/vanishing_gradient"] = success and std and vanished
         return out
 
     def fired(self, records: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:

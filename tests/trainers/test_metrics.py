@@ -1,6 +1,7 @@
 """The Echo Trap rule on synthetic and real curves, the metrics log, the plot and the success-gain interval."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -167,7 +168,7 @@ def test_metrics_log_resume_drops_records_after_the_checkpoint(tmp_path):
 
 def test_plot_writes_a_png_with_warnings_and_missing_panels(tmp_path):
     records = [{"step": s, "reward/success": s / 20, "loss/entropy": 1 - s / 40, "loss/grad_norm": 1.0,
-                "warn/echo_trap": s == 15} for s in range(1, 21)]
+                "warn/echo_trap": s == 15, "warn/format_collapse": s > 17} for s in range(1, 21)]
     records[9]["val/success"] = 0.4
     path = plot_metrics(records, tmp_path / "curves.png", title="test run")
     with Image.open(path) as image:
@@ -184,3 +185,17 @@ def test_plot_runs_draws_several_runs(tmp_path):
     path = plot_runs({"env 1": runs, "env 2": runs}, tmp_path / "runs.png")
     with Image.open(path) as image:
         assert image.size[0] > image.size[1] > 200
+
+
+DATA = Path(__file__).parent / "data"  # real runs' metrics.jsonl; what made each: data/README.md
+
+
+def test_real_format_collapse_at_a_large_learning_rate():
+    # StarPO at lr 2e-3: replies stop parsing within 4 iterations, every reward is the same penalty, the advantages
+    # and the gradient vanish, and the entropy *rises* (garbage replies): not RAGEN's signature, which the earlier
+    # rule (std and entropy collapsed and a spike) therefore never reported
+    warnings = fired(read_metrics(DATA / "echo-starpo-frozenlake-lr2e-3.jsonl"))
+    assert warnings["format_collapse"][0] == 6
+    assert warnings["success_drop"][0] == 11  # the first iteration with 10 of history
+    assert warnings["vanishing_gradient"][0] == 13
+    assert "echo_trap" not in warnings
