@@ -199,3 +199,18 @@ def test_real_format_collapse_at_a_large_learning_rate():
     assert warnings["success_drop"][0] == 11  # the first iteration with 10 of history
     assert warnings["vanishing_gradient"][0] == 13
     assert "echo_trap" not in warnings
+
+
+@pytest.mark.parametrize(("name", "first"), [
+    # StarPO, lr 1e-3, seed 1: the format breaks at 16-17, every reward becomes the same penalty from 29 on (std 0,
+    # gradient ~0.01 of its peak, entropy rising to 6.9) and validation success ends at 0: a permanent collapse
+    ("echo-starpo-frozenlake-seed1", {"format_collapse": 18, "success_drop": 21, "vanishing_gradient": 32}),
+    # seed 0: the format breaks at 19-21, then half recovers (validation 0.25 -> 0.00 at 20 -> 0.18 at 40)
+    ("echo-starpo-frozenlake-seed0", {"format_collapse": 21, "success_drop": 24}),
+    # the filter, seed 1: the format breaks at 4-5 too (3% of replies parse at 5) and is back at 7, too short for
+    # the trailing mean of 5 to halve: no collapse (validation 0.28 -> 0.24 -> 0.21)
+    ("echo-starpo_s_grpo-frozenlake-seed1", {}),
+])
+def test_real_runs_of_the_echo_trap_study(name, first):
+    warnings = fired(read_metrics(DATA / f"{name}.jsonl"))
+    assert {key: steps[0] for key, steps in warnings.items()} == first
