@@ -11,7 +11,8 @@ optimiser step per iteration (``ppo_mini_batch_size`` = the trajectories the fil
 ``eval.json`` (per-episode validation success before and after) next to its ``metrics.jsonl``; a finished run is not
 run again. Then it prints, as Markdown: each run's before/after, the per-seed paired difference of the "after" rates
 (filter - StarPO, :func:`agentgym_bench.benchmark.stats.paired_difference` on the same validation seeds), the paired
-difference of the seed-averaged per-episode outcomes, and the collapse warnings each run raised; and it plots the
+difference of the seed-averaged per-episode outcomes (episode noise only), a t interval over the per-seed
+differences (training-seed noise too), and the collapse warnings each run raised; and it plots the
 curves of every seed (``--plot``). One CPU job at a time: runs are sequential.
 
     python benchmarks/echo_trap.py --config echo-starpo-frozenlake --seeds 0 1 2 --out runs/echo-study \
@@ -35,6 +36,8 @@ from trainers.config import load_config
 from trainers.metrics import WARNINGS, read_metrics
 
 VARIANTS = ("starpo", "starpo_s_grpo")
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+"""Student's t 97.5% quantile by degrees of freedom (a 95% two-sided interval over a few training seeds)."""
 CURVES = [("reward/success", "training success"), ("val/success", "validation success"),
           ("reward/in_group_std", "in-group reward std"), ("loss/entropy", "entropy"),
           ("loss/grad_norm", "gradient norm"), ("rollout/format_valid", "replies that parse")]
@@ -86,6 +89,11 @@ def report(folders: dict[tuple[str, int], Path], seeds: list[int]) -> str:
     c = paired_difference(mean[base], mean[other])
     lines.append(f"| mean over seeds {', '.join(map(str, seeds))} (per episode) | {c.difference:+.3f} | "
                  f"[{c.low:+.3f}, {c.high:+.3f}] | |")
+    per_seed = [np.mean(evals[other, s]["last"]) - np.mean(evals[base, s]["last"]) for s in seeds]
+    if 1 < len(seeds) <= len(T975) + 1:  # the training seed as the unit: Student's t over the per-seed differences
+        half = T975[len(seeds) - 1] * np.std(per_seed, ddof=1) / np.sqrt(len(seeds))
+        lines.append(f"| mean of the {len(seeds)} per-seed differences (t interval) | {np.mean(per_seed):+.3f} | "
+                     f"[{np.mean(per_seed) - half:+.3f}, {np.mean(per_seed) + half:+.3f}] | |")
     return "\n".join(lines)
 
 
@@ -115,7 +123,7 @@ def plot(folders: dict[tuple[str, int], Path], path: Path, title: str) -> None:
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
+    fig.savefig(path, dpi=65)
     plt.close(fig)
 
 

@@ -207,9 +207,11 @@ def test_real_format_collapse_at_a_large_learning_rate():
     ("echo-starpo-frozenlake-seed1", {"format_collapse": 18, "success_drop": 21, "vanishing_gradient": 32}),
     # seed 0: the format breaks at 19-21, then half recovers (validation 0.25 -> 0.00 at 20 -> 0.18 at 40)
     ("echo-starpo-frozenlake-seed0", {"format_collapse": 21, "success_drop": 24}),
-    # the filter, seed 1: the format breaks at 4-5 too (3% of replies parse at 5) and is back at 7, too short for
-    # the trailing mean of 5 to halve: no collapse (validation 0.28 -> 0.24 -> 0.21)
+    # the filter, seed 1: the format breaks at 4-5 too (3% of replies parse at 5) but recovers at once (26%, 59%,
+    # 76% at 6-8), too fast for the trailing mean of 5 to halve: no collapse (validation 0.28 -> 0.24 -> 0.21)
     ("echo-starpo_s_grpo-frozenlake-seed1", {}),
+    # StarPO at lr 3e-4 (seed 0): healthy, validation 0.25 -> 0.31 -> 0.33, at least 97% of replies parse throughout
+    ("echo-starpo-frozenlake-lr3e-4", {}),
 ])
 def test_real_runs_of_the_echo_trap_study(name, first):
     warnings = fired(read_metrics(DATA / f"{name}.jsonl"))
