@@ -1,4 +1,4 @@
-"""The three algorithms as config overrides on :class:`trainers.config.TrainConfig` (whose defaults are StarPO).
+"""The algorithms as config overrides on :class:`trainers.config.TrainConfig` (whose defaults are StarPO).
 
 StarPO-S differs from StarPO by settings only, so it is a preset, not a copy (style.md §8.5); GiGPO changes the
 samples (one row per env step) and the advantage, which the loop selects from ``adv_estimator``.
@@ -18,7 +18,7 @@ samples (one row per env step) and the advantage, which the loop selects from ``
   (ROLL's default), ``batch_adjust_mode: copy``.
 
 Each preset lists every setting that defines it, even where it equals the default, so a preset reads as the
-algorithm's definition.
+algorithm's definition; ``STARPO_S`` is ``STARPO_S_GRPO`` (StarPO + the filter, clip-higher, no KL) plus the critic.
 """
 
 from __future__ import annotations
@@ -40,22 +40,6 @@ STARPO: dict[str, Any] = {
     "loss_agg_mode": "token-mean",
 }
 
-STARPO_S: dict[str, Any] = {
-    **STARPO,
-    "adv_estimator": "gae",
-    "gamma": 1.0,
-    "lambd": 1.0,
-    "reward_normalization": {"grouping": "traj_group_id", "method": "identity"},
-    "whiten_advantages": True,
-    "rollout_filter_ratio": 0.25,
-    "rollout_filter_type": "std",
-    "use_pg_clip_range": True,
-    "pg_clip_low": 0.2,
-    "pg_clip_high": 0.28,
-    "add_token_level_kl": False,
-    "init_kl_coef": 0.0,
-}
-
 STARPO_S_GRPO: dict[str, Any] = {
     **STARPO,
     "rollout_filter_ratio": 0.25,
@@ -65,6 +49,15 @@ STARPO_S_GRPO: dict[str, Any] = {
     "pg_clip_high": 0.28,
     "add_token_level_kl": False,
     "init_kl_coef": 0.0,
+}
+
+STARPO_S: dict[str, Any] = {
+    **STARPO_S_GRPO,
+    "adv_estimator": "gae",
+    "gamma": 1.0,
+    "lambd": 1.0,
+    "reward_normalization": {"grouping": "traj_group_id", "method": "identity"},
+    "whiten_advantages": True,
 }
 
 GIGPO: dict[str, Any] = {
