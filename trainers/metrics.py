@@ -7,6 +7,7 @@ The loop computes values; nothing here touches a model.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -74,15 +75,17 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 WARNINGS: dict[str, str] = {
-    "warn/echo_trap": "Echo Trap: reward std and entropy collapsed, the gradient norm spiked and success dropped "
-                      "(RAGEN's signature)",
-    "warn/vanishing_gradient": "collapse with vanishing gradients: reward std and gradient norm fell to near 0 "
-                               "while success dropped (no learning signal left)",
-    "warn/success_drop": "training success fell below its threshold of its own peak",
-    "warn/format_collapse": "format collapse: replies that parse (rollout/format_valid) fell below its threshold "
+    "warn/echo_trap": "Echo Trap (RAGEN's signature): reward std and entropy collapsed, the gradient norm spiked "
+                      "{spike_count}+ times in {window} iterations, success fell to <= {success_drop:.0%} of its peak",
+    "warn/vanishing_gradient": "collapse: reward std fell, the gradient norm to <= {grad_vanish:.0%} of its peak and "
+                               "success to <= {success_drop:.0%} of its peak: no learning signal left",
+    "warn/success_drop": "training success (mean of {success_window} iterations) fell to <= {success_drop:.0%} of "
+                         "its peak",
+    "warn/format_collapse": "format collapse: replies that parse (rollout/format_valid) fell to <= {format_drop:.0%} "
                             "of their peak",
 }
-"""The rule's metrics keys and the one-line explanation the loop prints when one turns on."""
+"""The rule's metrics keys and the one-line explanation of each (a template of the rule's fields:
+:meth:`EchoTrapRule.message`)."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,8 @@ class EchoTrapRule:
     def check(self, records: Sequence[Mapping[str, Any]]) -> dict[str, bool]:
         """The warnings at the last of these training iterations (metrics records, oldest first; records without
         ``loss/grad_norm``, such as the evaluation before training, are skipped) -> ``{key: fired}`` for every key of
-        :data:`WARNINGS`. A series that a run does not log (NaN, null or missing) fires nothing that needs it."""
+        :data:`WARNINGS`. Values a run does not log (NaN, null or missing) are skipped; a series it never logs fires
+        nothing that needs it."""
         rows = [r for r in records if r.get("loss/grad_norm") is not None]
         series = {k: [_number(r.get(k)) for r in rows] for k in
                   ("reward/in_group_std", "loss/entropy", "reward/success", "loss/grad_norm", "rollout/format_valid")}
@@ -169,13 +173,17 @@ class EchoTrapRule:
         success = _dropped(series["reward/success"], self.success_drop, self.success_window)
         std = _dropped(series["reward/in_group_std"], self.std_drop, w)
         grad = series["loss/grad_norm"]
-        baseline = float(np.median(grad[:-w])) if all(map(math.isfinite, grad)) else math.nan
+        baseline = float(np.median(grad[:-w]))
         spiked = sum(g >= self.grad_spike * baseline for g in grad[-w:]) >= self.spike_count
         vanished = _dropped(grad, self.grad_vanish, w)
         out["warn/success_drop"] = success
         out["warn/echo_trap"] = success and std and spiked and _dropped(series["loss/entropy"], self.entropy_drop, w)
         out["warn/vanishing_gradient"] = success and std and vanished
         return out
+
+    def message(self, key: str) -> str:
+        """The one line that says what warning ``key`` means, with this rule's thresholds."""
+        return WARNINGS[key].format(**dataclasses.asdict(self))
 
     def fired(self, records: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
         """For every key of :data:`WARNINGS`, the ``step`` of each record at which :meth:`check` fires on the records
@@ -186,7 +194,6 @@ class EchoTrapRule:
                 if on and record.get("loss/grad_norm") is not None:
                     out[key].append(record["step"])
         return out
-
 
 
 def drop_ratios(values: Sequence[float], window: int) -> np.ndarray:
@@ -204,9 +211,9 @@ def drop_ratios(values: Sequence[float], window: int) -> np.ndarray:
 
 
 def _dropped(values: list[float], fraction: float, window: int) -> bool:
-    """The last of :func:`drop_ratios` is at most ``fraction`` (False when a value is missing or the peak is not
-    positive)."""
-    ratios = drop_ratios(values, window)
+    """The last of :func:`drop_ratios` over the logged (finite) values is at most ``fraction``; False with fewer than
+    ``window`` of them or a peak that is not positive."""
+    ratios = drop_ratios([v for v in values if math.isfinite(v)], window)
     return bool(len(ratios)) and bool(ratios[-1] <= fraction)
 
 

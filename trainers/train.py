@@ -464,7 +464,7 @@ def main(config: TrainConfig) -> TrainResult:
         for step in range(run.start + 1, config.max_steps + 1):
             record = run_iteration(run, step)
             if dist.is_main:
-                _warn(run.result.records, step)
+                _warn(run, step)
             bar.set_postfix_str(", ".join(f"{label} success {record[k]:.3f}" for k, label in
                                           (("reward/success", "train"), ("val/success", "validation")) if k in record))
             bar.update(1)
@@ -489,13 +489,15 @@ def _finish(run: Run) -> None:
                                                "wall_time_s": time.perf_counter() - run.t0})
 
 
-def _warn(records: list[dict[str, Any]], step: int) -> None:
-    """One line on stderr for each warning of the Echo Trap rule that turned on at this iteration (it was off at the
-    one before), so a lasting condition is announced once."""
+def _warn(run: Run, step: int) -> None:
+    """One line on stderr for each collapse warning that turned on at this iteration (it was off at the one before),
+    so a lasting condition is announced once."""
+    records = run.result.records
     before = records[-2] if len(records) > 1 else {}
-    for key, message in WARNINGS.items():
+    for key in WARNINGS:
         if records[-1].get(key) and not before.get(key):
-            print(f"step {step}: {key}: {message} (docs/trainers.md, 'The Echo Trap warnings')", file=sys.stderr)
+            print(f"step {step}: {key}: {run.config.echo_trap.message(key)} (docs/trainers.md, 'The Echo Trap "
+                  "warnings'; a lower learning rate is the first thing to try)", file=sys.stderr)
 
 
 def _write(run: Run, record: dict[str, Any]) -> None:

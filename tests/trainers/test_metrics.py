@@ -7,7 +7,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from trainers.metrics import EchoTrapRule, MetricsLog, drop_ratios, plot_metrics, plot_runs, read_metrics, success_gain
+from trainers.metrics import (
+    WARNINGS,
+    EchoTrapRule,
+    MetricsLog,
+    drop_ratios,
+    plot_metrics,
+    plot_runs,
+    read_metrics,
+    success_gain,
+)
 
 RULE = EchoTrapRule()  # the defaults: window 5, std 0.5, entropy 0.6, success 0.5 of peak, 2 spikes of 3x, 0.1x
 
@@ -122,6 +131,22 @@ def test_needs_history_and_logged_series():
     without_success = [{k: v for k, v in r.items() if k != "reward/success"} for r in records]
     assert fired(without_success) == {}  # every collapse warning needs success: nothing fires without it
     assert RULE.check([]) == dict.fromkeys(RULE.check([]), False) and len(RULE.check([])) == 4
+
+
+def test_missing_values_are_skipped():
+    complete = fired(run(collapse_at=20, std_to=0.0, ent_to=0.2, success_to=0.02, grad="vanish", spike_at=30))
+    records = run(collapse_at=20, std_to=0.0, ent_to=0.2, success_to=0.02, grad="vanish", spike_at=30)
+    records[12]["reward/in_group_std"] = records[25]["reward/success"] = None  # iterations that did not log them
+    gaps = fired(records)
+    assert gaps.keys() == complete.keys() == {"vanishing_gradient", "success_drop"}
+    assert all(0 <= gaps[key][0] - complete[key][0] <= 1 for key in gaps)  # the window now spans one more step
+
+
+def test_messages_name_the_thresholds():
+    rule = EchoTrapRule(success_drop=0.4, success_window=8, format_drop=0.3)
+    assert rule.message("warn/success_drop") == "training success (mean of 8 iterations) fell to <= 40% of its peak"
+    assert "<= 30% of their peak" in rule.message("warn/format_collapse")
+    assert all(len(rule.message(key)) < 160 for key in WARNINGS)  # one line
 
 
 @pytest.mark.parametrize(("setting", "message"), [
