@@ -33,7 +33,7 @@ import numpy as np
 from agentgym_bench.benchmark.stats import paired_difference
 from trainers.cli import resolve_config
 from trainers.config import load_config
-from trainers.metrics import WARNINGS, read_metrics
+from trainers.metrics import EchoTrapRule, read_metrics
 
 VARIANTS = ("starpo", "starpo_s_grpo")
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
@@ -72,10 +72,11 @@ def run_one(config_name: str, variant: str, seed: int, out: Path, extra: list[st
 def report(folders: dict[tuple[str, int], Path], seeds: list[int]) -> str:
     """Markdown tables: every run, then the paired differences of the "after" rates (filter - StarPO)."""
     evals = {key: json.loads((folder / "eval.json").read_text()) for key, folder in folders.items()}
-    lines = ["| run | before | after | warnings (first iteration) | wall time |", "|---|---|---|---|---|"]
+    lines = ["| run | before | after | warnings of the default rule (first iteration) | wall time |",
+             "|---|---|---|---|---|"]
     for (variant, seed), folder in folders.items():
         records = read_metrics(folder / "metrics.jsonl")
-        first = {key: next((r["step"] for r in records if r.get(key)), None) for key in WARNINGS}
+        first = {key: steps[0] if steps else None for key, steps in EchoTrapRule().fired(records).items()}
         fired = ", ".join(f"{k.removeprefix('warn/')} ({s})" for k, s in first.items() if s is not None) or "none"
         before, after = (np.mean(evals[variant, seed][k]) for k in ("first", "last"))
         lines.append(f"| {variant} seed {seed} | {before:.3f} | {after:.3f} | {fired} | "

@@ -77,8 +77,8 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
 WARNINGS: dict[str, str] = {
     "warn/echo_trap": "Echo Trap (RAGEN's signature): reward std and entropy collapsed, the gradient norm spiked "
                       "{spike_count}+ times in {window} iterations, success fell to <= {success_drop:.0%} of its peak",
-    "warn/vanishing_gradient": "collapse: reward std fell, the gradient norm to <= {grad_vanish:.0%} of its peak and "
-                               "success to <= {success_drop:.0%} of its peak: no learning signal left",
+    "warn/vanishing_gradient": "no learning signal left: reward std fell, the gradient norm to <= {grad_vanish:.0%} "
+                               "of its peak, and training success is below {solved:.0%} or fell",
     "warn/success_drop": "training success (mean of {success_window} iterations) fell to <= {success_drop:.0%} of "
                          "its peak",
     "warn/format_collapse": "format collapse: replies that parse (rollout/format_valid) fell to <= {format_drop:.0%} "
@@ -112,8 +112,11 @@ class EchoTrapRule:
     The warnings (one metrics key each, :data:`WARNINGS`):
 
     - ``warn/echo_trap``: std and entropy collapsed, the gradient spiked, success dropped (RAGEN's signature);
-    - ``warn/vanishing_gradient``: std collapsed, the gradient vanished, success dropped (advantages vanished: the
-      policy stopped learning while worse than it was);
+    - ``warn/vanishing_gradient``: std collapsed and the gradient vanished (the advantages vanished: the policy
+      stopped learning), while success dropped or its trailing mean is below ``solved``. Convergence on a solved task
+      looks the same but with success near 1; a policy that stopped exploring short of that (RAGEN's policy that
+      repeats itself: with a group's episodes sharing a seed, a deterministic policy gets the same reward in all of
+      them) is stalled.
     - ``warn/success_drop``: success dropped, whatever else happened;
     - ``warn/format_collapse``: ``m_t(rollout/format_valid) <= format_drop * peak``. It needs only ``window + 1``
       iterations (format validity starts near 1 after a warm start, so its fall needs no long baseline); the others
@@ -129,6 +132,8 @@ class EchoTrapRule:
         spike_count: spikes among the last ``window`` iterations that count as "the gradient spiked".
         grad_vanish: fraction of its peak below which the gradient norm counts as vanished.
         format_drop: fraction of its peak below which ``rollout/format_valid`` counts as collapsed.
+        solved: training success (trailing mean over ``success_window``) from which a vanished gradient counts as
+            convergence on a solved task rather than a stall.
         min_steps: iterations needed before the std / entropy / success / gradient warnings can fire.
     """
 
@@ -141,6 +146,7 @@ class EchoTrapRule:
     spike_count: int = 2
     grad_vanish: float = 0.1
     format_drop: float = 0.5
+    solved: float = 0.9
     min_steps: int = 10
 
     def validate(self) -> None:
@@ -150,7 +156,7 @@ class EchoTrapRule:
                 raise ValueError(f"echo_trap.{name}={getattr(self, name)!r} must be a positive integer")
         if self.spike_count > self.window:
             raise ValueError(f"echo_trap.spike_count={self.spike_count} cannot exceed echo_trap.window={self.window}")
-        for name in ("std_drop", "entropy_drop", "success_drop", "grad_vanish", "format_drop"):
+        for name in ("std_drop", "entropy_drop", "success_drop", "grad_vanish", "format_drop", "solved"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"echo_trap.{name}={getattr(self, name)!r} must be in [0, 1)")
         if not self.grad_spike > 1:
@@ -171,6 +177,8 @@ class EchoTrapRule:
         if len(rows) < max(self.min_steps, w + 1, self.success_window):
             return out
         success = _dropped(series["reward/success"], self.success_drop, self.success_window)
+        logged = [v for v in series["reward/success"] if math.isfinite(v)][-self.success_window:]
+        unsolved = len(logged) == self.success_window and sum(logged) / len(logged) < self.solved
         std = _dropped(series["reward/in_group_std"], self.std_drop, w)
         grad = series["loss/grad_norm"]
         baseline = float(np.median(grad[:-w]))
@@ -178,7 +186,7 @@ class EchoTrapRule:
         vanished = _dropped(grad, self.grad_vanish, w)
         out["warn/success_drop"] = success
         out["warn/echo_trap"] = success and std and spiked and _dropped(series["loss/entropy"], self.entropy_drop, w)
-        out["warn/vanishing_gradient"] = success and std and vanished
+        out["warn/vanishing_gradient"] = (success or unsolved) and std and vanished
         return out
 
     def message(self, key: str) -> str:

@@ -87,6 +87,15 @@ def test_collapse_with_vanishing_gradient_fires_its_own_warning():
     assert "echo_trap" not in warnings
 
 
+def test_a_stall_short_of_solving_fires_the_vanishing_gradient_warning():
+    # std, entropy and gradient fall while success stays flat at 0.5: a deterministic policy, nothing left to learn
+    warnings = fired(run(collapse_at=20, std_to=0.0, ent_to=0.05, success_to=0.5, grad="vanish", spike_at=30))
+    assert warnings == {"vanishing_gradient": warnings["vanishing_gradient"]}
+    assert 30 <= warnings["vanishing_gradient"][0] <= 35
+    assert "vanishing_gradient" not in fired(run(collapse_at=20, std_to=0.0, ent_to=0.05, success_to=0.5,
+                                                 grad="vanish", spike_at=30), EchoTrapRule(solved=0.4))
+
+
 def test_one_spike_in_a_collapse_is_not_the_spike_signature():
     records = run(collapse_at=30, std_to=0.02, ent_to=0.2, success_to=0.05, grad="spike", spike_at=40)
     assert "echo_trap" not in fired(records)
@@ -235,6 +244,11 @@ def test_real_format_collapse_at_a_large_learning_rate():
     # the filter, seed 1: the format breaks at 4-5 too (3% of replies parse at 5) but recovers at once (26%, 59%,
     # 76% at 6-8), too fast for the trailing mean of 5 to halve: no collapse (validation 0.28 -> 0.24 -> 0.21)
     ("echo-starpo_s_grpo-frozenlake-seed1", {}),
+    # the filter, seed 3: RAGEN's pattern. From iteration 14 the in-group std is ~0 and the gradient ~0.001 (every
+    # group's 4 episodes identical: a near-deterministic policy, entropy 0.27 -> 0.03) while training success
+    # stays ~0.2; replies grow to the 16-token limit, and at 38 a gradient spike breaks the format for good
+    # (validation 0.26 -> 0.22 -> 0.00). The stall is flagged 20 iterations before the breakdown
+    ("echo-starpo_s_grpo-frozenlake-seed3", {"vanishing_gradient": 18, "format_collapse": 40}),
     # StarPO at lr 3e-4 (seed 0): healthy, validation 0.25 -> 0.31 -> 0.33, at least 97% of replies parse throughout
     ("echo-starpo-frozenlake-lr3e-4", {}),
 ])
