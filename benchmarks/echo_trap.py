@@ -106,7 +106,7 @@ def plot(folders: dict[tuple[str, int], Path], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     colors = dict(zip(VARIANTS, ("tab:red", "tab:blue"), strict=True))
-    styles = ["-", "--", ":", "-."]
+    styles = ["-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2))]
     fig, axes = plt.subplots(2, 3, figsize=(15, 6.4))
     seeds = sorted({seed for _, seed in folders})
     for ax, (key, label) in zip(axes.flat, CURVES, strict=True):
