@@ -40,7 +40,7 @@ T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8
 """Student's t 97.5% quantile by degrees of freedom (a 95% two-sided interval over a few training seeds)."""
 CURVES = [("reward/success", "training success"), ("val/success", "validation success"),
           ("reward/in_group_std", "in-group reward std"), ("loss/entropy", "entropy"),
-          ("loss/grad_norm", "gradient norm"), ("rollout/format_valid", "replies that parse")]
+          ("loss/grad_norm", "gradient norm (log)"), ("rollout/format_valid", "replies that parse")]
 
 
 def variant_overrides(config_name: str, variant: str) -> list[str]:
@@ -117,6 +117,8 @@ def plot(folders: dict[tuple[str, int], Path], path: Path, title: str) -> None:
                 ax.plot(xs, ys, color=colors[variant], linestyle=styles[seeds.index(seed) % len(styles)],
                         linewidth=1.2, marker="o" if key.startswith("val/") else None, markersize=3,
                         label=f"{variant} seed {seed}")
+        if key == "loss/grad_norm":  # a vanished gradient is 1e-3..1e-4: visible only on a log scale
+            ax.set_yscale("log")
         ax.set_title(label, fontsize=10)
         ax.set_xlabel("iteration", fontsize=8)
         ax.grid(alpha=0.3)
