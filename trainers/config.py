@@ -43,6 +43,7 @@ from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.engine import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 from trainers.advantages import NORM_METHODS
 from trainers.losses import AGG_MODES, KL_ESTIMATORS
+from trainers.metrics import EchoTrapRule
 
 ADV_ESTIMATORS = ("reinforce", "grpo", "gae", "gigpo")
 GROUPINGS = ("traj_group_id", "tags", "batch")
@@ -152,7 +153,8 @@ class TrainConfig:
 
     # -- run -------------------------------------------------------------------------------------------------------
     preset: str | None = None
-    """``starpo``, ``starpo_s`` or ``gigpo``: settings applied before the file's own (see trainers/presets.py)."""
+    """``starpo``, ``starpo_s``, ``starpo_s_grpo`` (StarPO-S without the critic) or ``gigpo``: settings applied before
+    the file's own (see trainers/presets.py)."""
     pretrain: str = "~/.cache/agentgym-bench/models/warmstart"
     """Model folder, a name under ``$AGENTGYM_BENCH_HOME/models`` or a hub id to start from (ROLL ``pretrain``;
     :func:`agentgym_bench.paths.resolve_model`); the critic starts from the same weights."""
@@ -337,6 +339,12 @@ class TrainConfig:
     warmup_steps: int = 0
     """Linear warm-up over this many iterations."""
 
+    # -- warnings --------------------------------------------------------------------------------------------------
+    echo_trap: EchoTrapRule = field(default_factory=EchoTrapRule)
+    """Thresholds of the collapse warnings (``warn/echo_trap``, ``warn/vanishing_gradient``, ``warn/success_drop``,
+    ``warn/format_collapse``), e.g. ``echo_trap: {success_drop: 0.5, window: 5}``: the fields of
+    :class:`trainers.metrics.EchoTrapRule`, whose defaults docs/trainers.md justifies."""
+
     def __post_init__(self) -> None:
         _nest(self, "")
         self.adam_betas = tuple(self.adam_betas)
@@ -438,6 +446,10 @@ class TrainConfig:
             raise ConfigError("adv_estimator=gigpo needs reward_normalization.method mean or mean_std: identity would "
                               "add raw step returns to the advantage (ROLL's silent pitfall)")
         self._check_seeds()
+        try:
+            self.echo_trap.validate()
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
 
     def _check_seeds(self) -> None:
         train, val = self.train_seed_range, self.val_seed_range

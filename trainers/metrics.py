@@ -7,10 +7,10 @@ The loop computes values; nothing here touches a model.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,8 @@ import numpy as np
 
 from agentgym_bench.benchmark.stats import paired_difference
 
-__all__ = ["EchoTrapRule", "MetricsLog", "plot_metrics", "plot_runs", "read_metrics", "success_gain"]
+__all__ = ["WARNINGS", "EchoTrapRule", "MetricsLog", "drop_ratios", "plot_metrics", "plot_runs", "read_metrics",
+           "success_gain"]
 
 
 def _clean(value: Any) -> Any:
@@ -73,60 +74,159 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
+WARNINGS: dict[str, str] = {
+    "warn/echo_trap": "Echo Trap (RAGEN's signature): reward std and entropy collapsed, the gradient norm spiked "
+                      "{spike_count}+ times in {window} iterations, success fell to <= {success_drop:.0%} of its peak",
+    "warn/vanishing_gradient": "no learning signal left: reward std fell, the gradient norm to <= {grad_vanish:.0%} "
+                               "of its peak, and training success is below {solved:.0%} or fell",
+    "warn/success_drop": "training success (mean of {success_window} iterations) fell to <= {success_drop:.0%} of "
+                         "its peak",
+    "warn/format_collapse": "format collapse: replies that parse (rollout/format_valid) fell to <= {format_drop:.0%} "
+                            "of their peak",
+}
+"""The rule's metrics keys and the one-line explanation of each (a template of the rule's fields:
+:meth:`EchoTrapRule.message`)."""
+
+
 @dataclass(frozen=True)
 class EchoTrapRule:
-    """When to warn of the Echo Trap: the collapse signature of RAGEN (arXiv 2504.20073, §4.1).
+    """When to warn that training collapses: RAGEN's Echo Trap (arXiv 2504.20073, §4.1) and its relatives.
 
     RAGEN observes that before a collapse the in-group reward std falls (every rollout of a prompt gets the same
-    reward, so there is nothing left to learn from), the policy's entropy falls (it repeats one reasoning pattern),
-    and the gradient norm spikes. Any one of these alone is normal: convergence lowers std and entropy; a spike can
-    be noise. The rule asks for all three at once, each against the run's own history, smoothed over ``window``
-    iterations (a trailing mean ``m_t`` over the last ``window`` values):
+    reward, so there is nothing left to learn from), the policy's entropy falls (it repeats one reasoning pattern)
+    and the gradient norm spikes. Each of these alone is normal: a policy converging on a task it solves lowers std
+    and entropy too, and its gradient norm falls to ~0 with the advantages; a single spike can be noise. What tells a
+    collapse from convergence is success: it falls. Every quantity is a trailing mean ``m_t`` over the last
+    ``window`` iterations, compared with the run's own history (``peak`` is the largest ``m_s``, ``s <= t``:
+    :func:`drop_ratios`). The conditions:
 
-    1. reward std: ``m_t(std) <= std_drop * max_{s<=t} m_s(std)`` — below ``std_drop`` of its own peak;
-    2. entropy: ``m_t(entropy) <= entropy_drop * max_{s<=t} m_s(entropy)``;
-    3. gradient norm: the largest of the last ``window`` values ``>= grad_spike * median`` of all earlier values.
+    - std collapsed: ``m_t(reward/in_group_std) <= std_drop * peak``; entropy collapsed: likewise with
+      ``entropy_drop``;
+    - success dropped: ``m_t(reward/success) <= success_drop * peak``, with trailing means over ``success_window``
+      iterations (success is a binomial rate: noisier than the std, which averages over groups);
+    - gradient spiked: at least ``spike_count`` of the last ``window`` gradient norms are ``>= grad_spike`` times
+      the median of the values before the window (one spike is not enough); gradient vanished:
+      ``m_t(loss/grad_norm) <= grad_vanish * peak`` (against the peak, not the median: in a long collapse the median
+      of the history becomes the collapsed value itself).
 
-    It needs ``min_steps`` iterations of history before it can fire (the median and the peaks need a baseline).
+    The warnings (one metrics key each, :data:`WARNINGS`):
+
+    - ``warn/echo_trap``: std and entropy collapsed, the gradient spiked, success dropped (RAGEN's signature);
+    - ``warn/vanishing_gradient``: std collapsed and the gradient vanished (the advantages vanished: the policy
+      stopped learning), while success dropped or its trailing mean is below ``solved``. Convergence on a solved task
+      looks the same but with success near 1; a policy that stopped exploring short of that (RAGEN's policy that
+      repeats itself: with a group's episodes sharing a seed, a deterministic policy gets the same reward in all of
+      them) is stalled.
+    - ``warn/success_drop``: success dropped, whatever else happened;
+    - ``warn/format_collapse``: ``m_t(rollout/format_valid) <= format_drop * peak``. It needs only ``window + 1``
+      iterations (format validity starts near 1 after a warm start, so its fall needs no long baseline); the others
+      need ``min_steps``.
 
     Attributes:
-        window: iterations in the trailing mean and the spike search.
-        std_drop: fraction of the peak reward std below which it counts as collapsed.
-        entropy_drop: fraction of the peak entropy below which it counts as collapsed.
+        window: iterations in each trailing mean and in the spike count.
+        std_drop: fraction of its peak below which the reward std counts as collapsed.
+        entropy_drop: fraction of its peak below which the entropy counts as collapsed.
+        success_drop: fraction of its peak below which training success counts as dropped.
+        success_window: iterations in the trailing mean of success.
         grad_spike: multiple of the earlier median gradient norm that counts as a spike.
-        min_steps: iterations needed before the rule can fire.
+        spike_count: spikes among the last ``window`` iterations that count as "the gradient spiked".
+        grad_vanish: fraction of its peak below which the gradient norm counts as vanished.
+        format_drop: fraction of its peak below which ``rollout/format_valid`` counts as collapsed.
+        solved: training success (trailing mean over ``success_window``) from which a vanished gradient counts as
+            convergence on a solved task rather than a stall.
+        min_steps: iterations needed before the std / entropy / success / gradient warnings can fire.
     """
 
     window: int = 5
     std_drop: float = 0.5
     entropy_drop: float = 0.6
+    success_drop: float = 0.5
+    success_window: int = 10
     grad_spike: float = 3.0
+    spike_count: int = 2
+    grad_vanish: float = 0.1
+    format_drop: float = 0.5
+    solved: float = 0.9
     min_steps: int = 10
 
-    def check(self, reward_std: Sequence[float], entropy: Sequence[float], grad_norm: Sequence[float]) -> bool:
-        """Whether the signature holds at the last iteration of these aligned series (one value per iteration)."""
-        n = len(reward_std)
-        if not len(entropy) == len(grad_norm) == n:
-            raise ValueError("reward_std, entropy and grad_norm must have one value per iteration each")
-        if n < max(self.min_steps, self.window + 1):
-            return False
-        return (self._collapsed(reward_std, self.std_drop) and self._collapsed(entropy, self.entropy_drop)
-                and self._spiked(grad_norm))
+    def validate(self) -> None:
+        """Raises: ValueError naming the setting (as ``echo_trap.<name>``) that cannot work."""
+        for name in ("window", "success_window", "spike_count", "min_steps"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"echo_trap.{name}={getattr(self, name)!r} must be a positive integer")
+        if self.spike_count > self.window:
+            raise ValueError(f"echo_trap.spike_count={self.spike_count} cannot exceed echo_trap.window={self.window}")
+        for name in ("std_drop", "entropy_drop", "success_drop", "grad_vanish", "format_drop", "solved"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"echo_trap.{name}={getattr(self, name)!r} must be in [0, 1)")
+        if not self.grad_spike > 1:
+            raise ValueError(f"echo_trap.grad_spike={self.grad_spike!r} must be above 1")
 
-    def fired(self, reward_std: Sequence[float], entropy: Sequence[float], grad_norm: Sequence[float]) -> list[int]:
-        """Indices of every iteration at which :meth:`check` holds on the series up to it."""
-        return [t for t in range(len(reward_std))
-                if self.check(reward_std[: t + 1], entropy[: t + 1], grad_norm[: t + 1])]
-
-    def _collapsed(self, values: Sequence[float], fraction: float) -> bool:
+    def check(self, records: Sequence[Mapping[str, Any]]) -> dict[str, bool]:
+        """The warnings at the last of these training iterations (metrics records, oldest first; records without
+        ``loss/grad_norm``, such as the evaluation before training, are skipped) -> ``{key: fired}`` for every key of
+        :data:`WARNINGS`. Values a run does not log (NaN, null or missing) are skipped; a series it never logs fires
+        nothing that needs it."""
+        rows = [r for r in records if r.get("loss/grad_norm") is not None]
+        series = {k: [_number(r.get(k)) for r in rows] for k in
+                  ("reward/in_group_std", "loss/entropy", "reward/success", "loss/grad_norm", "rollout/format_valid")}
+        out = dict.fromkeys(WARNINGS, False)
         w = self.window
-        means = [sum(values[i - w + 1 : i + 1]) / w for i in range(w - 1, len(values))]
-        peak = max(means)
-        return peak > 0 and means[-1] <= fraction * peak
+        if len(rows) > w:
+            out["warn/format_collapse"] = _dropped(series["rollout/format_valid"], self.format_drop, w)
+        if len(rows) < max(self.min_steps, w + 1, self.success_window):
+            return out
+        success = _dropped(series["reward/success"], self.success_drop, self.success_window)
+        logged = [v for v in series["reward/success"] if math.isfinite(v)][-self.success_window:]
+        unsolved = len(logged) == self.success_window and sum(logged) / len(logged) < self.solved
+        std = _dropped(series["reward/in_group_std"], self.std_drop, w)
+        grad = series["loss/grad_norm"]
+        baseline = float(np.median(grad[:-w]))
+        spiked = sum(g >= self.grad_spike * baseline for g in grad[-w:]) >= self.spike_count
+        vanished = _dropped(grad, self.grad_vanish, w)
+        out["warn/success_drop"] = success
+        out["warn/echo_trap"] = success and std and spiked and _dropped(series["loss/entropy"], self.entropy_drop, w)
+        out["warn/vanishing_gradient"] = (success or unsolved) and std and vanished
+        return out
 
-    def _spiked(self, values: Sequence[float]) -> bool:
-        median = statistics.median(values[: -self.window])
-        return max(values[-self.window:]) >= self.grad_spike * median
+    def message(self, key: str) -> str:
+        """The one line that says what warning ``key`` means, with this rule's thresholds."""
+        return WARNINGS[key].format(**dataclasses.asdict(self))
+
+    def fired(self, records: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
+        """For every key of :data:`WARNINGS`, the ``step`` of each record at which :meth:`check` fires on the records
+        up to it (a finished run's ``metrics.jsonl``, e.g.)."""
+        out: dict[str, list[int]] = {key: [] for key in WARNINGS}
+        for t, record in enumerate(records):
+            for key, on in self.check(records[: t + 1]).items():
+                if on and record.get("loss/grad_norm") is not None:
+                    out[key].append(record["step"])
+        return out
+
+
+def drop_ratios(values: Sequence[float], window: int) -> np.ndarray:
+    """``m_t / max_{s<=t} m_s`` for every ``t`` from ``window - 1`` on, where ``m_t`` is the trailing mean of the
+    ``window`` values up to ``t``: how far a series stands below its own peak, shape ``(len(values) - window + 1,)``.
+    NaN where the peak is not positive."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < window:
+        return np.empty(0)
+    cumulative = np.concatenate([[0.0], np.cumsum(x)])
+    means = (cumulative[window:] - cumulative[:-window]) / window
+    peaks = np.maximum.accumulate(means)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(peaks > 0, means / peaks, np.nan)
+
+
+def _dropped(values: list[float], fraction: float, window: int) -> bool:
+    """The last of :func:`drop_ratios` over the logged (finite) values is at most ``fraction``; False with fewer than
+    ``window`` of them or a peak that is not positive."""
+    ratios = drop_ratios([v for v in values if math.isfinite(v)], window)
+    return bool(len(ratios)) and bool(ratios[-1] <= fraction)
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
 
 
 def success_gain(successes_before: Sequence[bool], successes_after: Sequence[bool]) -> dict[str, float]:
@@ -143,6 +243,10 @@ def success_gain(successes_before: Sequence[bool], successes_after: Sequence[boo
     return {"before": c.mean_a, "after": c.mean_b, "gain": c.difference, "ci_low": c.low, "ci_high": c.high,
             "p_value": c.p_value, "n_before": c.n, "n_after": c.n}
 
+
+WARNING_COLORS = {"warn/echo_trap": "red", "warn/vanishing_gradient": "purple", "warn/success_drop": "orange",
+                  "warn/format_collapse": "brown"}
+"""The line colour of each warning in the curves plot."""
 
 # (title, [(key, label), ...], y-limits or None) panels of the curves plot
 PANELS: list[tuple[str, list[tuple[str, str]], tuple[float, float] | None]] = [
@@ -162,8 +266,9 @@ PANELS: list[tuple[str, list[tuple[str, str]], tuple[float, float] | None]] = [
 
 
 def plot_metrics(records: Iterable[Mapping[str, Any]], path: str | os.PathLike, title: str = "") -> Path:
-    """Draw the training curves (one panel per quantity) to a PNG; iterations where ``warn/echo_trap`` fired get a
-    red line in every panel. Panels with no data say so instead of disappearing, so the layout is always the same.
+    """Draw the training curves (one panel per quantity) to a PNG; iterations where a warning of
+    :data:`WARNINGS` fired get a coloured line in every panel (:data:`WARNING_COLORS`). Panels with no data say so
+    instead of disappearing, so the layout is always the same.
     """
     import matplotlib
 
@@ -171,7 +276,7 @@ def plot_metrics(records: Iterable[Mapping[str, Any]], path: str | os.PathLike, 
     import matplotlib.pyplot as plt
 
     records = list(records)
-    warnings = [r["step"] for r in records if r.get("warn/echo_trap")]
+    warnings = [(r["step"], WARNING_COLORS[key]) for r in records for key in WARNINGS if r.get(key)]
     steps = [r["step"] for r in records] or [0]
     cols = 4
     rows = math.ceil(len(PANELS) / cols)
@@ -192,8 +297,8 @@ def plot_metrics(records: Iterable[Mapping[str, Any]], path: str | os.PathLike, 
                 smooth = [sum(ys[max(0, i - 9): i + 1]) / len(ys[max(0, i - 9): i + 1]) for i in range(len(ys))]
                 ax.plot(xs, smooth, label=f"{label} (mean of 10)", linewidth=1.4, color=line.get_color())
             drawn = True
-        for step in warnings:
-            ax.axvline(step, color="red", alpha=0.3, linewidth=1)
+        for step, color in warnings:
+            ax.axvline(step, color=color, alpha=0.3, linewidth=1)
         ax.set_xlim(min(steps), max(max(steps), min(steps) + 1))
         if limits is not None:
             ax.set_ylim(*limits)
@@ -208,7 +313,8 @@ def plot_metrics(records: Iterable[Mapping[str, Any]], path: str | os.PathLike, 
         ax.axis("off")
     for ax in axes[-1]:
         ax.set_xlabel("iteration", fontsize=8)
-    suptitle = title + ("  (red: Echo Trap warning)" if warnings else "")
+    fired = [key for key in WARNINGS if any(r.get(key) for r in records)]
+    suptitle = title + (f"  ({', '.join(f'{WARNING_COLORS[k]}: {k}' for k in fired)})" if fired else "")
     if suptitle:
         fig.suptitle(suptitle, fontsize=11)
     fig.tight_layout()

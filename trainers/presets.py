@@ -1,4 +1,4 @@
-"""The three algorithms as config overrides on :class:`trainers.config.TrainConfig` (whose defaults are StarPO).
+"""The algorithms as config overrides on :class:`trainers.config.TrainConfig` (whose defaults are StarPO).
 
 StarPO-S differs from StarPO by settings only, so it is a preset, not a copy (style.md §8.5); GiGPO changes the
 samples (one row per env step) and the advantage, which the loop selects from ``adv_estimator``.
@@ -7,6 +7,10 @@ samples (one row per env step) and the advantage, which the loop selects from ``
   episode scores, symmetric clip 0.2, KL penalty 0.001 (k1) in the reward, no filter, no critic.
 - ``STARPO_S``: StarPO plus the paper's four changes (RAGEN ``config/base.yaml``): keep the 25% of env groups with the
   largest reward std, a critic (PPO with GAE, gamma = lambda = 1, whitened advantages), no KL, clip-higher 0.2/0.28.
+- ``STARPO_S_GRPO``: StarPO-S without its critic, for comparing the filter with the critic held equal: StarPO's
+  GRPO advantages (group-normalised episode scores) plus StarPO-S's other three changes (the 25% top-std filter, no
+  KL, clip-higher 0.2/0.28). Ours, not RAGEN's: RAGEN's StarPO-S always has the critic, so against ``starpo`` it
+  changes the critic and the filter at once (docs/baselines.md, "RAGEN's Echo Trap, with the critic held equal").
 - ``GIGPO``: Group-in-Group Policy Optimization (arXiv 2505.10978) as in ROLL's FrozenLake GiGPO recipe
   (``examples/qwen2.5-0.5B-agentic/agent_val_frozen_lake_gigpo.yaml``): step-level samples,
   ``reward_normalization.method: mean``, step returns discounted by 0.95, weights 1/1, advantage clip 20, no
@@ -14,7 +18,7 @@ samples (one row per env step) and the advantage, which the loop selects from ``
   (ROLL's default), ``batch_adjust_mode: copy``.
 
 Each preset lists every setting that defines it, even where it equals the default, so a preset reads as the
-algorithm's definition.
+algorithm's definition; ``STARPO_S`` is ``STARPO_S_GRPO`` (StarPO + the filter, clip-higher, no KL) plus the critic.
 """
 
 from __future__ import annotations
@@ -36,13 +40,8 @@ STARPO: dict[str, Any] = {
     "loss_agg_mode": "token-mean",
 }
 
-STARPO_S: dict[str, Any] = {
+STARPO_S_GRPO: dict[str, Any] = {
     **STARPO,
-    "adv_estimator": "gae",
-    "gamma": 1.0,
-    "lambd": 1.0,
-    "reward_normalization": {"grouping": "traj_group_id", "method": "identity"},
-    "whiten_advantages": True,
     "rollout_filter_ratio": 0.25,
     "rollout_filter_type": "std",
     "use_pg_clip_range": True,
@@ -50,6 +49,15 @@ STARPO_S: dict[str, Any] = {
     "pg_clip_high": 0.28,
     "add_token_level_kl": False,
     "init_kl_coef": 0.0,
+}
+
+STARPO_S: dict[str, Any] = {
+    **STARPO_S_GRPO,
+    "adv_estimator": "gae",
+    "gamma": 1.0,
+    "lambd": 1.0,
+    "reward_normalization": {"grouping": "traj_group_id", "method": "identity"},
+    "whiten_advantages": True,
 }
 
 GIGPO: dict[str, Any] = {
@@ -73,4 +81,5 @@ GIGPO: dict[str, Any] = {
     "loss_agg_mode": "seq-mean-token-mean",
 }
 
-PRESETS: dict[str, dict[str, Any]] = {"starpo": STARPO, "starpo_s": STARPO_S, "gigpo": GIGPO}
+PRESETS: dict[str, dict[str, Any]] = {"starpo": STARPO, "starpo_s": STARPO_S, "starpo_s_grpo": STARPO_S_GRPO,
+                                      "gigpo": GIGPO}

@@ -52,7 +52,7 @@ from trainers.config import ConfigError, EnvManager, TrainConfig
 from trainers.distributed import Dist, init_distributed, shutdown_distributed
 from trainers.losses import adaptive_kl_coef
 from trainers.masked import explained_variance, masked_mean
-from trainers.metrics import EchoTrapRule, MetricsLog, plot_metrics, success_gain
+from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
 from trainers.ppo import Batch, _episode_first_rows, compute_advantages, ppo_update, score_samples
 from trainers.rollouts import Sampler, evaluate, pass_at_k, play, rollout_metrics, seed_from
 from trainers.samples import Samples, adjust_batch, step_samples, trajectory_samples
@@ -348,7 +348,6 @@ class Run:
     t0: float
     start: int = 0
     kl_coef: float = 0.0
-    rule: EchoTrapRule = field(default_factory=EchoTrapRule)
 
     @property
     def val_seed(self) -> int:
@@ -467,9 +466,7 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
         if name == "critic" or update_actor:  # the actor's schedule counts its own steps (critic warm-up)
             scheduler.step()
     record["time/update"] = time.perf_counter() - tock
-    series = run.result.records + [record]
-    record["warn/echo_trap"] = run.rule.check(*[[r.get(k, float("nan")) for r in series if "loss/grad_norm" in r]
-                                                for k in ("reward/in_group_std", "loss/entropy", "loss/grad_norm")])
+    record.update(config.echo_trap.check(run.result.records + [record]))
     if step % config.eval_steps == 0 or step == config.max_steps:
         tock = time.perf_counter()
         with generating(run):
@@ -514,10 +511,8 @@ def main(config: TrainConfig) -> TrainResult:
         bar.update(run.start)
         for step in range(run.start + 1, config.max_steps + 1):
             record = run_iteration(run, step)
-            if record["warn/echo_trap"] and dist.is_main:
-                print(f"step {step}: Echo Trap warning — reward std and entropy collapsed while the gradient "
-                      "norm spiked (docs/trainers.md); consider a lower learning rate or the starpo_s preset",
-                      file=sys.stderr)
+            if dist.is_main:
+                _warn(run, step)
             bar.set_postfix_str(", ".join(f"{label} success {record[k]:.3f}" for k, label in
                                           (("reward/success", "train"), ("val/success", "validation")) if k in record))
             bar.update(1)
@@ -540,6 +535,17 @@ def _finish(run: Run) -> None:
     if run.result.first_eval and run.result.last_eval:
         ckpt.write_json(out / "summary.json", {"val": success_gain(run.result.first_eval, run.result.last_eval),
                                                "wall_time_s": time.perf_counter() - run.t0})
+
+
+def _warn(run: Run, step: int) -> None:
+    """One line on stderr for each collapse warning that turned on at this iteration (it was off at the one before),
+    so a lasting condition is announced once."""
+    records = run.result.records
+    before = records[-2] if len(records) > 1 else {}
+    for key in WARNINGS:
+        if records[-1].get(key) and not before.get(key):
+            print(f"step {step}: {key}: {run.config.echo_trap.message(key)} (docs/trainers.md, 'The Echo Trap "
+                  "warnings'; a lower learning rate is the first thing to try)", file=sys.stderr)
 
 
 def _write(run: Run, record: dict[str, Any]) -> None:

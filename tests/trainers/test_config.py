@@ -62,7 +62,7 @@ def test_round_trip_through_yaml(tmp_path):
     ({"lerning_rate": 1e-4}, "did you mean learning_rate"),
     ({"reward_normalization": {"groupng": "batch"}}, "reward_normalization.groupng"),
     ({"train_env_manager": {"num_env_group": 8}}, "did you mean train_env_manager.num_env_groups"),
-    ({"preset": "ppo"}, "preset='ppo' is not one of starpo, starpo_s, gigpo"),
+    ({"preset": "ppo"}, "preset='ppo' is not one of starpo, starpo_s, starpo_s_grpo, gigpo"),
     ({"adv_estimator": "ppo"}, "adv_estimator='ppo' is not one of"),
 ])
 def test_unknown_keys_and_values_name_the_fix(data, message):
@@ -139,7 +139,7 @@ def test_every_bundled_config_loads():
     assert {f"{a}-{e}" for a in ("starpo", "starpo_s", "gigpo") for e in ("frozenlake", "sokoban")} <= set(names)
     for name in names:
         config = load_config(CONFIG_DIR / f"{name}.yaml")
-        assert config.preset == name.removeprefix("baseline-").split("-")[0]
+        assert config.preset == name.removeprefix("baseline-").removeprefix("echo-").split("-")[0]
         assert config.val_seed_range.stop <= config.train_seed_range.start
 
 
