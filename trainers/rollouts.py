@@ -129,7 +129,8 @@ def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, fl
         f"{prefix}/score": float(np.mean([t.episode_reward for t in trajectories])),
         f"{prefix}/turns": float(np.mean([len(t.turns) for t in trajectories])),
         f"{prefix}/format_valid": float(np.mean([bool(turn.info.get("format_valid")) for turn in turns])),
-        f"{prefix}/action_valid": float(np.mean([bool(turn.info.get("action_is_valid")) for turn in turns])),
+        f"{prefix}/action_valid": _mean([bool(turn.info["action_is_valid"]) for turn in turns
+                                         if "action_is_valid" in turn.info]),  # NaN for matches: not reported
         f"{prefix}/response_length": float(np.mean(lengths)) if lengths else float("nan"),
     }
     outcomes = [t.turns[-1].info.get("outcome") for t in trajectories if t.turns]
@@ -141,6 +142,10 @@ def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, fl
         for tag in tags:
             out[f"{prefix}/{tag}/success"] = float(np.mean([t.success for t in trajectories if t.tag == tag]))
     return out
+
+
+def _mean(values: list[bool]) -> float:
+    return float(np.mean(values)) if values else float("nan")
 
 
 def pass_at_k(trajectories: list[Trajectory]) -> float:
