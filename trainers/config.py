@@ -466,11 +466,16 @@ class TrainConfig:
 
     def _check_match_manager(self, prefix: str) -> None:
         """An env manager with an ``opponent`` (trainers/matches.py)."""
-        from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
+        try:
+            from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
+        except ImportError as error:
+            raise ConfigError(f"{prefix}.opponent needs the multiagent extra ({error}): "
+                              "pip install -e '.[multiagent]'") from None
         from trainers.matches import FIXED_OPPONENTS, OPPONENTS
 
         manager: EnvManager = getattr(self, prefix)
         _choice(f"{prefix}.opponent", manager.opponent, OPPONENTS)
+        _choice(f"{prefix}.learner_seats", manager.learner_seats, ("alternate", "player_0", "player_1"))
         _positive_int(f"{prefix}.snapshot_every", manager.snapshot_every)
         env_id = manager.tags[0]
         if len(manager.tags) != 1 or not (env_id in MULTIAGENT_ENVS or env_id.startswith("TextArena/")):

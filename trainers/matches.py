@@ -112,8 +112,8 @@ class MatchGroups:
         self.iteration = 0
         self.snapshot: Any = None
         self.snapshot_iteration: int | None = None
-        self._fixed: Policy | None = {"random": lambda: RandomBargainPolicy(0),
-                                      "scripted": ScriptedBargainPolicy}.get(opponent, lambda: None)()
+        self._fixed: Policy | None = (RandomBargainPolicy(0) if opponent == "random" else
+                                      ScriptedBargainPolicy() if opponent == "scripted" else None)
 
     def group_seeds(self) -> list[int]:
         """The seed of each owned group in the next rollout."""
@@ -123,6 +123,7 @@ class MatchGroups:
     def rollout(self, policy: Policy, *, history: int | None = None, progress: bool = False,
                 prompt_fits: Callable[[list[dict[str, str]]], bool] | None = None) -> list[Trajectory]:
         """Play one match per owned member against the opponent; the learner seat's trajectories, group-major.
+        ``progress`` is accepted for ``EnvGroups.rollout``'s interface and ignored.
 
         Raises:
             ValueError: ``prompt_fits`` is given (a length cap is not implemented for matches), or a ``snapshot``

@@ -12,20 +12,10 @@ pytest.importorskip("pettingzoo", reason="PettingZoo envs need the multiagent ex
 from agentgym_bench.multiagent.bargain import BargainEnv  # noqa: E402
 from agentgym_bench.multiagent.selfplay import ScriptedBargainPolicy  # noqa: E402
 from agentgym_bench.rollout.hf import HFPolicy  # noqa: E402
+from tests.multiagent.test_selfplay import Counting  # noqa: E402
 from trainers.config import ConfigError, config_from_dict  # noqa: E402
 from trainers.matches import MatchGroups  # noqa: E402
 from trainers.samples import step_samples  # noqa: E402
-
-
-class Counting:
-    """Records the batch size of every call around a real policy."""
-
-    def __init__(self, policy):
-        self.policy, self.calls = policy, []
-
-    def generate(self, conversations, envs=None):
-        self.calls.append(len(conversations))
-        return self.policy.generate(conversations, envs)
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +104,7 @@ def _config(model_dir, tmp_path, **overrides):
                               "env_kwargs": {"max_rounds": 2}, "history_length": 0},
     }
     for key, value in overrides.items():
-        base[key] = {**base[key], **value} if isinstance(value, dict) else value
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
     return base
 
 
@@ -130,6 +120,7 @@ def test_config_keys_and_their_errors(model_dir, tmp_path):
         "train_env_manager.tags=[AgentFrozenLake-v0]": "one two-player env id",
         "train_env_manager.tags=[TextArena/TicTacToe-v0]": "plays Bargain-v0 only",
         "sequence_length=512": "not implemented for two-player",
+        "train_env_manager.learner_seats=player_2": "learner_seats='player_2' is not one of",
     }
     for override, message in cases.items():
         with pytest.raises(ConfigError, match=message):
@@ -151,3 +142,34 @@ def test_a_training_run_on_bargain_logs_win_draw_loss(model_dir, tmp_path, prese
         assert record["val/win"] + record["val/draw"] + record["val/loss"] == pytest.approx(1.0)
         assert record["val/success"] == record["val/win"] and 0 <= record["val/score"] <= 1
     assert "reward/win" in records[1] and len(result.first_eval) == len(result.last_eval) == 4
+
+
+@pytest.mark.slow
+def test_a_snapshot_self_play_run_resumes_to_the_same_metrics_and_weights(model_dir, tmp_path):
+    """Holds exactly on any machine: the snapshot is re-copied at the checkpoint (a multiple of snapshot_every) and
+    the opponent's stream restarts from the rollout index, so the resumed run replays the uninterrupted one."""
+    from trainers.metrics import read_metrics
+    from trainers.train import main
+
+    overrides = {"max_steps": 4, "save_steps": 2, "eval_steps": 2, "preset": "gigpo",
+                 "train_env_manager": {"opponent": "snapshot", "snapshot_every": 2},
+                 "val_env_manager": {"opponent": "scripted"}}
+    straight = config_from_dict(_config(model_dir, tmp_path / "straight", **overrides))
+    main(straight)
+    resumed_dir = tmp_path / "resumed"
+    checkpoint = straight.output_dir + "/checkpoint-2"
+    main(config_from_dict({**straight.to_dict(), "output_dir": str(resumed_dir),
+                           "resume_from_checkpoint": checkpoint}))
+
+    def strip(records):
+        return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in records if r["step"] > 2]
+
+    uninterrupted, resumed = read_metrics(tmp_path / "straight" / "run" / "metrics.jsonl"), \
+        read_metrics(resumed_dir / "metrics.jsonl")
+    assert [r["step"] for r in strip(resumed)] == [3, 4] and strip(resumed) == strip(uninterrupted)
+    assert uninterrupted[-1]["rollout/format_valid"] is not None
+    from transformers import AutoModelForCausalLM
+
+    a = AutoModelForCausalLM.from_pretrained(tmp_path / "straight" / "run" / "checkpoint-4" / "actor").state_dict()
+    b = AutoModelForCausalLM.from_pretrained(resumed_dir / "checkpoint-4" / "actor").state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
