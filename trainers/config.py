@@ -133,8 +133,8 @@ class EnvManager:
     """Episodes per group, same env and seed (the paper's N). Validation uses 1."""
     tags: list[str] = field(default_factory=lambda: ["AgentFrozenLake-v0"])
     """Registered agent env ids (ROLL ``tags``; ROLL's own tag names such as ``FrozenLake`` are read as our ids,
-    :data:`ROLL_TAGS`). ``val_env_manager`` takes the training tags, ``env_kwargs`` and ``history_length`` unless
-    it sets its own."""
+    :data:`ROLL_TAGS`). ``val_env_manager`` takes the training tags, ``env_kwargs``, ``history_length``,
+    ``opponent`` and ``learner_seats`` unless it sets its own. With an ``opponent``: one two-player env id."""
     num_groups_partition: list[int] | None = None
     """Groups per tag, summing to ``num_env_groups`` (ROLL ``num_groups_partition``, RAGEN ``n_groups``);
     ``None`` splits evenly (the first tags get one more when it does not divide)."""
@@ -145,6 +145,20 @@ class EnvManager:
     (ROLL ``history_length``; 0 = the current observation only). With a window an episode is no longer one token
     sequence, so training rows are turns (step-level samples) for every algorithm; StarPO's advantages stay
     trajectory-level."""
+
+    # -- two-player envs (trainers/matches.py): these three keys and TrainConfig._check_match_manager go together
+    opponent: str | None = None
+    """Makes the manager's episodes two-player matches (``trainers.matches.MatchGroups``) against ``random`` /
+    ``scripted`` (Bargain's fixed policies), ``self`` (the learner on both seats) or ``snapshot`` (a frozen copy of
+    the learner, refreshed every ``snapshot_every`` rollouts). ``tags`` then holds one two-player env id
+    (``Bargain-v0``, ``TextArena/<id>``) and only the learner seat's turns are trained on; ``success`` is a win and
+    the score the learner's payoff, and the metrics add the win/draw/loss rates. Validation needs a fixed opponent
+    (``random`` or ``scripted``). ``null``: single-agent envs."""
+    learner_seats: str = "alternate"
+    """With an ``opponent``: ``alternate`` (the learner on ``player_0`` in even groups, ``player_1`` in odd ones) or
+    one agent name for every match."""
+    snapshot_every: int = 10
+    """With ``opponent: snapshot``: rollouts between copies of the learner's weights into the opponent."""
 
 
 @dataclass
@@ -469,7 +483,10 @@ class TrainConfig:
         if not manager.tags or not all(isinstance(t, str) for t in manager.tags):
             raise ConfigError(f"{prefix}.tags={manager.tags!r} must be a non-empty list of env ids, e.g. "
                               "[AgentFrozenLake-v0]")
-        _check_env_ids(prefix, manager.tags)
+        if manager.opponent is None:
+            _check_env_ids(prefix, manager.tags)
+        else:
+            self._check_match_manager(prefix)
         partition = manager.num_groups_partition
         if partition is not None:
             if len(partition) != len(manager.tags) or sum(partition) != manager.num_env_groups:
@@ -481,6 +498,35 @@ class TrainConfig:
         if manager.history_length is not None and (not isinstance(manager.history_length, int)
                                                    or manager.history_length < 0):
             raise ConfigError(f"{prefix}.history_length={manager.history_length!r} must be null or an integer >= 0")
+
+    def _check_match_manager(self, prefix: str) -> None:
+        """An env manager with an ``opponent`` (trainers/matches.py)."""
+        try:
+            from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
+        except ImportError as error:
+            raise ConfigError(f"{prefix}.opponent needs the multiagent extra ({error}): "
+                              "pip install -e '.[multiagent]'") from None
+        from trainers.matches import FIXED_OPPONENTS, OPPONENTS
+
+        manager: EnvManager = getattr(self, prefix)
+        _choice(f"{prefix}.opponent", manager.opponent, OPPONENTS)
+        _choice(f"{prefix}.learner_seats", manager.learner_seats, ("alternate", "player_0", "player_1"))
+        _positive_int(f"{prefix}.snapshot_every", manager.snapshot_every)
+        env_id = manager.tags[0]
+        if len(manager.tags) != 1 or not (env_id in MULTIAGENT_ENVS or env_id.startswith("TextArena/")):
+            raise ConfigError(f"{prefix}.tags={manager.tags} must hold one two-player env id with an opponent: "
+                              f"one of {sorted(MULTIAGENT_ENVS)} or TextArena/<two-player id>")
+        if manager.opponent in FIXED_OPPONENTS and env_id != "Bargain-v0":
+            raise ConfigError(f"{prefix}.opponent={manager.opponent} plays Bargain-v0 only; use self or snapshot")
+        if prefix == "val_env_manager" and manager.opponent not in FIXED_OPPONENTS:
+            raise ConfigError(f"val_env_manager.opponent={manager.opponent} learns with the run, so evaluations would "
+                              f"not be comparable: set val_env_manager.opponent to {' or '.join(FIXED_OPPONENTS)}")
+        if self.sequence_length is not None:
+            raise ConfigError(f"sequence_length={self.sequence_length} with {prefix}.opponent: a length cap is not "
+                              "implemented for two-player rollouts; set sequence_length: null")
+        if manager.opponent == "snapshot" and self.generation_backend != "hf":
+            raise ConfigError(f"{prefix}.opponent=snapshot copies the actor into a second policy on the hf "
+                              "backend: set generation_backend: hf")
 
     def _check_sizes(self) -> None:
         train, val = self.train_env_manager, self.val_env_manager
@@ -751,12 +797,12 @@ def _read_roll_keys(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _validation_defaults(merged: dict[str, Any]) -> dict[str, Any]:
-    """``val_env_manager`` takes the training tags, env kwargs and history window unless it sets its own; its group
-    count follows ``val_batch_size`` (or sets it) when only one of the two is given."""
+    """``val_env_manager`` takes the training tags, env kwargs, history window, opponent and learner seats unless it
+    sets its own; its group count follows ``val_batch_size`` (or sets it) when only one of the two is given."""
     train = merged.get("train_env_manager") or {}
     val = dict(merged.get("val_env_manager") or {})
     if isinstance(train, Mapping):
-        for key in ("tags", "env_kwargs", "history_length"):
+        for key in ("tags", "env_kwargs", "history_length", "opponent", "learner_seats"):
             if key in train and key not in val:
                 val[key] = train[key]
     val.setdefault("group_size", 1)

@@ -3,7 +3,9 @@ seeds and each rank's share are the rollout engine's, :class:`agentgym_bench.rol
 
 - :class:`Sampler`: ``hf`` (the actor itself samples) or ``vllm`` (an engine fed the actor's weights after each
   update), with a training stream that checkpoints and an evaluation stream reseeded every evaluation.
-- :func:`play` / :func:`evaluate`: roll out and gather every rank's trajectories; :func:`rollout_metrics`.
+- :func:`play` / :func:`evaluate`: roll out and gather every rank's trajectories; :func:`rollout_metrics`. The
+  groups are ``EnvGroups`` or, for an env manager with an ``opponent``, two-player matches
+  (:class:`trainers.matches.MatchGroups`, the same ``rollout`` interface).
 """
 
 from __future__ import annotations
@@ -118,7 +120,8 @@ def play(groups: EnvGroups, policy: Any, history: int | None, dist: Dist,
 
 
 def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
-    """Success, score, turns, reply length and format validity of a batch of episodes."""
+    """Success, score, turns, reply length and format validity of a batch of episodes; for two-player matches (the
+    last turn's ``info["outcome"]``) also the win, draw and loss rates (success is a win, the score the payoff)."""
     turns = [turn for t in trajectories for turn in t.turns]
     lengths = [len(turn.token_ids) for turn in turns if turn.token_ids is not None]
     out = {
@@ -126,14 +129,23 @@ def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, fl
         f"{prefix}/score": float(np.mean([t.episode_reward for t in trajectories])),
         f"{prefix}/turns": float(np.mean([len(t.turns) for t in trajectories])),
         f"{prefix}/format_valid": float(np.mean([bool(turn.info.get("format_valid")) for turn in turns])),
-        f"{prefix}/action_valid": float(np.mean([bool(turn.info.get("action_is_valid")) for turn in turns])),
+        f"{prefix}/action_valid": _mean([bool(turn.info["action_is_valid"]) for turn in turns
+                                         if "action_is_valid" in turn.info]),  # NaN for matches: not reported
         f"{prefix}/response_length": float(np.mean(lengths)) if lengths else float("nan"),
     }
+    outcomes = [t.turns[-1].info.get("outcome") for t in trajectories if t.turns]
+    if outcomes and all(o in ("win", "draw", "loss") for o in outcomes):  # two-player matches (trainers/matches.py)
+        for name in ("win", "draw", "loss"):
+            out[f"{prefix}/{name}"] = float(np.mean([o == name for o in outcomes]))
     tags = sorted({t.tag for t in trajectories})
     if len(tags) > 1 or prefix == "val":
         for tag in tags:
             out[f"{prefix}/{tag}/success"] = float(np.mean([t.success for t in trajectories if t.tag == tag]))
     return out
+
+
+def _mean(values: list[bool]) -> float:
+    return float(np.mean(values)) if values else float("nan")
 
 
 def pass_at_k(trajectories: list[Trajectory]) -> float:

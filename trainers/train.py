@@ -34,7 +34,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -56,6 +56,9 @@ from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
 from trainers.ppo import Batch, _episode_first_rows, compute_advantages, ppo_update, score_samples
 from trainers.rollouts import Sampler, evaluate, pass_at_k, play, rollout_metrics, seed_from
 from trainers.samples import Samples, adjust_batch, step_samples, trajectory_samples
+
+if TYPE_CHECKING:
+    from trainers.matches import MatchGroups  # imports pettingzoo (the multiagent extra)
 
 # ----------------------------------------------------------------------------------------------- models and state
 
@@ -341,8 +344,8 @@ class Run:
     schedulers: dict[str, Any]
     rng: np.random.Generator
     sampler: Sampler
-    train_groups: EnvGroups
-    val_groups: EnvGroups
+    train_groups: EnvGroups | MatchGroups
+    val_groups: EnvGroups | MatchGroups
     log: MetricsLog | None
     result: TrainResult
     t0: float
@@ -367,13 +370,24 @@ def _check_world(config: TrainConfig, dist: Dist) -> None:
             raise ConfigError(f"{name}={value} must be divisible by the number of processes ({dist.world_size})")
 
 
-def make_env_groups(manager: EnvManager, prefix: str, dist: Dist, seed: int, fixed: bool) -> EnvGroups:
-    """This rank's share of a manager's env groups (the engine owns partition, sharding and seeds).
+def make_env_groups(manager: EnvManager, prefix: str, dist: Dist, seed: int, fixed: bool,
+                    config_seed: int = 0) -> EnvGroups | MatchGroups:
+    """This rank's share of a manager's env groups (the engine owns partition, sharding and seeds); with an
+    ``opponent``, its share of two-player matches (:class:`trainers.matches.MatchGroups`; the training opponent's
+    stream is seeded from the run's ``config_seed``, the validation opponent's is the same in every run).
 
     Raises:
         ConfigError: an env rejects ``env_kwargs`` (building every env is the check).
     """
     try:
+        if manager.opponent is not None:  # two-player matches
+            from trainers.matches import MatchGroups
+
+            return MatchGroups(manager.tags[0], manager.num_env_groups, manager.group_size, opponent=manager.opponent,
+                               env_kwargs=manager.env_kwargs, learner_seats=manager.learner_seats, seed=seed,
+                               fixed_seeds=fixed, shard=(dist.rank, dist.world_size),
+                               opponent_seed=seed_from(0 if fixed else config_seed, 4, int(fixed)),
+                               snapshot_every=manager.snapshot_every)
         partition = manager.num_groups_partition or even_partition(manager.num_env_groups, len(manager.tags))
         return EnvGroups(manager.tags, partition, manager.group_size,
                          env_kwargs=manager.env_kwargs, seed=seed, fixed_seeds=fixed,
@@ -396,8 +410,9 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
     resolve_model(config.pretrain)
     _check_world(config, dist)
     train_groups = make_env_groups(config.train_env_manager, "train_env_manager", dist, config.train_seed_start,
-                                   fixed=False)
-    val_groups = make_env_groups(config.val_env_manager, "val_env_manager", dist, config.val_seed_start, fixed=True)
+                                   fixed=False, config_seed=config.seed)
+    val_groups = make_env_groups(config.val_env_manager, "val_env_manager", dist, config.val_seed_start, fixed=True,
+                                 config_seed=config.seed)
     out = Path(config.output_dir)
     resume = ckpt.find_checkpoint(out, config.resume_from_checkpoint)
     models = load_models(config, dist, resume)

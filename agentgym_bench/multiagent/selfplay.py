@@ -7,7 +7,10 @@ when the opponent *is* the learner: self-play). Every seat's conversation is its
 :class:`~agentgym_bench.rollout.trajectory.Trajectory` is exactly what a single-agent trainer consumes: turns with
 observation, reply, parsed actions, ``state_key`` and reward. A turn's reward is what the seat received between
 its move and its next observation (PettingZoo's cumulative reward), so the end-of-game reward lands on the seat's
-last turn. Parallel envs are driven through PettingZoo's ``parallel_to_aec``.
+last turn; a turn's ``info`` is the env's info before the move, what was read from the reply, then what the env
+reported after the move (as a single-agent step's info: Bargain's ``valid_demand``), and the last turn's also
+``outcome``, the seat's ``"win"``/``"draw"``/``"loss"``. Parallel envs are driven through PettingZoo's
+``parallel_to_aec``.
 
 Policies that need no model read the game: the ``envs`` they get are :class:`Seat` objects (the match's AEC env
 and the agent to move). :class:`ScriptedBargainPolicy` and :class:`RandomBargainPolicy` are Bargain's opponents.
@@ -157,6 +160,7 @@ def _advance(match: _Match) -> bool:
         turns = match.trajectories[agent].turns
         if turns:  # a seat that never moved (the other lost by invalid moves first) keeps its reward in totals only
             turns[-1].reward += float(reward)
+            turns[-1].info.update(json_safe(info))  # what the env reported after the move, as a single-agent step
         if terminated or truncated:
             trajectory = match.trajectories[agent]
             trajectory.final_observation = obs["text"]
@@ -200,12 +204,18 @@ def _act(waiting: list[_Match], learner: Policy, opponent: Policy, history: int 
             match.env.step(generation.text)
 
 
+def _outcome(rewards: Mapping[str, float], agent: str) -> str:
+    mine, theirs = rewards[agent], max(r for a, r in rewards.items() if a != agent)
+    return "win" if mine > theirs else "loss" if mine < theirs else "draw"
+
+
 def _result(match: _Match) -> MatchResult:
     rewards = {a: match.totals.get(a, 0.0) for a in match.trajectories}
-    mine = rewards[match.learner]
-    theirs = max(r for a, r in rewards.items() if a != match.learner)
-    outcome = "win" if mine > theirs else "loss" if mine < theirs else "draw"
-    return MatchResult(match.seed, match.learner, match.trajectories, rewards, outcome, match.truncated)
+    for agent, trajectory in match.trajectories.items():
+        if trajectory.turns:
+            trajectory.turns[-1].info["outcome"] = _outcome(rewards, agent)
+    return MatchResult(match.seed, match.learner, match.trajectories, rewards, _outcome(rewards, match.learner),
+                       match.truncated)
 
 
 def score(results: Sequence[MatchResult]) -> dict[str, Any]:

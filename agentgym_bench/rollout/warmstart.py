@@ -6,7 +6,11 @@ from scratch, so the warm start gives it both:
 1. Demonstrations: :class:`~agentgym_bench.rollout.scripted.NoisyOraclePolicy` plays each env on training seeds
    (from :data:`~agentgym_bench.rollout.engine.TRAIN_SEED_START`): each turn the oracle's reply planned with at most
    ``oracle_actions`` actions, or with probability ``epsilon`` a random valid action (default 0: clean
-   demonstrations imitate best, ``docs/baselines.md``). Every reply is well formed.
+   demonstrations imitate best, ``docs/baselines.md``). Every reply is well formed. The two-player
+   ``Bargain-v0`` (:data:`MATCH_ENVS`) has a weak demonstrator instead, so that RL has room: matches between two
+   uniformly random, well-formed demands (:class:`~agentgym_bench.multiagent.selfplay.RandomBargainPolicy`), both
+   seats' turns kept; its evaluation is the win rate against the random policy, seats alternating, next to the
+   scripted bargainer's (the "oracle" column) and the random policy's (docs/multiagent.md).
 2. Fine-tuning: next-token cross-entropy on the reply tokens only (the loss mask of
    :func:`~agentgym_bench.rollout.tokens.step_token_views`: each turn's prompt under the history window, then the
    reply and its end token; :func:`reply_loss`), AdamW with linear warm-up and cosine decay, shuffled by a seeded
@@ -53,6 +57,8 @@ DEFAULT_EPISODES = {"AgentSokoban-v0": 30_000, "AgentFrozenLake-v0": 6_000, "Age
 """Demonstration episodes per env of the default warm start (run 4 of docs/baselines.md): one model for the suite's
 4x4/6x6 grid envs and Bandit, most of the budget where reading the board is hardest."""
 DEFAULT_ENVS = tuple(DEFAULT_EPISODES)
+MATCH_ENVS = ("Bargain-v0",)
+"""Two-player env ids with a demonstrator: random-demand matches (module docstring)."""
 
 
 @dataclass
@@ -127,9 +133,14 @@ class WarmStartConfig:
     def all_env_kwargs(self) -> dict[str, Any]:
         return {"prompt": self.prompt, **self.env_kwargs}
 
+    def kwargs_of(self, env_id: str) -> dict[str, Any]:
+        """The env's keyword arguments: ``env_kwargs``, plus ``prompt`` for single-agent envs."""
+        return dict(self.env_kwargs) if env_id in MATCH_ENVS else self.all_env_kwargs
+
 
 def collect_demonstrations(config: WarmStartConfig, *, progress: bool = False) -> list[Trajectory]:
-    """``config.episodes_of(env_id)`` noisy-oracle episodes of each env on training seeds, in batches of up to 512.
+    """``config.episodes_of(env_id)`` noisy-oracle episodes of each env on training seeds, in batches of up to 512
+    (two-player envs: :func:`match_demonstrations`).
 
     Each env's episodes use seeds ``TRAIN_SEED_START, TRAIN_SEED_START + 1, ...``; the envs come in ``config.envs``
     order.
@@ -138,6 +149,9 @@ def collect_demonstrations(config: WarmStartConfig, *, progress: bool = False) -
     out: list[Trajectory] = []
     for env_id in config.envs:
         episodes = config.episodes_of(env_id)
+        if env_id in MATCH_ENVS:
+            out += match_demonstrations(env_id, episodes, config)
+            continue
         per_batch = min(episodes, 512)
         groups = EnvGroups([env_id], [per_batch], 1, env_kwargs=config.all_env_kwargs, seed=TRAIN_SEED_START)
         mine: list[Trajectory] = []
@@ -149,6 +163,17 @@ def collect_demonstrations(config: WarmStartConfig, *, progress: bool = False) -
         groups.close()
         out += mine[:episodes]
     return out
+
+
+def match_demonstrations(env_id: str, matches: int, config: WarmStartConfig) -> list[Trajectory]:
+    """Both seats of ``matches`` random-demand matches of a two-player env, seeds ``TRAIN_SEED_START, ...``
+    (``2 * matches`` trajectories, match by match, ``player_0`` first)."""
+    from agentgym_bench.multiagent.selfplay import RandomBargainPolicy, play_matches
+
+    results = play_matches(env_id, range(TRAIN_SEED_START, TRAIN_SEED_START + matches),
+                           RandomBargainPolicy(config.seed), RandomBargainPolicy(config.seed + 1),
+                           env_kwargs=config.kwargs_of(env_id), learner_seats="player_0", history=config.history)
+    return [t for r in results for t in r.trajectories.values() if t.turns]
 
 
 def reply_loss(model: Any, batch: dict[str, Any]) -> Any:
@@ -208,11 +233,18 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
 
 
 def success_table(policy: Any, config: WarmStartConfig, *, history: int | None) -> dict[str, dict[str, float]]:
-    """Success of ``policy`` per env on validation seeds ``0 .. eval_episodes-1``, with a 95% Wilson interval."""
-    groups = EnvGroups.validation(config.envs, [config.eval_episodes] * len(config.envs),
-                                  env_kwargs=config.all_env_kwargs)
-    trajectories = groups.rollout(policy, history=history)
-    groups.close()
+    """Success of ``policy`` per env on validation seeds ``0 .. eval_episodes-1``, with a 95% Wilson interval.
+
+    Two-player envs: the win rate against uniformly random demands, seats alternating; the oracle and random
+    policies stand for the scripted bargainer and the random demands."""
+    single = [e for e in config.envs if e not in MATCH_ENVS]
+    trajectories = []
+    if single:
+        groups = EnvGroups.validation(single, [config.eval_episodes] * len(single), env_kwargs=config.all_env_kwargs)
+        trajectories = groups.rollout(policy, history=history)
+        groups.close()
+    for env_id in (e for e in config.envs if e in MATCH_ENVS):
+        trajectories += _match_evaluation(env_id, policy, config, history)
     table = {}
     for env_id in config.envs:
         rate = stats.success_rate([t.success for t in trajectories if t.env_id == env_id])
@@ -221,6 +253,17 @@ def success_table(policy: Any, config: WarmStartConfig, *, history: int | None) 
                                              if t.env_id == env_id for u in t.turns)
                          / max(1, sum(len(t.turns) for t in trajectories if t.env_id == env_id))}
     return table
+
+
+def _match_evaluation(env_id: str, policy: Any, config: WarmStartConfig, history: int | None) -> list[Trajectory]:
+    from agentgym_bench.multiagent.selfplay import RandomBargainPolicy, ScriptedBargainPolicy, play_matches
+
+    stand_in = {OraclePolicy: ScriptedBargainPolicy, RandomPolicy: lambda: RandomBargainPolicy(config.seed)}
+    learner = stand_in[type(policy)]() if type(policy) in stand_in else policy
+    results = play_matches(env_id, range(VALIDATION_SEED_START, VALIDATION_SEED_START + config.eval_episodes),
+                           learner, RandomBargainPolicy(config.seed + 1), env_kwargs=config.kwargs_of(env_id),
+                           history=history)
+    return [r.learner_trajectory for r in results]
 
 
 def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, Any]:
