@@ -307,11 +307,8 @@ def _compare_match(where: str, episode: Any, result: Any, opponent: str) -> None
     from agentgym_bench.benchmark.matches import turns_in_order
 
     played = list(enumerate(turns_in_order(result)))
-    for t, (agent, turn) in played:
-        here = f"{where}, move {t + 1}"
-        if t >= len(episode.turns):
-            raise ReplayMismatch(f"{where}: the match goes on after the {len(episode.turns)} recorded moves on replay")
-        rec = episode.turns[t]
+    for t, (agent, turn) in played[:len(episode.turns)]:  # moves first, then their number, then rewards
+        here, rec = f"{where}, move {t + 1}", episode.turns[t]
         if rec.agent != agent:
             raise ReplayMismatch(f"{here}: {agent} moves on replay, the file records {rec.agent}")
         if sha256_text(turn.observation) != rec.observation_sha256:
@@ -322,11 +319,15 @@ def _compare_match(where: str, episode: Any, result: Any, opponent: str) -> None
         if list(turn.actions) != rec.actions or list(turn.executed_actions) != rec.executed_actions:
             raise ReplayMismatch(f"{here}: the reply parses to actions {turn.actions} (executed "
                                  f"{turn.executed_actions}), the file records {rec.actions} ({rec.executed_actions})")
-        if abs(float(turn.reward) - rec.reward) > REWARD_TOLERANCE:
-            raise ReplayMismatch(f"{here}: reward {float(turn.reward)!r}, the file records {rec.reward!r}")
-    if len(played) != len(episode.turns):
+    if len(played) > len(episode.turns):
+        raise ReplayMismatch(f"{where}: the match goes on after the {len(episode.turns)} recorded moves on replay")
+    if len(played) < len(episode.turns):
         raise ReplayMismatch(f"{where}: the match ends after {len(played)} moves on replay, the file records "
                              f"{len(episode.turns)}")
+    for t, (_, turn) in played:
+        if abs(float(turn.reward) - episode.turns[t].reward) > REWARD_TOLERANCE:
+            raise ReplayMismatch(f"{where}, move {t + 1}: reward {float(turn.reward)!r}, the file records "
+                                 f"{episode.turns[t].reward!r}")
     match = episode.match
     payoffs = {a: float(r) for a, r in result.rewards.items()}
     if payoffs.keys() != match.payoffs.keys() or any(abs(payoffs[a] - match.payoffs[a]) > REWARD_TOLERANCE
