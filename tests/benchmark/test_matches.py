@@ -8,7 +8,7 @@ import pytest
 
 from agentgym_bench.benchmark.evaluate import evaluate
 from agentgym_bench.benchmark.matches import match_key_tag, play_entry, suite_policy
-from agentgym_bench.benchmark.results import loads, dumps, summarize
+from agentgym_bench.benchmark.results import dumps, loads, summarize
 from agentgym_bench.benchmark.stats import wilson_interval
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.errors import UserError
