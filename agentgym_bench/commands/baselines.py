@@ -54,6 +54,9 @@ class Recipe:
     ma_model_eval: tuple[str, ...] = ("--max-new-tokens", "16")
     """``agentgym-bench eval`` arguments of the models on the two-player suite (full history: Bargain states the
     player's values in the first observation only)."""
+    ma_models: tuple[str, ...] | None = None
+    """Models that also play the two-player suite (``None``: all; the smoke recipe plays the warm start only, each
+    model's 1,200 matches take minutes on a CPU)."""
 
 
 TRAINED = {"starpo": "baseline-starpo", "starpo-s": "baseline-starpo_s", "gigpo": "baseline-gigpo"}
@@ -70,7 +73,8 @@ RECIPES: dict[str, Recipe] = {
                                            "train_env_manager.num_env_groups=4", "train_env_manager.group_size=2",
                                            "val_batch_size=8", "val_env_manager.num_env_groups=8",
                                            "ppo_mini_batch_size=8", "micro_batch_size=8"))
-                           for name, config in TRAINED.items()}),
+                           for name, config in TRAINED.items()},
+                    ma_models=("warmstart",)),
 }
 
 
@@ -131,6 +135,7 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
     ma = work / "results-ma"
     models = {"warmstart": (warm, "warmstart"),
               **{name: (work / "runs" / name, f"train {name}") for name in recipe.train}}
+    models = {k: v for k, v in models.items() if recipe.ma_models is None or k in recipe.ma_models}
     jobs += [Job(f"eval-ma {name}", cli("eval", "--policy", name, "--suite", ma_suite,
                                         "--out", str(ma / f"{name}.json.gz")), ma / f"{name}.json.gz")
              for name in ("random", "scripted")]

@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     path = write_results(results, Path(args.out))
     print(format_summary(summarize(results, suite)))
     compute = results.metadata["compute"]
-    print(f"wrote {path} ({compute['episodes']} episodes, {compute['env_steps']} turns, "
+    print(f"wrote {path} ({compute['episodes']} {'matches' if suite.multiagent else 'episodes'}, "
+          f"{compute['env_steps']} turns, "
           f"{compute['wall_time_s']:.0f}s); submit it with: agentgym-bench submit {path} --name NAME")
     return 0

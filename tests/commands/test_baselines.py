@@ -59,10 +59,14 @@ def test_smoke_recipe_end_to_end(tmp_path):
     assert len(names) == 6 and names["oracle"]["summary"]["score"][0] > names["random"]["summary"]["score"][0]
     assert names["default model + SFT + GiGPO"]["mark"] == "reproduced"
     assert Path(tmp_path / "work" / "leaderboard" / "index.html").is_file()
+    two_player = {r["name"]: r for r in read_index(tmp_path / "work" / "leaderboard-ma")["submissions"]}
+    assert set(two_player) == {"random", "scripted", "default model + SFT"}
+    assert two_player["scripted"]["summary"]["score"][0] > two_player["random"]["summary"]["score"][0]
+    assert two_player["default model + SFT"]["mark"] == "reproduced"
 
 
 def test_plan_also_plays_the_two_player_suite_onto_its_own_board(tmp_path):
-    jobs = plan(RECIPES["smoke"], tmp_path / "work", tmp_path / "board", "agentgym-v1", tmp_path / "ma-board",
+    jobs = plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v1", tmp_path / "ma-board",
                 "agentgym-ma-v1")
     names = [j.name for j in jobs]
     ma = [j for j in jobs if j.name.startswith("eval-ma")]
@@ -78,3 +82,6 @@ def test_plan_also_plays_the_two_player_suite_onto_its_own_board(tmp_path):
         assert all(names.index(a) < names.index(job.name) for a in job.after)
     assert not any(j.name.startswith("eval-ma") for j in plan(RECIPES["smoke"], tmp_path, tmp_path / "b",
                                                                "agentgym-v1"))
+    smoke = plan(RECIPES["smoke"], tmp_path, tmp_path / "b", "agentgym-v1", tmp_path / "m", "agentgym-ma-v1")
+    assert [j.name for j in smoke if j.name.startswith("eval-ma")] == ["eval-ma random", "eval-ma scripted",
+                                                                       "eval-ma warmstart"]
