@@ -199,3 +199,29 @@ def test_submit_board_and_reproduce_on_a_two_player_board(tmp_path, ma_suite, ma
     for name in ("scripted", "random", "default model"):
         assert main(["reproduce", name, "--board", str(board)]) == 0
     assert "3 of 3 entries agree" in capsys.readouterr().out
+
+
+COMMITTED = Path(__file__).resolve().parents[2] / "leaderboards" / "agentgym-ma-v1"
+
+
+def test_the_committed_two_player_board_matches_its_stored_files():
+    """Every stored file is the one indexed (SHA-256) and its summary is recomputed, not taken as stored."""
+    import hashlib
+
+    from agentgym_bench.benchmark.suites import load_suite
+    from agentgym_bench.leaderboard.board import read_index, suite_to_dict, summary_json
+
+    index = read_index(COMMITTED)
+    suite = load_suite("agentgym-ma-v1")
+    assert index["suite"] == suite_to_dict(suite)
+    assert {"random", "scripted"} <= {r["name"] for r in index["submissions"]}
+    for record in index["submissions"]:
+        raw = (COMMITTED / "submissions" / f"{record['slug']}.json.gz").read_bytes()
+        assert hashlib.sha256(raw).hexdigest() == record["sha256"]
+        assert record["summary"] == json.loads(json.dumps(summary_json(summarize(loads(raw), suite))))
+
+
+@pytest.mark.slow
+def test_the_committed_two_player_submissions_replay():
+    for path in sorted((COMMITTED / "submissions").glob("*.json.gz")):
+        assert verify(path, sample=0).episodes == 1200
