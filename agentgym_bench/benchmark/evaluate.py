@@ -4,6 +4,9 @@ All entries run together in one :class:`~agentgym_bench.rollout.engine.EnvGroups
 fixed seeds), so a model policy makes one batched call per turn for the whole suite. Sampling is keyed: each
 episode's randomness depends on the policy's seed and the episode alone, so the leaderboard can re-generate any
 episode by itself and compare it token for token.
+
+Multi-agent suites (match entries) are played entry by entry by :func:`agentgym_bench.benchmark.matches.play_suite`
+(all matches of an entry in lockstep, one batched call per policy per move), with keyed sampling too.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from agentgym_bench.benchmark.results import EntryResults, EpisodeRecord, Results, TurnRecord, sha256_text
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry
+from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.policy import Policy
 from agentgym_bench.rollout.trajectory import Trajectory
@@ -75,7 +79,8 @@ def evaluate(policy: Policy, suite: Suite, policy_record: dict[str, Any], *,
         policy: any generation backend.
         suite: the suite (:func:`~agentgym_bench.benchmark.suites.load_suite`).
         policy_record: ``metadata.policy`` (from :func:`~agentgym_bench.rollout.specs.policy_from_spec`).
-        prompt: prompt template for every entry, or per entry name (each must be allowed by the entry).
+        prompt: prompt template for every entry, or per entry name (each must be allowed by the entry); ``None`` on
+            multi-agent suites.
         history: the prompt's history window (``None``: the whole conversation; ``0``: the current observation).
         trainer: ``{"algorithm": ..., "config": {...}}`` when the model was trained by a reference trainer.
         training_compute: what training cost (recorded under ``metadata.compute.training``).
@@ -83,11 +88,24 @@ def evaluate(policy: Policy, suite: Suite, policy_record: dict[str, Any], *,
         max_workers: step envs in a thread pool of this size (slow envs such as HTTP WebShop).
     """
     start = time.perf_counter()
-    played = play_suite(policy, suite, prompt=prompt, history=history, progress=progress, max_workers=max_workers)
+    if suite.multiagent:
+        from agentgym_bench.benchmark import matches
+
+        if prompt is not None:
+            raise UserError(f"{suite.name} is a two-player suite: its games write their own text, there is no prompt "
+                            "template to choose")
+        played_matches = matches.play_suite(policy, suite, history=history, progress=progress)
+        entries = [e for e, _ in played_matches]
+        turns = [turn for _, results in played_matches for r in results for t in r.trajectories.values()
+                 for turn in t.turns]
+    else:
+        played = play_suite(policy, suite, prompt=prompt, history=history, progress=progress,
+                            max_workers=max_workers)
+        entries = [entry_results(suite.entry(name), trajectories) for name, trajectories in played.items()]
+        turns = [turn for ts in played.values() for t in ts for turn in t.turns]
     wall = time.perf_counter() - start
-    entries = [entry_results(suite.entry(name), trajectories) for name, trajectories in played.items()]
-    turns = [turn for ts in played.values() for t in ts for turn in t.turns]
-    completion = [turn.completion_tokens for turn in turns if turn.completion_tokens is not None]
+    completion = [turn.completion_tokens if turn.completion_tokens is not None else len(turn.token_ids)
+                  for turn in turns if turn.completion_tokens is not None or turn.token_ids is not None]
     prompt_tokens = [turn.prompt_tokens for turn in turns if turn.prompt_tokens is not None]
     compute: dict[str, Any] = {
         "episodes": sum(len(e.episodes) for e in entries), "env_steps": len(turns),

@@ -9,6 +9,11 @@ What is recorded per episode is what verification needs (``agentgym_bench.leader
 turn's raw reply, parsed and executed actions, reward and a SHA-256 of the observation the model read, the final
 observation's hash, the return and success. Replaying the replies through a fresh env must reproduce all of them.
 Summaries (success rates, intervals, scores) are never stored: they are recomputed from the episodes.
+
+Match entries (multi-agent suites, an entry with an ``opponent``): each episode is a match record — the seed, the
+evaluated policy's seat (``learner``), the ``opponent``, every move of both seats in play order (each turn names its
+``agent``), every seat's payoff, the learner's ``outcome`` (win/draw/loss) and whether a deal was made; ``success``
+is a win and ``return`` the learner's payoff, so the per-episode arrays below mean the same for both kinds.
 """
 
 from __future__ import annotations
@@ -55,6 +60,20 @@ class TurnRecord:
     executed_actions: list[str]
     reward: float
     token_ids: list[int] | None = None
+    agent: str | None = None
+    """Match entries: the seat that moved."""
+
+
+@dataclass
+class MatchRecord:
+    """What a match record adds to an episode: the evaluated policy's seat, its opponent, the outcome for the
+    learner, every seat's payoff, and whether the game ended in a deal (``None``: the game has no deals)."""
+
+    learner: str
+    opponent: str
+    outcome: str
+    payoffs: dict[str, float]
+    deal: bool | None = None
 
 
 @dataclass
@@ -64,6 +83,7 @@ class EpisodeRecord:
     return_: float
     final_observation_sha256: str
     turns: list[TurnRecord] = field(default_factory=list)
+    match: MatchRecord | None = None
 
 
 @dataclass
@@ -72,10 +92,18 @@ class EntryResults:
     env_id: str
     env_kwargs: dict[str, Any]
     episodes: list[EpisodeRecord] = field(default_factory=list)
+    opponent: str | None = None
+    """Match entries: who the evaluated policy played."""
 
     @property
     def prompt(self) -> str:
-        return str(self.env_kwargs["prompt"])
+        """The prompt template (``""`` for match entries: the game writes its own text)."""
+        return str(self.env_kwargs.get("prompt", ""))
+
+    def scored(self) -> np.ndarray:
+        """``(n,)`` what the suite score averages per episode, in the recorded order: success as 0/1, or for a match
+        entry the learner's payoff."""
+        return self.returns() if self.opponent is not None else self.successes()
 
     def successes(self) -> np.ndarray:
         """``(n,)`` 0/1 per episode, in the recorded order."""
@@ -107,10 +135,13 @@ class Results:
             "metadata": self.metadata,
             "entries": [{
                 "name": e.name, "env_id": e.env_id, "env_kwargs": e.env_kwargs,
+                **({"opponent": e.opponent} if e.opponent is not None else {}),
                 "episodes": [{
                     "seed": ep.seed, "success": ep.success, "return": ep.return_,
                     "final_observation_sha256": ep.final_observation_sha256,
-                    "turns": [{"observation_sha256": t.observation_sha256, "reply": t.reply, "actions": t.actions,
+                    **(_match_dict(ep.match) if ep.match is not None else {}),
+                    "turns": [{**({"agent": t.agent} if t.agent is not None else {}),
+                               "observation_sha256": t.observation_sha256, "reply": t.reply, "actions": t.actions,
                                "executed_actions": t.executed_actions, "reward": t.reward,
                                **({"token_ids": t.token_ids} if t.token_ids is not None else {})}
                               for t in ep.turns],
@@ -129,10 +160,20 @@ class Results:
                     seed=ep["seed"], success=ep["success"], return_=float(ep["return"]),
                     final_observation_sha256=ep["final_observation_sha256"],
                     turns=[TurnRecord(t["observation_sha256"], t["reply"], list(t["actions"]),
-                                      list(t["executed_actions"]), float(t["reward"]), t.get("token_ids"))
-                           for t in ep["turns"]])
-                    for ep in e["episodes"]])
+                                      list(t["executed_actions"]), float(t["reward"]), t.get("token_ids"),
+                                      t.get("agent"))
+                           for t in ep["turns"]],
+                    match=MatchRecord(ep["learner"], ep["opponent"], ep["outcome"],
+                                      {k: float(v) for k, v in ep["payoffs"].items()}, ep.get("deal"))
+                    if "learner" in ep else None)
+                    for ep in e["episodes"]],
+                opponent=e.get("opponent"))
                 for e in data["entries"]])
+
+
+def _match_dict(m: MatchRecord) -> dict[str, Any]:
+    return {"learner": m.learner, "opponent": m.opponent, "outcome": m.outcome, "payoffs": m.payoffs,
+            "deal": m.deal}
 
 
 @cache
@@ -208,42 +249,86 @@ def write_results(results: Results, path: str | os.PathLike) -> Path:
 
 
 @dataclass(frozen=True)
+class MatchSummary:
+    """What the tables add for a match entry: the opponent, draw and loss rates and the deal rate (Wilson
+    intervals; ``deal`` is ``None`` for games without deals). The win rate is :attr:`EntrySummary.success`."""
+
+    opponent: str
+    draw: stats.Rate
+    loss: stats.Rate
+    deal: stats.Rate | None
+
+
+@dataclass(frozen=True)
 class EntrySummary:
-    """What the tables show for one entry."""
+    """What the tables show for one entry. For a match entry ``success`` is the win rate, ``mean_return`` the
+    learner's mean payoff and ``match`` the rest."""
 
     name: str
     prompt: str
     success: stats.Rate
     mean_return: tuple[float, float, float]
     normalised: float
+    match: MatchSummary | None = None
 
 
 @dataclass(frozen=True)
 class Summary:
     entries: tuple[EntrySummary, ...]
     score: tuple[float, float, float]
-    """Mean over entries of success / oracle success, with its stratified bootstrap interval."""
+    """Mean over entries of the scored outcome over its ceiling (success / oracle success; a match entry's mean
+    payoff), with its stratified bootstrap interval."""
+
+
+SCORE_TEXT = {False: "mean over entries of success / oracle success",
+              True: "mean over entries of the policy's mean payoff"}
+"""What the score is, for a single-agent (``False``) and a multi-agent (``True``) suite."""
+
+
+def entry_summary(entry: EntryResults, ceiling: float) -> EntrySummary:
+    """One entry's summary (see :class:`EntrySummary`)."""
+    match = None
+    if entry.opponent is not None:
+        outcomes = [ep.match.outcome for ep in entry.episodes if ep.match is not None]
+        deals = [ep.match.deal for ep in entry.episodes if ep.match is not None]
+        match = MatchSummary(entry.opponent, stats.success_rate([o == "draw" for o in outcomes]),
+                             stats.success_rate([o == "loss" for o in outcomes]),
+                             None if None in deals else stats.success_rate(deals))
+    return EntrySummary(entry.name, entry.prompt, stats.success_rate(entry.successes()),
+                        stats.mean_interval(entry.returns()), float(entry.scored().mean() / ceiling), match)
 
 
 def summarize(results: Results, suite: Suite, *, seed: int = 0) -> Summary:
-    """Per-entry success (Wilson), mean return, oracle-normalised success, and the suite score with its interval."""
+    """Per-entry success (Wilson), mean return, normalised outcome (and win/draw/loss/deal for matches), and the suite
+    score with its interval."""
     ceilings = suite.ceilings
-    entries = tuple(
-        EntrySummary(e.name, e.prompt, stats.success_rate(e.successes()), stats.mean_interval(e.returns()),
-                     float(e.successes().mean() / ceilings[e.name]))
-        for e in results.entries)
-    score = stats.aggregate_interval({e.name: e.successes() for e in results.entries}, ceilings, seed=seed)
+    entries = tuple(entry_summary(e, ceilings[e.name]) for e in results.entries)
+    score = stats.aggregate_interval({e.name: e.scored() for e in results.entries}, ceilings, seed=seed)
     return Summary(entries, score)
+
+
+def _rate(r: stats.Rate) -> str:
+    return f"{r.rate:.3f} [{r.low:.3f}, {r.high:.3f}]"
 
 
 def format_summary(summary: Summary) -> str:
     """A plain-text table of a summary (what ``agentgym-bench eval`` prints)."""
     width = max(len(e.name) for e in summary.entries)
-    lines = [f"{'entry':<{width}}  {'prompt':<7}  {'success [95% CI]':<22}  {'return':>7}  {'/oracle':>7}"]
-    for e in summary.entries:
-        s = e.success
-        lines.append(f"{e.name:<{width}}  {e.prompt:<7}  {s.rate:.3f} [{s.low:.3f}, {s.high:.3f}]    "
-                     f"{e.mean_return[0]:>7.3f}  {e.normalised:>7.3f}")
+    multiagent = summary.entries[0].match is not None
+    if multiagent:
+        lines = [f"{'entry':<{width}}  {'opponent':<8}  {'win [95% CI]':<20}  {'draw [95% CI]':<20}  "
+                 f"{'loss [95% CI]':<20}  {'deal':>5}  payoff [95% CI]"]
+        for e in summary.entries:
+            m = e.match
+            assert m is not None
+            mean, low, high = e.mean_return
+            lines.append(f"{e.name:<{width}}  {m.opponent:<8}  {_rate(e.success)}  {_rate(m.draw)}  {_rate(m.loss)}  "
+                         f"{'-' if m.deal is None else f'{m.deal.rate:.3f}':>5}  {mean:.3f} [{low:.3f}, {high:.3f}]")
+    else:
+        lines = [f"{'entry':<{width}}  {'prompt':<7}  {'success [95% CI]':<22}  {'return':>7}  {'/oracle':>7}"]
+        for e in summary.entries:
+            lines.append(f"{e.name:<{width}}  {e.prompt:<7}  {_rate(e.success)}    "
+                         f"{e.mean_return[0]:>7.3f}  {e.normalised:>7.3f}")
     score, low, high = summary.score
-    lines.append(f"score (mean success / oracle over entries): {score:.3f} [{low:.3f}, {high:.3f}]")
+    lines.append(f"score ({SCORE_TEXT[multiagent]}): {score:.3f} [{low:.3f}, {high:.3f}]")
     return "\n".join(lines)

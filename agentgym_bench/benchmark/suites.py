@@ -20,6 +20,18 @@ training, validation, warm start or tuning may use (trainers refuse configs that
 ``agentgym-v1-validation`` holds validation seeds from 0 for tuning and model selection. WebShop entries also name
 the goal split (``split``): seed ``s`` plays goal ``s % size`` of it, so the test entry's 500 seeds are the 500 test
 goals.
+
+Multi-agent suites (``agentgym-ma-v1`` and its twin ``agentgym-ma-v1-validation``) hold **match entries**: a
+two-player env id (:func:`~agentgym_bench.multiagent.selfplay.make_multiagent_env`), fixed kwargs, an ``opponent``
+(one of :data:`OPPONENTS`) and ``episodes`` matches, with no ``prompts`` (the game writes its own text) and no
+``oracle_success``::
+
+    {"name": "bargain-vs-scripted", "env_id": "Bargain-v0", "env_kwargs": {"max_rounds": 5},
+     "opponent": "scripted", "episodes": 400}
+
+Match ``i`` plays seed ``seed_start + i`` with the evaluated policy on ``player_{i % 2}`` (both seats, balanced). A
+suite holds single-agent entries only or match entries only. The score of a multi-agent suite is the mean over
+entries of the policy's mean payoff (:mod:`agentgym_bench.benchmark.results`), so every match entry's ceiling is 1.
 """
 
 from __future__ import annotations
@@ -34,26 +46,46 @@ from agentgym_bench.errors import UserError
 
 SUITES_PACKAGE = "agentgym_bench.benchmark.data"
 DEFAULT_SUITE = "agentgym-v1"
+MULTIAGENT_SUITE = "agentgym-ma-v1"
+OPPONENTS = ("random", "scripted", "self")
+"""Opponents of match entries: uniformly random demands and the scripted bargainer, both fixed by the suite (the
+same replies for every submission), and ``self``, the evaluated policy on both seats."""
 
 
 @dataclass(frozen=True)
 class SuiteEntry:
-    """One line of a suite: an env id with fixed kwargs, the prompts allowed, and its episodes."""
+    """One line of a suite: an env id with fixed kwargs, the prompts allowed, and its episodes; for a match entry,
+    the opponent (``prompts`` empty, ``oracle_success`` ``None``)."""
 
     name: str
     env_id: str
     env_kwargs: dict[str, Any]
     prompts: tuple[str, ...]
     episodes: int
-    oracle_success: float
+    oracle_success: float | None
     seed_start: int
+    opponent: str | None = None
+
+    @property
+    def ceiling(self) -> float:
+        """What the entry's score is normalised by: the oracle's success, or 1 (the most payoff) for matches."""
+        return 1.0 if self.oracle_success is None else self.oracle_success
+
+    def learner_seat(self, seed: int) -> str:
+        """The evaluated policy's seat in the match of ``seed`` (match entries): ``player_0`` on even offsets."""
+        return f"player_{(seed - self.seed_start) % 2}"
 
     @property
     def seeds(self) -> range:
         return range(self.seed_start, self.seed_start + self.episodes)
 
     def make_kwargs(self, prompt: str | None = None) -> dict[str, Any]:
-        """``gym.make`` keyword arguments with ``prompt`` (default: the entry's first)."""
+        """``gym.make`` keyword arguments with ``prompt`` (default: the entry's first); a match entry's env kwargs."""
+        if self.opponent is not None:
+            if prompt is not None:
+                raise UserError(f"suite entry {self.name!r} is a two-player match: its game writes its own text, "
+                                "there is no prompt template to choose")
+            return dict(self.env_kwargs)
         prompt = self.prompts[0] if prompt is None else prompt
         if prompt not in self.prompts:
             raise UserError(f"prompt {prompt!r} is not allowed for suite entry {self.name!r}; "
@@ -84,7 +116,12 @@ class Suite:
 
     @property
     def ceilings(self) -> dict[str, float]:
-        return {e.name: e.oracle_success for e in self.entries}
+        return {e.name: e.ceiling for e in self.entries}
+
+    @property
+    def multiagent(self) -> bool:
+        """The suite's entries are two-player matches."""
+        return bool(self.entries) and self.entries[0].opponent is not None
 
 
 def available_suites() -> list[str]:
@@ -115,6 +152,9 @@ def parse_suite(data: dict[str, Any]) -> Suite:
     seed_start = int(data["seed_start"])
     entries = []
     for raw in data["entries"]:
+        if "opponent" in raw:
+            entries.append(_match_entry(data["name"], raw, seed_start))
+            continue
         if raw["env_id"] not in gym.registry:
             raise ValueError(f"suite {data['name']}: entry {raw['name']} names unknown env id {raw['env_id']}")
         if "prompt" in raw.get("env_kwargs", {}):
@@ -124,10 +164,36 @@ def parse_suite(data: dict[str, Any]) -> Suite:
                                   prompts=tuple(raw["prompts"]), episodes=int(raw["episodes"]),
                                   oracle_success=float(raw["oracle_success"]), seed_start=seed_start))
     names = [e.name for e in entries]
-    if len(set(names)) != len(names) or len({e.env_id for e in entries}) != len(entries):
-        raise ValueError(f"suite {data['name']}: entry names and env ids must be unique")
+    if len({e.opponent is None for e in entries}) > 1:
+        raise ValueError(f"suite {data['name']}: mixes single-agent and match entries; make two suites")
+    keys = [(e.env_id, e.opponent) for e in entries]
+    if len(set(names)) != len(names) or len(set(keys)) != len(entries):
+        raise ValueError(f"suite {data['name']}: entry names, and env ids (with their opponent), must be unique")
     return Suite(name=data["name"], version=int(data["version"]), split=data["split"],
                  description=data.get("description", ""), seed_start=seed_start, entries=tuple(entries))
+
+
+def _match_entry(suite: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry:
+    """A match entry (see the module docstring), checked."""
+    where = f"suite {suite}: entry {raw['name']}"
+    if raw["opponent"] not in OPPONENTS:
+        raise ValueError(f"{where}: opponent {raw['opponent']!r} is not one of {list(OPPONENTS)}")
+    if raw.get("prompts") or "oracle_success" in raw:
+        raise ValueError(f"{where}: a match entry has no prompts and no oracle_success")
+    if not raw["env_id"].startswith("TextArena/"):
+        try:
+            from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
+        except ImportError as e:
+            raise UserError(f"{where} is a two-player game, which needs PettingZoo ({e}): "
+                            "pip install 'agentgym-bench[multiagent]'") from None
+        if raw["env_id"] not in MULTIAGENT_ENVS:
+            raise ValueError(f"{where}: {raw['env_id']!r} is not a two-player env id ({sorted(MULTIAGENT_ENVS)} or "
+                             "'TextArena/<id>')")
+    if raw["opponent"] != "self" and raw["env_id"] != "Bargain-v0":
+        raise ValueError(f"{where}: the {raw['opponent']} opponent plays Bargain-v0 only")
+    return SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
+                      prompts=(), episodes=int(raw["episodes"]), oracle_success=None, seed_start=seed_start,
+                      opponent=raw["opponent"])
 
 
 def oracle_success(entry: SuiteEntry) -> float:

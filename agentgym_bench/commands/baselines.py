@@ -7,7 +7,9 @@ CPU cores, each process on one torch thread):
 2. the small local default model (``init-model``), warm-started on oracle demonstrations (``warmstart``), evaluated;
 3. StarPO, StarPO-S and GiGPO from the warm start (``train``), each evaluated;
 4. each results file submitted to the board (verified by replay, and re-generation for the local models), the board
-   rendered, and each baseline compared with the committed board's entry of the same name on the same seeds.
+   rendered, and each baseline compared with the committed board's entry of the same name on the same seeds;
+5. the two-player suite (``--ma-suite``, default ``agentgym-ma-v1``): the random and scripted Bargain policies and
+   every model above, each evaluated and submitted to a second board (``--ma-board``), compared the same way.
 
 Recipes: ``reference`` (the default) is the reference recipe — the warm start's defaults and the bundled
 ``trainers/configs/baseline-*.yaml`` as they are (docs/baselines.md) — about 30 minutes on 2 CPU cores; the committed
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark.suites import DEFAULT_SUITE
+from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import model_dir
 
@@ -49,11 +51,17 @@ class Recipe:
     train: dict[str, tuple[str, tuple[str, ...]]]
     model_eval: tuple[str, ...] = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16")
     warmstart_in_home: bool = False
+    ma_model_eval: tuple[str, ...] = ("--max-new-tokens", "16")
+    """``agentgym-bench eval`` arguments of the models on the two-player suite (full history: Bargain states the
+    player's values in the first observation only)."""
+    ma_models: tuple[str, ...] | None = None
+    """Models that also play the two-player suite (``None``: all; the smoke recipe plays the warm start only, each
+    model's 1,200 matches take minutes on a CPU)."""
 
 
 TRAINED = {"starpo": "baseline-starpo", "starpo-s": "baseline-starpo_s", "gigpo": "baseline-gigpo"}
 """Board stem -> bundled config of the reference baselines (trainers/configs/baseline-*.yaml, docs/baselines.md)."""
-BOARD_NAMES = {"oracle": "oracle", "random": "random", "warmstart": "default model + SFT",
+BOARD_NAMES = {"oracle": "oracle", "random": "random", "scripted": "scripted", "warmstart": "default model + SFT",
                "starpo": "default model + SFT + StarPO", "starpo-s": "default model + SFT + StarPO-S",
                "gigpo": "default model + SFT + GiGPO"}
 """Results file stem -> name on the board."""
@@ -65,7 +73,8 @@ RECIPES: dict[str, Recipe] = {
                                            "train_env_manager.num_env_groups=4", "train_env_manager.group_size=2",
                                            "val_batch_size=8", "val_env_manager.num_env_groups=8",
                                            "ppo_mini_batch_size=8", "micro_batch_size=8"))
-                           for name, config in TRAINED.items()}),
+                           for name, config in TRAINED.items()},
+                    ma_models=("warmstart",)),
 }
 
 
@@ -89,8 +98,9 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "agentgym_bench.cli", *args]
 
 
-def plan(recipe: Recipe, work: Path, board: Path, suite: str) -> list[Job]:
-    """The jobs of the main job, in a valid order."""
+def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | None = None,
+         ma_suite: str | None = None) -> list[Job]:
+    """The jobs of the main job, in a valid order; with ``ma_suite``, also the two-player suite's onto ``ma_board``."""
     results = work / "results"
     warm = model_dir("warmstart") if recipe.warmstart_in_home else work / "warmstart"
     default = work / "default-model"
@@ -119,6 +129,25 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str) -> list[Job]:
                                               "--board", str(board), "--replace"),
                         None, after=[f"eval {stem}", *previous]))
         previous = [f"submit {stem}"]
+    if ma_suite is None:
+        return jobs
+    assert ma_board is not None
+    ma = work / "results-ma"
+    models = {"warmstart": (warm, "warmstart"),
+              **{name: (work / "runs" / name, f"train {name}") for name in recipe.train}}
+    models = {k: v for k, v in models.items() if recipe.ma_models is None or k in recipe.ma_models}
+    jobs += [Job(f"eval-ma {name}", cli("eval", "--policy", name, "--suite", ma_suite,
+                                        "--out", str(ma / f"{name}.json.gz")), ma / f"{name}.json.gz")
+             for name in ("random", "scripted")]
+    jobs += [Job(f"eval-ma {name}", cli("eval", "--policy", f"hf:{model}", "--suite", ma_suite, *recipe.ma_model_eval,
+                                        "--trained-by", str(model), "--out", str(ma / f"{name}.json.gz")),
+                 ma / f"{name}.json.gz", after=[made_by]) for name, (model, made_by) in models.items()]
+    previous = []
+    for stem in ("random", "scripted", *models):
+        jobs.append(Job(f"submit-ma {stem}", cli("submit", str(ma / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
+                                                 "--board", str(ma_board), "--replace"),
+                        None, after=[f"eval-ma {stem}", *previous]))
+        previous = [f"submit-ma {stem}"]
     return jobs
 
 
@@ -194,6 +223,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "(default: runs/baselines-RECIPE)")
     parser.add_argument("--board", default=None, help="leaderboard folder to submit to (default: WORK/leaderboard)")
     parser.add_argument("--suite", default=DEFAULT_SUITE, help="benchmark suite (default: %(default)s)")
+    parser.add_argument("--ma-suite", default=MULTIAGENT_SUITE,
+                        help="two-player suite the baselines also play ('none': skip it) (default: %(default)s)")
+    parser.add_argument("--ma-board", default=None, help="leaderboard folder of the two-player suite "
+                        "(default: WORK/leaderboard-ma)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="steps run at once, one core each (default: the CPU count, %(default)s)")
     parser.add_argument("--committed", default="leaderboards", help="folder of the committed boards to compare "
@@ -206,19 +239,24 @@ def run(args: argparse.Namespace) -> int:
     recipe = RECIPES[args.recipe]
     work = Path(args.work or f"runs/baselines-{args.recipe}")
     board = Path(args.board) if args.board else work / "leaderboard"
-    jobs = plan(recipe, work, board, args.suite)
+    ma_suite = None if args.ma_suite == "none" else args.ma_suite
+    ma_board = Path(args.ma_board) if args.ma_board else work / "leaderboard-ma"
+    jobs = plan(recipe, work, board, args.suite, ma_board, ma_suite)
     started = time.monotonic()
     print(f"[baselines] recipe {args.recipe}: {len(jobs)} steps, {args.jobs} at a time, work folder {work}",
           flush=True)
     run_jobs(jobs, work, args.jobs)
     print(f"[baselines] all steps done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
     print(report(board, Path(args.committed)))
+    if ma_suite is not None:
+        print(report(ma_board, Path(args.committed)))
     return 0
 
 
 def report(board: Path, committed_root: Path) -> str:
     """The board's table, where it is, and each baseline against the committed board's entry of the same name:
-    the paired difference of the suite score on the same seeds (yours - committed)."""
+    the paired difference of the suite score on the same seeds (yours - committed; a two-player board: of the mean
+    payoff)."""
     from agentgym_bench.benchmark.results import read_results
     from agentgym_bench.benchmark.suites import parse_suite
     from agentgym_bench.leaderboard.board import read_index

@@ -5,6 +5,12 @@ Examples::
     agentgym-bench eval --policy oracle
     agentgym-bench eval --policy hf:warmstart --prompt compact --history 0 --out runs/warmstart.json.gz
     agentgym-bench eval --policy openai:my-model@http://127.0.0.1:8000/v1 --max-new-tokens 256
+    agentgym-bench eval --suite agentgym-ma-v1 --policy scripted --out runs/scripted-ma.json.gz
+    agentgym-bench eval --suite agentgym-ma-v1 --policy hf:warmstart --out runs/warmstart-ma.json.gz
+
+On the two-player suites (agentgym-ma-v1, agentgym-ma-v1-validation) the policy plays Bargain against the suite's
+opponents and itself; `random` and `scripted` are Bargain's model-free policies there, there is no `oracle`, and no
+--prompt (the game writes its own text).
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ import argparse
 from pathlib import Path
 
 from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark.matches import suite_policy
 from agentgym_bench.benchmark.provenance import training_record
 from agentgym_bench.benchmark.results import format_summary, summarize, write_results
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, available_suites, load_suite
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.specs import SPEC_HELP, Sampling, policy_from_spec
+from agentgym_bench.rollout.specs import SPEC_HELP, Sampling
 
 
 def history_arg(text: str) -> int | None:
@@ -43,7 +50,8 @@ def prompt_arg(text: str) -> str | dict[str, str]:
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = __doc__.split("Examples::", 1)[1]
-    parser.add_argument("--policy", required=True, metavar="SPEC", help=f"who plays: {SPEC_HELP}")
+    parser.add_argument("--policy", required=True, metavar="SPEC",
+                        help=f"who plays: {SPEC_HELP}; on two-player suites also scripted (no oracle)")
     parser.add_argument("--suite", default=DEFAULT_SUITE,
                         help=f"bundled suite ({', '.join(available_suites())}) or a suite file (default: %(default)s)")
     parser.add_argument("--out", default="results.json.gz", help="results file to write (default: %(default)s)")
@@ -71,14 +79,16 @@ def run(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     trainer, training = training_record(args.trained_by) if args.trained_by else (None, None)
     sampling = Sampling(args.temperature, args.top_p, args.max_new_tokens, args.seed)
-    policy, record = policy_from_spec(args.policy, sampling, device=args.device, timeout=args.timeout,
-                                      max_concurrency=args.max_concurrency)
-    print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} episodes")
+    policy, record = suite_policy(args.policy, suite, sampling, device=args.device, timeout=args.timeout,
+                                  max_concurrency=args.max_concurrency)
+    print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} "
+          f"{'matches' if suite.multiagent else 'episodes'}")
     results = evaluate(policy, suite, record, prompt=args.prompt, history=args.history, trainer=trainer,
                        training_compute=training, progress=True)
     path = write_results(results, Path(args.out))
     print(format_summary(summarize(results, suite)))
     compute = results.metadata["compute"]
-    print(f"wrote {path} ({compute['episodes']} episodes, {compute['env_steps']} turns, "
+    print(f"wrote {path} ({compute['episodes']} {'matches' if suite.multiagent else 'episodes'}, "
+          f"{compute['env_steps']} turns, "
           f"{compute['wall_time_s']:.0f}s); submit it with: agentgym-bench submit {path} --name NAME")
     return 0

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark.results import Results, Summary, summarize
-from agentgym_bench.benchmark.suites import Suite, parse_suite
+from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.verify import EpisodeText, Verified, check_name, replay_entry
 
@@ -60,8 +60,15 @@ def suite_to_dict(suite: Suite) -> dict[str, Any]:
     """A suite in the JSON form of the suite files (``parse_suite`` reads it back)."""
     return {"name": suite.name, "version": suite.version, "split": suite.split, "seed_start": suite.seed_start,
             "description": suite.description,
-            "entries": [{"name": e.name, "env_id": e.env_id, "env_kwargs": e.env_kwargs, "prompts": list(e.prompts),
-                         "episodes": e.episodes, "oracle_success": e.oracle_success} for e in suite.entries]}
+            "entries": [_entry_dict(e) for e in suite.entries]}
+
+
+def _entry_dict(e: SuiteEntry) -> dict[str, Any]:
+    if e.opponent is not None:
+        return {"name": e.name, "env_id": e.env_id, "env_kwargs": e.env_kwargs, "opponent": e.opponent,
+                "episodes": e.episodes}
+    return {"name": e.name, "env_id": e.env_id, "env_kwargs": e.env_kwargs, "prompts": list(e.prompts),
+            "episodes": e.episodes, "oracle_success": e.oracle_success}
 
 
 def read_index(folder: Path) -> dict[str, Any] | None:
@@ -94,11 +101,20 @@ def record_of(verified: Verified, name: str, submitted: str, summary: Summary | 
 
 def summary_json(s: Summary) -> dict[str, Any]:
     """A :class:`~agentgym_bench.benchmark.results.Summary` (per-entry success with its Wilson interval, mean
-    return, oracle-normalised success; the suite score with its interval) as plain JSON."""
-    return {"entries": {e.name: {"successes": e.success.successes, "n": e.success.n, "rate": e.success.rate,
-                                 "low": e.success.low, "high": e.success.high, "mean_return": e.mean_return[0],
-                                 "normalised": e.normalised} for e in s.entries},
-            "score": list(s.score)}
+    return with its interval, normalised outcome; for a match entry also the opponent and the draw, loss and deal
+    rates; the suite score with its interval) as plain JSON."""
+    entries = {}
+    for e in s.entries:
+        entries[e.name] = {"successes": e.success.successes, "n": e.success.n, "rate": e.success.rate,
+                           "low": e.success.low, "high": e.success.high, "mean_return": e.mean_return[0],
+                           "mean_return_low": e.mean_return[1], "mean_return_high": e.mean_return[2],
+                           "normalised": e.normalised}
+        if e.match is not None:
+            rates = {"draw": e.match.draw, "loss": e.match.loss, "deal": e.match.deal}
+            entries[e.name]["opponent"] = e.match.opponent
+            entries[e.name].update({k: None if r is None else {"count": r.successes, "rate": r.rate, "low": r.low,
+                                                               "high": r.high} for k, r in rates.items()})
+    return {"entries": entries, "score": list(s.score)}
 
 
 @contextmanager

@@ -4,6 +4,11 @@ Every number is recomputed from the stored episodes (:mod:`agentgym_bench.benchm
 Wilson intervals, the oracle-normalised suite score with its stratified bootstrap interval, and for every pair of
 submissions the paired comparison on the same seeds (:func:`comparisons`).
 
+One renderer serves both kinds of suite; what differs is the column set of each entry (:func:`entry_columns`) and
+the per-episode outcome the score averages (success, or a match's payoff for the policy:
+:meth:`~agentgym_bench.benchmark.results.EntryResults.scored`). A multi-agent board shows per entry the mean
+payoff (95% normal interval) and win / draw / loss with the win's Wilson interval and the deal rate.
+
 The page (``index.html``) needs no server: the board's data is embedded in it, and each submission's transcripts
 live in ``transcripts/<slug>.js``, loaded on demand with a ``<script>`` tag (``fetch`` does not work from
 ``file://``). The page's state is its URL hash, so a link (or a test) can open any view directly::
@@ -29,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from agentgym_bench.benchmark import stats
-from agentgym_bench.benchmark.results import Results
+from agentgym_bench.benchmark.results import SCORE_TEXT, Results
 from agentgym_bench.benchmark.suites import Suite
 from agentgym_bench.leaderboard.verify import EpisodeText
 from agentgym_bench.progress import progress as progress_bar
@@ -44,10 +49,12 @@ def ranks(records: list[dict[str, Any]]) -> list[int]:
     return out
 
 
-def _successes(results: Results, entry: str) -> np.ndarray:
-    """``(n,)`` 0/1 successes of an entry in seed order."""
-    episodes = sorted(results.entry(entry).episodes, key=lambda ep: ep.seed)
-    return np.array([ep.success for ep in episodes], dtype=float)
+def _outcomes(results: Results, entry: str) -> np.ndarray:
+    """``(n,)`` what the score averages per episode of an entry (0/1 success, or the match payoff), in seed
+    order."""
+    recorded = results.entry(entry)
+    order = np.argsort([ep.seed for ep in recorded.episodes], kind="stable")
+    return recorded.scored()[order]
 
 
 PAIRED_REPS = 2_000
@@ -56,13 +63,14 @@ k(k-1)/2 comparisons, and a 95% percentile interval is stable to about 0.005 at 
 
 
 def compare(suite: Suite, a: Results, b: Results, *, seed: int = 0, reps: int = PAIRED_REPS) -> dict[str, Any]:
-    """``b`` against ``a`` on the same seeds: per entry :func:`stats.paired_difference` of success; for the suite
-    score (mean over entries of success / oracle success) the difference with a stratified bootstrap interval over
-    the per-episode differences (pairs stay together) and McNemar's exact test on all episodes pooled."""
+    """``b`` against ``a`` on the same seeds: per entry :func:`stats.paired_difference` of the scored outcome
+    (success; a match's payoff); for the suite score the difference with a stratified bootstrap interval over the
+    per-episode differences (pairs stay together) and, for success, McNemar's exact test on all episodes pooled
+    (``nan`` for payoffs, which are not binary)."""
     ceilings = suite.ceilings
     entries, only_a, only_b, differences = {}, 0, 0, {}
     for e in suite.entries:
-        x, y = _successes(a, e.name), _successes(b, e.name)
+        x, y = _outcomes(a, e.name), _outcomes(b, e.name)
         c = stats.paired_difference(x, y, reps=reps, seed=seed)
         entries[e.name] = {"a": c.mean_a, "b": c.mean_b, "difference": c.difference, "low": c.low, "high": c.high,
                            "p": c.p_value, "only_a": c.only_a, "only_b": c.only_b}
@@ -70,7 +78,8 @@ def compare(suite: Suite, a: Results, b: Results, *, seed: int = 0, reps: int = 
         differences[e.name] = y - x
     point, low, high = stats.stratified_bootstrap(
         differences, lambda d: stats.normalised_mean(d, ceilings), reps=reps, seed=seed)
-    return {"suite": {"difference": point, "low": low, "high": high, "p": stats.mcnemar_exact(only_a, only_b),
+    p = float("nan") if suite.multiagent else stats.mcnemar_exact(only_a, only_b)
+    return {"suite": {"difference": point, "low": low, "high": high, "p": p,
                       "only_a": only_a, "only_b": only_b}, "entries": entries}
 
 
@@ -95,30 +104,58 @@ def _count(value: Any) -> str:
     return "-" if value is None else f"{value:,}"
 
 
+def _win_draw_loss(e: dict[str, Any]) -> str:
+    deal = "" if e["deal"] is None else f" (deal {e['deal']['rate']:.3f})"
+    return f"{_interval(e['rate'], e['low'], e['high'])} / {e['draw']['rate']:.3f} / {e['loss']['rate']:.3f}{deal}"
+
+
+def entry_columns(suite: Suite) -> list[tuple[str, str, Any]]:
+    """The per-entry columns of the tables: ``(entry name, header, cell(entry summary JSON) -> str)``; a
+    single-agent entry has its success rate, a match entry its mean payoff and its win / draw / loss (deal)."""
+    if not suite.multiagent:
+        return [(e.name, e.name, lambda s: _interval(s["rate"], s["low"], s["high"])) for e in suite.entries]
+    columns: list[tuple[str, str, Any]] = []
+    for e in suite.entries:
+        columns.append((e.name, f"{e.name} payoff",
+                        lambda s: _interval(s["mean_return"], s["mean_return_low"], s["mean_return_high"])))
+        columns.append((e.name, f"{e.name} win / draw / loss", _win_draw_loss))
+    return columns
+
+
+def score_legend(suite: Suite) -> str:
+    """What the score and the entry columns of ``suite``'s board mean (one paragraph)."""
+    if suite.multiagent:
+        return (f"Score: {SCORE_TEXT[True]} (the share of the pool's worth to it that it obtained, 0 to 1), with a "
+                "95% stratified bootstrap interval. Entries: the policy's mean payoff (95% normal interval) against "
+                "the entry's opponent, seats alternating; win / draw / loss rates (the win with its 95% Wilson "
+                "interval: a win is a payoff above the opponent's) and the share of matches that ended in a deal.")
+    return (f"Score: {SCORE_TEXT[False]}, with a 95% stratified bootstrap interval. Entries: success rate with its "
+            "95% Wilson interval.")
+
+
 def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
     """The board as a Markdown table, best score first."""
-    names = [e.name for e in suite.entries]
+    columns = entry_columns(suite)
     lines = [f"# Leaderboard: {suite.name} v{suite.version}", "",
              f"{suite.description}", "",
-             "Score: mean over entries of success / oracle success, with a 95% stratified bootstrap interval. "
-             "Entries: success rate with its 95% Wilson interval. Mark: *replayed* (every episode's replies "
+             score_legend(suite) + " Mark: *replayed* (every episode's replies "
              "re-played through fresh envs reproduce the recorded observations, rewards and successes) or "
              "*reproduced* (also a seeded sample of episodes re-generated here token for token). Compute: env steps "
              "(turns), generated tokens and wall time of the evaluation. See docs/leaderboard.md of agentgym-bench.",
              "",
-             "| Rank | Name | Kind | Mark | Score [95% CI] | " + " | ".join(names)
+             "| Rank | Name | Kind | Mark | Score [95% CI] | " + " | ".join(h for _, h, _ in columns)
              + " | Env steps | Tokens | Wall s |",
-             "|---:|---|---|---|---|" + "---|" * len(names) + "---:|---:|---:|"]
+             "|---:|---|---|---|---|" + "---|" * len(columns) + "---:|---:|---:|"]
     for rank, r in zip(ranks(records), records, strict=True):
         s = r["summary"]
         cells = [str(rank), r["name"], r["kind"] + (f" ({r['trainer']})" if r["trainer"] else ""), r["mark"],
                  _interval(*s["score"])]
-        cells += [_interval(s["entries"][n]["rate"], s["entries"][n]["low"], s["entries"][n]["high"]) for n in names]
+        cells += [cell(s["entries"][name]) for name, _, cell in columns]
         c = r["compute"]
         cells += [_count(c["env_steps"]), _count(c["generated_tokens"]), f"{c['wall_time_s']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     if not records:
-        lines.append("| | (no submissions yet) |" + " |" * (len(names) + 6))
+        lines.append("| | (no submissions yet) |" + " |" * (len(columns) + 6))
     return "\n".join(lines) + "\n"
 
 
@@ -126,8 +163,8 @@ MAX_BARS = 10
 
 
 def png(suite: Suite, records: list[dict[str, Any]], path: Path) -> None:
-    """Grouped bars: per entry, each submission's success rate with its 95% Wilson interval (the best
-    :data:`MAX_BARS` submissions)."""
+    """Grouped bars: per entry, each submission's success rate with its 95% Wilson interval, or on a multi-agent
+    suite its mean payoff with its 95% interval (the best :data:`MAX_BARS` submissions)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,12 +177,14 @@ def png(suite: Suite, records: list[dict[str, Any]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(names) + 2) + 2.2, 4.2))
     for i, r in enumerate(shown):
         es = [r["summary"]["entries"][n] for n in names]
-        rates = np.array([e["rate"] for e in es])
-        errors = np.clip([[e["rate"] - e["low"] for e in es], [e["high"] - e["rate"] for e in es]], 0, None)
+        key = "mean_return" if suite.multiagent else "rate"
+        rates = np.array([e[key] for e in es])
+        errors = np.clip([[e[key] - e[f"{key}_low" if suite.multiagent else "low"] for e in es],
+                          [e[f"{key}_high" if suite.multiagent else "high"] - e[key] for e in es]], 0, None)
         ax.bar(x - 0.4 + width * (i + 0.5), rates, width, yerr=errors, capsize=2, label=r["name"])
     ax.set_xticks(x, names, rotation=20, ha="right")
     ax.set_ylim(0, 1.05)
-    ax.set_ylabel("success rate (95% Wilson interval)")
+    ax.set_ylabel("mean payoff (95% interval)" if suite.multiagent else "success rate (95% Wilson interval)")
     title = f"{suite.name} v{suite.version}"
     if len(records) > MAX_BARS:
         title += f" (best {MAX_BARS} of {len(records)})"
@@ -173,8 +212,10 @@ def html(suite: Suite, records: list[dict[str, Any]], comparisons: dict[str, dic
         for row in [c["suite"], *c["entries"].values()]:
             row["p"] = _finite(row["p"])
     data = {"suite": {"name": suite.name, "version": suite.version, "description": suite.description,
+                      "multiagent": suite.multiagent, "legend": score_legend(suite),
                       "entries": [{"name": e.name, "env_id": e.env_id, "episodes": e.episodes,
-                                   "oracle_success": e.oracle_success} for e in suite.entries]},
+                                   "oracle_success": e.oracle_success, "opponent": e.opponent}
+                                  for e in suite.entries]},
             "submissions": [{**r, "rank": k} for k, r in zip(ranks(records), records, strict=True)],
             "comparisons": comparisons}
     template = resources.files("agentgym_bench.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
@@ -192,7 +233,10 @@ def transcripts_js(record: dict[str, Any], results: Results, texts: dict[str, di
             "seed": seed, "success": by_seed[seed].success, "return": by_seed[seed].return_,
             "system": text.system_prompt, "final": text.final_observation,
             "turns": [{"observation": obs, "reply": t.reply, "actions": t.actions, "executed": t.executed_actions,
-                       "reward": t.reward} for obs, t in zip(text.observations, by_seed[seed].turns, strict=True)],
+                       "reward": t.reward, "agent": t.agent}
+                      for obs, t in zip(text.observations, by_seed[seed].turns, strict=True)],
+            **({"learner": m.learner, "outcome": m.outcome, "payoffs": m.payoffs}
+               if (m := by_seed[seed].match) is not None else {}),
         } for seed, text in sorted(texts.get(entry.name, {}).items())]
     payload = {"slug": record["slug"], "name": record["name"], "entries": entries}
     return f"agbTranscripts({_script_json(payload)});\n"

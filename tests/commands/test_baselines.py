@@ -59,3 +59,29 @@ def test_smoke_recipe_end_to_end(tmp_path):
     assert len(names) == 6 and names["oracle"]["summary"]["score"][0] > names["random"]["summary"]["score"][0]
     assert names["default model + SFT + GiGPO"]["mark"] == "reproduced"
     assert Path(tmp_path / "work" / "leaderboard" / "index.html").is_file()
+    two_player = {r["name"]: r for r in read_index(tmp_path / "work" / "leaderboard-ma")["submissions"]}
+    assert set(two_player) == {"random", "scripted", "default model + SFT"}
+    assert two_player["scripted"]["summary"]["score"][0] > two_player["random"]["summary"]["score"][0]
+    assert two_player["default model + SFT"]["mark"] == "reproduced"
+
+
+def test_plan_also_plays_the_two_player_suite_onto_its_own_board(tmp_path):
+    jobs = plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v1", tmp_path / "ma-board",
+                "agentgym-ma-v1")
+    names = [j.name for j in jobs]
+    ma = [j for j in jobs if j.name.startswith("eval-ma")]
+    assert [j.name for j in ma] == ["eval-ma random", "eval-ma scripted", "eval-ma warmstart", "eval-ma starpo",
+                                    "eval-ma starpo-s", "eval-ma gigpo"]
+    for job in ma:
+        assert job.argv[job.argv.index("--suite") + 1] == "agentgym-ma-v1" and "--prompt" not in job.argv
+    assert next(j for j in ma if j.name == "eval-ma gigpo").after == ["train gigpo"]
+    submits = [j for j in jobs if j.name.startswith("submit-ma")]
+    assert len(submits) == 6 and all(j.argv[j.argv.index("--board") + 1] == str(tmp_path / "ma-board")
+                                     for j in submits)
+    for job in jobs:
+        assert all(names.index(a) < names.index(job.name) for a in job.after)
+    assert not any(j.name.startswith("eval-ma") for j in plan(RECIPES["smoke"], tmp_path, tmp_path / "b",
+                                                               "agentgym-v1"))
+    smoke = plan(RECIPES["smoke"], tmp_path, tmp_path / "b", "agentgym-v1", tmp_path / "m", "agentgym-ma-v1")
+    assert [j.name for j in smoke if j.name.startswith("eval-ma")] == ["eval-ma random", "eval-ma scripted",
+                                                                       "eval-ma warmstart"]

@@ -102,3 +102,58 @@ def test_a_hash_link_opens_an_episode_directly(tmp_path, suite_file, oracle_byte
     dom = run_browser(Path(board / "index.html").as_uri() + "#open=oracle:bandit:1000000003&turn=1")
     assert 'id="transcript-title">oracle — bandit — seed 1000000003<' in dom
     assert dom.count('class="turn" data-turn=') == 1
+
+
+MA_HARNESS = """<!DOCTYPE html><html><body><pre id="out">pending</pre>
+<iframe id="f" src="index.html" width="1200" height="800"></iframe>
+<script>
+const log = {};
+const wait = ms => new Promise(r => setTimeout(r, ms));
+document.getElementById("f").onload = async () => {
+  try {
+    const d = document.getElementById("f").contentDocument;
+    log.headers = [...d.querySelectorAll("#board-head th")].map(t => t.textContent);
+    log.legend = d.getElementById("legend").textContent;
+    d.querySelector('a[data-slug="scripted"]').click(); await wait(300);
+    log.breakdown = [...d.querySelectorAll("#breakdown tr")].map(r => r.textContent);
+    [...d.querySelectorAll("#breakdown a")].find(a => a.href.includes(":bargain-vs-random:")).click(); await wait(300);
+    log.summary = d.querySelector("#transcript p").textContent;
+    log.turn_titles = [...d.querySelectorAll("#transcript div[data-turn] h4")].map(h => h.textContent);
+    const a = d.getElementById("compare-a"), b = d.getElementById("compare-b");
+    a.value = "random"; a.dispatchEvent(new Event("change")); await wait(100);
+    b.value = "scripted"; b.dispatchEvent(new Event("change")); await wait(100);
+    log.compare = [...d.querySelectorAll("#compare-table tr")].map(r => r.textContent);
+  } catch (e) { log.error = String(e); }
+  document.getElementById("out").textContent = JSON.stringify(log);
+};
+</script></body></html>"""
+
+
+def test_a_two_player_board_shows_payoffs_outcomes_and_both_seats(tmp_path):
+    """The same page on a two-player board: payoff and win/draw/loss columns, the match breakdown, a match turn by
+    turn with each move's seat, and the pairwise view on payoffs."""
+    from tests.leaderboard.test_matches_board import ma_suite_data, play
+
+    suite_file = tmp_path / "tiny-ma.json"
+    suite_file.write_text(json.dumps(ma_suite_data(4)))
+    from agentgym_bench.benchmark.suites import load_suite
+
+    suite = load_suite(str(suite_file))
+    board = tmp_path / "board"
+    for name in ("scripted", "random"):
+        (tmp_path / f"{name}.json.gz").write_bytes(play(name, suite))
+        assert main(["submit", str(tmp_path / f"{name}.json.gz"), "--name", name, "--board", str(board),
+                     "--suite", str(suite_file)]) == 0
+    (board / "harness.html").write_text(MA_HARNESS)
+    dom = run_browser((board / "harness.html").as_uri())
+    found = re.search(r'<pre id="out">(.*?)</pre>', dom, re.S)
+    assert found, dom[:2000]
+    log = json.loads(html.unescape(found.group(1)))
+    assert "error" not in log, log
+    assert "bargain-vs-random payoff" in log["headers"] and "bargain-self-play win / draw / loss" in log["headers"]
+    assert "mean payoff" in log["legend"]
+    assert len(log["breakdown"]) == 4 and log["breakdown"][1].startswith("bargain-vs-randomrandom4")
+    assert "for the evaluated policy (player_0), payoffs player_0" in log["summary"]
+    assert "player_0 (evaluated policy)" in log["turn_titles"][0] and "player_1 (opponent)" in log["turn_titles"][1]
+    assert "A: random" in log["compare"][0] and "B: scripted" in log["compare"][0]
+    assert len(log["compare"]) == 5 and "suite score" in log["compare"][1]
