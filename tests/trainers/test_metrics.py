@@ -251,6 +251,12 @@ def test_real_format_collapse_at_a_large_learning_rate():
     ("echo-starpo_s_grpo-frozenlake-seed3", {"vanishing_gradient": 18, "format_collapse": 40}),
     # StarPO at lr 3e-4 (seed 0): healthy, validation 0.25 -> 0.31 -> 0.33, at least 97% of replies parse throughout
     ("echo-starpo-frozenlake-lr3e-4", {}),
+    # the reference StarPO baseline on the env mix (80 iterations, lr 3e-4): Sokoban's replies stop parsing (all
+    # replies: 100% -> ~35-65% from iteration 20 on; validation Sokoban 0.43 -> 0.00, format 0.65) while FrozenLake
+    # and Bandit hold: a partial format collapse the earlier rule never reported
+    ("baseline-starpo-mix", {"format_collapse": 53}),
+    # StarPO-S on the same mix: replies keep parsing (>= 87%); its validation success fell 0.51 -> 0.47, slowly
+    ("baseline-starpo_s-mix", {}),
 ])
 def test_real_runs_of_the_echo_trap_study(name, first):
     warnings = fired(read_metrics(DATA / f"{name}.jsonl"))
