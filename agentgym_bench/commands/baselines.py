@@ -9,10 +9,12 @@ CPU cores, each process on one torch thread):
 4. each results file submitted to the board (verified by replay, and re-generation for the local models), the board
    rendered, and each baseline compared with the committed board's entry of the same name on the same seeds;
 5. the two-player suite (``--ma-suite``, default ``agentgym-ma-v1``): the random and scripted Bargain policies and
-   every model above, each evaluated and submitted to a second board (``--ma-board``), compared the same way.
+   the warm-started model (the starting point of self-play training; the RL baselines are not trained on Bargain
+   either, and 1,200 matches of a model take minutes), each evaluated and submitted to a second board
+   (``--ma-board``), compared the same way.
 
 Recipes: ``reference`` (the default) is the reference recipe — the warm start's defaults and the bundled
-``trainers/configs/baseline-*.yaml`` as they are (docs/baselines.md) — about 30 minutes on 2 CPU cores; the committed
+``trainers/configs/baseline-*.yaml`` as they are (docs/baselines.md) — about an hour on 2 CPU cores; the committed
 board in ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each entry
 can also be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its numbers
 mean nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to
@@ -67,7 +69,7 @@ BOARD_NAMES = {"oracle": "oracle", "random": "random", "scripted": "scripted", "
 """Results file stem -> name on the board."""
 RECIPES: dict[str, Recipe] = {
     "reference": Recipe(warmstart=(), train={name: (config, ()) for name, config in TRAINED.items()},
-                        warmstart_in_home=True),
+                        warmstart_in_home=True, ma_models=("warmstart",)),
     "smoke": Recipe(warmstart=("--episodes", "40", "--epochs", "1", "--eval-episodes", "8"),
                     train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=8",
                                            "train_env_manager.num_env_groups=4", "train_env_manager.group_size=2",
@@ -217,7 +219,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = __doc__.split("\n\n", 1)[1]
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference",
-                        help="reference (~30 min on 2 cores; the committed board's recipe) or smoke (minutes, "
+                        help="reference (about an hour on 2 cores; the committed board's recipe) or smoke (minutes, "
                         "numbers meaningless) (default: %(default)s)")
     parser.add_argument("--work", default=None, help="folder for models, runs, results and logs "
                         "(default: runs/baselines-RECIPE)")

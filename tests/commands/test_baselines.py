@@ -66,7 +66,10 @@ def test_smoke_recipe_end_to_end(tmp_path):
 
 
 def test_plan_also_plays_the_two_player_suite_onto_its_own_board(tmp_path):
-    jobs = plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v1", tmp_path / "ma-board",
+    from dataclasses import replace
+
+    every_model = replace(RECIPES["reference"], ma_models=None)
+    jobs = plan(every_model, tmp_path / "work", tmp_path / "board", "agentgym-v1", tmp_path / "ma-board",
                 "agentgym-ma-v1")
     names = [j.name for j in jobs]
     ma = [j for j in jobs if j.name.startswith("eval-ma")]
@@ -82,6 +85,7 @@ def test_plan_also_plays_the_two_player_suite_onto_its_own_board(tmp_path):
         assert all(names.index(a) < names.index(job.name) for a in job.after)
     assert not any(j.name.startswith("eval-ma") for j in plan(RECIPES["smoke"], tmp_path, tmp_path / "b",
                                                                "agentgym-v1"))
-    smoke = plan(RECIPES["smoke"], tmp_path, tmp_path / "b", "agentgym-v1", tmp_path / "m", "agentgym-ma-v1")
-    assert [j.name for j in smoke if j.name.startswith("eval-ma")] == ["eval-ma random", "eval-ma scripted",
-                                                                       "eval-ma warmstart"]
+    for recipe in ("smoke", "reference"):  # the RL baselines are not trained on Bargain: the warm start plays
+        planned = plan(RECIPES[recipe], tmp_path, tmp_path / "b", "agentgym-v1", tmp_path / "m", "agentgym-ma-v1")
+        assert [j.name for j in planned if j.name.startswith("eval-ma")] == ["eval-ma random", "eval-ma scripted",
+                                                                             "eval-ma warmstart"]
