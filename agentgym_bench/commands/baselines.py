@@ -72,7 +72,9 @@ RECIPES: dict[str, Recipe] = {
                         warmstart_in_home=True, ma_models=("warmstart",)),
     "smoke": Recipe(warmstart=("--episodes", "40", "--epochs", "1", "--eval-episodes", "8"),
                     train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=8",
-                                           "train_env_manager.num_env_groups=4", "train_env_manager.group_size=2",
+                                           "train_env_manager.num_env_groups=4",
+                                           "train_env_manager.num_groups_partition=[1,1,1,1]",
+                                           "train_env_manager.group_size=2",
                                            "val_batch_size=8", "val_env_manager.num_env_groups=8",
                                            "ppo_mini_batch_size=8", "micro_batch_size=8"))
                            for name, config in TRAINED.items()},

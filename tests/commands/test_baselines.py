@@ -89,3 +89,14 @@ def test_plan_also_plays_the_two_player_suite_onto_its_own_board(tmp_path):
         planned = plan(RECIPES[recipe], tmp_path, tmp_path / "b", "agentgym-v1", tmp_path / "m", "agentgym-ma-v1")
         assert [j.name for j in planned if j.name.startswith("eval-ma")] == ["eval-ma random", "eval-ma scripted",
                                                                              "eval-ma warmstart"]
+
+
+@pytest.mark.parametrize("recipe", sorted(RECIPES))
+def test_every_recipe_trains_from_valid_configs(recipe):
+    # the smoke recipe shrinks the bundled configs with overrides; a bundled config's change must not break them
+    from trainers.cli import resolve_config
+    from trainers.config import load_config
+
+    for name, (config, overrides) in RECIPES[recipe].train.items():
+        cfg = load_config(resolve_config(config), overrides)
+        assert cfg.rollout_batch_size == cfg.train_env_manager.num_env_groups * cfg.train_env_manager.group_size, name
