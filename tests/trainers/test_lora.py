@@ -86,8 +86,9 @@ def test_a_lora_run_trains_adapters_and_saves_a_merged_model(tiny_model, tmp_pat
     result = main(lora_config(tiny_model, tmp_path, preset))
     records = result.records
     assert all(math.isfinite(r["loss/policy"]) for r in records[1:])
-    if preset == "starpo":  # the reward KL's reference is the base: the first iteration's policy is exactly it
-        assert records[1]["reward/kl"] == 0.0 and records[2]["reward/kl"] > 0
+    if preset == "starpo":  # the reward KL's reference is the base: the first iteration's policy is exactly it;
+        # after an update the policy differs (k1's sample mean may have either sign, so only "not 0" is asserted)
+        assert records[1]["reward/kl"] == 0.0 and records[2]["reward/kl"] != 0.0
     last = tmp_path / "checkpoint-3"
     base = AutoModelForCausalLM.from_pretrained(tiny_model)
     merged = AutoModelForCausalLM.from_pretrained(last / "actor")  # a plain Hugging Face folder
