@@ -39,6 +39,7 @@ from agentgym_bench.multiagent.selfplay import (
     make_multiagent_env,
     play_matches,
 )
+from agentgym_bench.rollout.engine import first_group_seed
 from agentgym_bench.rollout.policy import Policy
 from agentgym_bench.rollout.trajectory import Trajectory
 
@@ -117,7 +118,7 @@ class MatchGroups:
 
     def group_seeds(self) -> list[int]:
         """The seed of each owned group in the next rollout."""
-        base = self.seed + (0 if self.fixed_seeds else self.iteration * self.num_env_groups)
+        base = first_group_seed(self.seed, self.iteration, self.num_env_groups, self.fixed_seeds)
         return [base + g for g in self.groups]
 
     def rollout(self, policy: Policy, *, history: int | None = None, progress: bool = False,

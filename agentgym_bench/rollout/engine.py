@@ -60,6 +60,12 @@ def _span(seeds: range) -> str:
     return f"{seeds.start}..{seeds.stop - 1}" if len(seeds) else "(none)"
 
 
+def first_group_seed(seed: int, iteration: int, num_env_groups: int, fixed_seeds: bool) -> int:
+    """The seed of global group 0 in rollout ``iteration`` (module docstring): ``seed + iteration * num_env_groups``,
+    or ``seed`` every time with ``fixed_seeds``; group ``j`` adds ``j``. Two-player match groups use it too."""
+    return seed + (0 if fixed_seeds else iteration * num_env_groups)
+
+
 def even_partition(num_env_groups: int, num_tags: int) -> list[int]:
     """Groups per tag when none is given: an even split, the first tags one more when it does not divide."""
     return [num_env_groups // num_tags + (1 if i < num_env_groups % num_tags else 0) for i in range(num_tags)]
@@ -142,7 +148,7 @@ class EnvGroups:
 
     def group_seeds(self) -> list[int]:
         """The seed of each owned group in the next rollout."""
-        base = self.seed + (0 if self.fixed_seeds else self.iteration * self.num_env_groups)
+        base = first_group_seed(self.seed, self.iteration, self.num_env_groups, self.fixed_seeds)
         return [base + j for j in self.group_offsets]
 
     def _map(self, fn: Callable[[int], T], indices: Sequence[int]) -> list[T]:
