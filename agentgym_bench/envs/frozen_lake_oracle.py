@@ -10,6 +10,13 @@ executed without looking (execution stops early if the player falls in a hole or
 with V = 0 when T = 0 or A = 0. Holes and the goal are absorbing in the transition matrices, so the mass on the goal
 after σ is the probability of reaching it during σ, and one matrix product per sequence scores it.
 
+Many sequences often tie on V (without slips, every move that keeps the goal within budget succeeds surely). Among
+them the planner takes the one that reaches the goal soonest: a second table holds the success discounted by
+``TURN_DISCOUNT`` per turn under the planner's own choices, and it decides between near-ties of V only, so V is
+unchanged. Without it the first tied sequence in Left < Down < Right < Up order won, which wasted turns (one
+``Left`` into a wall a turn, the real path only when the budget forced it): optimal, but a poor demonstration for a
+policy that does not see how many turns are left.
+
 Speed: the end-cell distributions of all sequences are computed once per map, sharing prefixes (level L+1 = level L
 times each action's matrix) and keeping one representative of sequences with identical distributions from every
 start (their extensions are then identical too). Values are memoised per (T, A) after clipping both to what can
@@ -22,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 
 _TIE = 1e-9  # scores this close count as equal, so the choice does not depend on the order of float operations
+TURN_DISCOUNT = 0.5
+"""Weight of reaching the goal one turn later, used only to choose among plans of equal success probability."""
 
 
 class OpenLoopPlanner:
@@ -66,36 +75,47 @@ class OpenLoopPlanner:
         actions_left = min(actions_left, turns_left * self.k)
         return min(turns_left, actions_left), actions_left
 
-    def values(self, turns_left: int, actions_left: int) -> np.ndarray:
-        """``(n,)`` success probability from every cell under optimal play (1 on the goal, 0 in holes)."""
-        turns_left, actions_left = self._clip(max(turns_left, 0), max(actions_left, 0))
+    def _solve(self, turns_left: int, actions_left: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """Tables for clipped budgets: ``(n,)`` success probability, ``(n,)`` discounted success (both under the
+        planner's choices) and, per alive cell, the index of its chosen sequence in :meth:`_candidates`."""
         key = (turns_left, actions_left)
         if key not in self._memo:
-            value = self._terminal.copy()
+            value, discounted, choice = self._terminal.copy(), self._terminal.copy(), []
             if turns_left > 0 and actions_left > 0:
-                best = np.zeros(len(self.alive_cells))
+                scores, later = [], []
                 for length in range(1, min(self.k, actions_left) + 1):
-                    after = self.values(turns_left - 1, actions_left - length)
-                    best = np.maximum(best, (self._levels[length - 1][1] @ after).max(axis=0))
-                value[self.alive_cells] = best
-            self._memo[key] = value
+                    after, after_discounted, _ = self._solve(*self._clip(turns_left - 1, actions_left - length))
+                    dists = self._levels[length - 1][1]  # (m, n_alive, n)
+                    scores.append(dists @ after)  # (m, n_alive)
+                    later.append(dists @ np.where(self._terminal > 0, 1.0, TURN_DISCOUNT * after_discounted))
+                score, soon = np.concatenate(scores), np.concatenate(later)  # (M, n_alive)
+                best = score >= score.max(axis=0) - _TIE  # near-optimal success
+                soon = np.where(best, soon, -1.0)
+                choice = np.argmax(soon >= soon.max(axis=0) - _TIE, axis=0).tolist()  # first: shorter, then L<D<R<U
+                rows = np.arange(len(self.alive_cells))
+                value[self.alive_cells] = score[choice, rows]
+                discounted[self.alive_cells] = soon[choice, rows]
+            self._memo[key] = (value, discounted, choice)
         return self._memo[key]
 
-    def best_sequence(self, cell: int, turns_left: int, actions_left: int) -> tuple[tuple[int, ...], float]:
-        """The optimal sequence for this turn from alive ``cell`` and its success probability.
+    def _candidates(self, actions_left: int) -> list[tuple[int, ...]]:
+        """The sequences a turn may send with ``actions_left``, shorter first, in the order of :meth:`_solve`."""
+        return [seq for length in range(1, min(self.k, actions_left) + 1) for seq in self._levels[length - 1][0]]
 
-        Ties (within 1e-9) go to the shorter sequence, then to the first in Left < Down < Right < Up order.
-        Returns ``((), 0.0)`` when no action can be sent.
+    def values(self, turns_left: int, actions_left: int) -> np.ndarray:
+        """``(n,)`` success probability from every cell under optimal play (1 on the goal, 0 in holes)."""
+        return self._solve(*self._clip(max(turns_left, 0), max(actions_left, 0)))[0]
+
+    def best_sequence(self, cell: int, turns_left: int, actions_left: int) -> tuple[tuple[int, ...], float]:
+        """The chosen sequence for this turn from alive ``cell`` and its success probability.
+
+        Among the sequences whose success probability is within 1e-9 of the best, the one that reaches the goal
+        soonest (highest success discounted by :data:`TURN_DISCOUNT` per later turn); remaining ties go to the
+        shorter sequence, then to the first in Left < Down < Right < Up order. Returns ``((), 0.0)`` when no action
+        can be sent.
         """
         turns_left, actions_left = self._clip(turns_left, actions_left)
-        best_seq, best_value = (), 0.0
         if turns_left <= 0 or actions_left <= 0:
-            return best_seq, best_value
-        row = self._row[cell]
-        for length in range(1, min(self.k, actions_left) + 1):
-            seqs, dists = self._levels[length - 1]
-            scores = dists[:, row, :] @ self.values(turns_left - 1, actions_left - length)
-            i = int(np.argmax(scores >= scores.max() - _TIE))  # first near-best: robust to round-off differences
-            if not best_seq or scores[i] > best_value + _TIE:
-                best_seq, best_value = seqs[i], float(scores[i])
-        return best_seq, best_value
+            return (), 0.0
+        value, _, choice = self._solve(turns_left, actions_left)
+        return self._candidates(actions_left)[choice[self._row[cell]]], float(value[cell])

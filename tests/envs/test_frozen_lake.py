@@ -348,6 +348,28 @@ def test_oracle_non_slippery_value_is_reachability():
         assert play(env, seed, oracle_policy, 5, 5, 10)[0] is (dist <= 10)
 
 
+def test_oracle_non_slippery_takes_a_shortest_path():
+    # Every move the oracle sends brings the goal one step closer, so a reachable goal takes ceil(dist / k) turns.
+    # (Before the "soonest" tie-break it sent one Left a turn into a wall until the budget forced the real path.)
+    env = FrozenLakeGame(is_slippery=False)
+    for seed in range(60):
+        env.reset(seed=seed)
+        goal = divmod("".join(env.desc).index("G"), 4)
+        dist = bfs_distance(env.desc, env.pos, goal)
+        if dist > 10:
+            continue
+        turns, left = 0, 10
+        while not env.terminated:
+            plan = env.oracle_turn(5 - turns, left, 2)
+            turns += 1
+            for action in plan:
+                before = bfs_distance(env.desc, env.pos, goal)
+                env.step(action)
+                left -= 1
+                assert env.terminated or bfs_distance(env.desc, env.pos, goal) == before - 1
+        assert env.tile == "G" and turns == math.ceil(dist / 2)
+
+
 @pytest.mark.parametrize("seed", [4, 11])
 def test_oracle_value_matches_monte_carlo(seed):
     env = FrozenLakeGame()
