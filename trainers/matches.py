@@ -39,7 +39,7 @@ from agentgym_bench.multiagent.selfplay import (
     make_multiagent_env,
     play_matches,
 )
-from agentgym_bench.rollout.engine import first_group_seed
+from agentgym_bench.rollout.engine import first_group_seed, shard_groups
 from agentgym_bench.rollout.policy import Policy
 from agentgym_bench.rollout.trajectory import Trajectory
 
@@ -91,10 +91,7 @@ class MatchGroups:
                             ("snapshot_every", snapshot_every)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
-        rank, world = shard
-        if not 0 <= rank < world or num_env_groups % world:
-            raise ValueError(f"{num_env_groups} match groups cannot be split evenly over {world} processes "
-                             f"(shard={shard})")
+        owned = shard_groups(num_env_groups, shard, "match groups")
         self.env_kwargs = dict(env_kwargs or {})
         env = make_multiagent_env(env_id, **self.env_kwargs)  # the check that env_id and env_kwargs build
         agents = list(env.possible_agents)
@@ -108,8 +105,7 @@ class MatchGroups:
         self.opponent, self.learner_seats = opponent, learner_seats
         self.seed, self.fixed_seeds, self.opponent_seed = seed, fixed_seeds, opponent_seed
         self.snapshot_every = snapshot_every
-        per = num_env_groups // world
-        self.groups = list(range(rank * per, (rank + 1) * per))
+        self.groups = owned
         self.iteration = 0
         self.snapshot: Any = None
         self.snapshot_iteration: int | None = None

@@ -57,8 +57,9 @@ class Recipe:
     """``agentgym-bench eval`` arguments of the models on the two-player suite (full history: Bargain states the
     player's values in the first observation only)."""
     ma_models: tuple[str, ...] | None = None
-    """Models that also play the two-player suite (``None``: all; the smoke recipe plays the warm start only, each
-    model's 1,200 matches take minutes on a CPU)."""
+    """Models that also play the two-player suite (``None``: all; the smoke recipe plays the warm start only, with
+    4-token replies: its barely trained model fills any budget, and each model's 1,200 matches take minutes on a
+    CPU)."""
 
 
 TRAINED = {"starpo": "baseline-starpo", "starpo-s": "baseline-starpo_s", "gigpo": "baseline-gigpo"}
@@ -78,7 +79,7 @@ RECIPES: dict[str, Recipe] = {
                                            "val_batch_size=8", "val_env_manager.num_env_groups=8",
                                            "ppo_mini_batch_size=8", "micro_batch_size=8"))
                            for name, config in TRAINED.items()},
-                    ma_models=("warmstart",)),
+                    ma_models=("warmstart",), ma_model_eval=("--max-new-tokens", "4")),
 }
 
 

@@ -66,6 +66,19 @@ def first_group_seed(seed: int, iteration: int, num_env_groups: int, fixed_seeds
     return seed + (0 if fixed_seeds else iteration * num_env_groups)
 
 
+def shard_groups(total: int, shard: tuple[int, int], what: str = "env groups") -> list[int]:
+    """The global group indices process ``rank`` of ``world_size`` (``shard``) plays: a contiguous share.
+
+    Raises:
+        ValueError: the rank is out of range or ``total`` does not divide evenly over the processes.
+    """
+    rank, world = shard
+    if not 0 <= rank < world or total % world:
+        raise ValueError(f"{total} {what} cannot be split evenly over {world} processes (shard={shard})")
+    per = total // world
+    return list(range(rank * per, (rank + 1) * per))
+
+
 def even_partition(num_env_groups: int, num_tags: int) -> list[int]:
     """Groups per tag when none is given: an even split, the first tags one more when it does not divide."""
     return [num_env_groups // num_tags + (1 if i < num_env_groups % num_tags else 0) for i in range(num_tags)]
@@ -117,19 +130,15 @@ class EnvGroups:
             raise ValueError(f"tag_kwargs names {unknown}, which are not in tags={tags}")
         if max_workers < 0:
             raise ValueError(f"max_workers={max_workers} must be >= 0")
-        rank, world = shard
-        if not 0 <= rank < world or sum(partition) % world:
-            raise ValueError(f"{sum(partition)} env groups cannot be split evenly over {world} processes "
-                             f"(shard={shard})")
+        owned = shard_groups(sum(partition), shard)
         self.tags, self.num_groups_partition, self.group_size = tags, partition, group_size
         self.kwargs = {t: {**(env_kwargs or {}), **((tag_kwargs or {}).get(t, {}))} for t in tags}
         self.seed, self.fixed_seeds, self.max_workers = seed, fixed_seeds, max_workers
         self.iteration = 0
         all_tags = [t for t, n in zip(tags, partition, strict=True) for _ in range(n)]
         all_offsets = [j for n in partition for j in range(n)]
-        per = len(all_tags) // world
         self.total_groups = len(all_tags)
-        self.groups = list(range(rank * per, (rank + 1) * per))
+        self.groups = owned
         self.group_tags = [all_tags[g] for g in self.groups]
         self.group_offsets = [all_offsets[g] for g in self.groups]
         self.env_tags = [t for t in self.group_tags for _ in range(group_size)]
