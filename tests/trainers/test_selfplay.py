@@ -65,6 +65,13 @@ def test_a_seeded_rollout_is_deterministic_and_validation_meets_the_same_opponen
     assert _replies(training.rollout(ScriptedBargainPolicy())) != _replies(training.rollout(ScriptedBargainPolicy()))
 
 
+def test_shards_split_the_match_groups_contiguously():
+    halves = [MatchGroups("Bargain-v0", 4, 1, opponent="random", shard=(rank, 2)).groups for rank in (0, 1)]
+    assert halves == [[0, 1], [2, 3]]
+    with pytest.raises(ValueError, match="4 match groups cannot be split evenly over 3 processes"):
+        MatchGroups("Bargain-v0", 4, 1, opponent="random", shard=(0, 3))
+
+
 def test_self_play_is_one_batched_call_per_tick_for_both_seats(policy_factory):
     policy = Counting(policy_factory())
     trajectories = MatchGroups("Bargain-v0", 2, 2, opponent="self", env_kwargs={"max_rounds": 2}).rollout(
