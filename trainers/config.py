@@ -263,6 +263,11 @@ class TrainConfig:
     """Dropout on the LoRA input (ROLL ``lora_dropout``). Keep 0: the loop relies on deterministic forward passes."""
 
     # -- advantages ------------------------------------------------------------------------------------------------
+    train_reward: str = "env"
+    """What the update optimises: ``env``, the env's turn rewards as they are (RAGEN, ROLL); ``success``, 1 on the
+    last turn of a successful episode plus every turn's format penalty, with the env's shaping dropped
+    (:func:`trainers.samples.success_rewards`; Sokoban's -0.1 a step taught the default model to send one action a
+    turn, docs/baselines.md). Validation always reports success."""
     adv_estimator: str = "grpo"
     """``grpo`` / ``reinforce`` (group-normalised episode score, one value per trajectory; identical in ROLL's
     agentic pipeline), ``gae`` (critic + GAE over generated tokens, PPO) or ``gigpo`` (step-level samples)."""
@@ -431,6 +436,7 @@ class TrainConfig:
     def _check(self) -> None:
         _check_types(self, "")
         _choice("adv_estimator", self.adv_estimator, ADV_ESTIMATORS)
+        _choice("train_reward", self.train_reward, ("env", "success"))
         _choice("reward_normalization.grouping", self.reward_normalization.grouping, GROUPINGS)
         _choice("reward_normalization.method", self.reward_normalization.method, NORM_METHODS)
         _choice("rollout_filter_type", self.rollout_filter_type, ("std", "std_rev"))

@@ -14,7 +14,7 @@ token views (:mod:`agentgym_bench.rollout.tokens`): the replies keep the token i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -94,6 +94,17 @@ def _build(views: list, rows: list[tuple[Trajectory, int, int]], trajectories: S
         step_rewards=torch.tensor([t.turns[k].reward if s >= 0 else t.episode_reward
                                    for (t, _, s), k in zip(rows, turns, strict=True)], dtype=torch.float32),
     )
+
+
+def success_rewards(trajectory: Trajectory) -> Trajectory:
+    """A copy whose turn rewards are the format penalty of the turn (``info["format_penalty"]``, 0 if absent) plus
+    1 on the last turn of a successful episode: the episode score is then success minus format penalties, and the
+    env's shaping (step penalties, partial rewards) no longer counts (``TrainConfig.train_reward: success``)."""
+    last = len(trajectory.turns) - 1
+    turns = [replace(turn, reward=float(turn.info.get("format_penalty", 0.0))
+                     + (1.0 if trajectory.success and k == last else 0.0))
+             for k, turn in enumerate(trajectory.turns)]
+    return replace(trajectory, turns=turns)
 
 
 def trajectory_samples(trajectories: Sequence[Trajectory], tokenizer: Any, *,

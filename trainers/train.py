@@ -55,7 +55,7 @@ from trainers.masked import explained_variance, masked_mean
 from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
 from trainers.ppo import Batch, _episode_first_rows, compute_advantages, ppo_update, score_samples
 from trainers.rollouts import Sampler, evaluate, pass_at_k, play, rollout_metrics, seed_from
-from trainers.samples import Samples, adjust_batch, step_samples, trajectory_samples
+from trainers.samples import Samples, adjust_batch, step_samples, success_rewards, trajectory_samples
 
 if TYPE_CHECKING:
     from trainers.matches import MatchGroups  # imports pettingzoo (the multiagent extra)
@@ -196,7 +196,9 @@ def make_optimizers(config: TrainConfig, models: Models) -> tuple[dict[str, Any]
 
 def build_samples(config: TrainConfig, trajectories: list[Trajectory], tokenizer: Any, max_length: int | None):
     """Training rows: one per turn (step rows), or one per episode (token-in-token-out when the rollout was,
-    ``TrainConfig.token_in_token_out``)."""
+    ``TrainConfig.token_in_token_out``), rewarded as ``TrainConfig.train_reward`` says."""
+    if config.train_reward == "success":
+        trajectories = [success_rewards(t) for t in trajectories]
     if config.step_rows:
         return step_samples(trajectories, tokenizer, max_length=max_length)
     return trajectory_samples(trajectories, tokenizer, max_length=max_length, tito=config.token_in_token_out)

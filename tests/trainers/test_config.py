@@ -64,6 +64,7 @@ def test_round_trip_through_yaml(tmp_path):
     ({"train_env_manager": {"num_env_group": 8}}, "did you mean train_env_manager.num_env_groups"),
     ({"preset": "ppo"}, "preset='ppo' is not one of starpo, starpo_s, starpo_s_grpo, gigpo"),
     ({"adv_estimator": "ppo"}, "adv_estimator='ppo' is not one of"),
+    ({"train_reward": "score"}, "train_reward='score' is not one of"),
 ])
 def test_unknown_keys_and_values_name_the_fix(data, message):
     with pytest.raises(ConfigError, match=message):

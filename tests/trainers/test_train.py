@@ -17,10 +17,11 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
+from agentgym_bench.rollout.scripted import NoisyOraclePolicy
 from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict
 from trainers.config import config_from_dict
 from trainers.metrics import read_metrics
-from trainers.samples import adjust_batch, step_samples, trajectory_samples
+from trainers.samples import adjust_batch, step_samples, success_rewards, trajectory_samples
 from trainers.train import main
 
 FINITE_KEYS = ["loss/policy", "loss/entropy", "loss/grad_norm", "loss/approx_kl", "loss/clipfrac"]
@@ -139,6 +140,20 @@ def test_step_rows_hold_one_reply_each(episodes):
     assert same.tolist() == [[a == b for b in keys] for a in keys]
     picked = samples.select(torch.tensor([2, 0, 0]))
     assert picked.episode_ids.tolist() == [samples.episode_ids[2], samples.episode_ids[0], samples.episode_ids[0]]
+
+
+def test_success_rewards_keep_success_and_format_penalties_only(episodes):
+    full, _, tokenizer = episodes
+    sokoban = EnvGroups(["AgentSokoban-v0"], [2], 2, seed=10_000).rollout(NoisyOraclePolicy(0.5, seed=1))
+    for trajectory in [*full, *sokoban]:
+        rewritten = success_rewards(trajectory)
+        penalties = sum(u.info["format_penalty"] for u in trajectory.turns)
+        assert rewritten.episode_reward == pytest.approx(float(trajectory.success) + penalties)
+        assert [u.reply for u in rewritten.turns] == [u.reply for u in trajectory.turns]
+    assert any(t.success for t in sokoban) and any(u.info["format_penalty"] < 0 for t in full for u in t.turns)
+    assert {t.episode_reward for t in sokoban} - {0.0, 1.0}  # the env's own rewards were shaped (step penalty)
+    samples = trajectory_samples([success_rewards(t) for t in full], tokenizer)
+    assert samples.token_rewards.sum(1).tolist() == pytest.approx(samples.scores.tolist())
 
 
 @pytest.mark.parametrize(("n", "mode", "size", "added", "removed"), [
