@@ -220,6 +220,11 @@ def bfs_distance(desc, start, goal):
     return None
 
 
+def goal_distance(env):
+    """Moves from the player to the goal on ``env``'s map, around holes (None if unreachable)."""
+    return bfs_distance(env.desc, env.pos, divmod("".join(env.desc).index("G"), env.size))
+
+
 # ----- determinism --------------------------------------------------------------------------------------------------
 
 _TRAJECTORIES = """
@@ -340,8 +345,7 @@ def test_oracle_non_slippery_value_is_reachability():
     env = FrozenLakeGame(is_slippery=False)
     for seed in range(100):
         env.reset(seed=seed)
-        goal = divmod("".join(env.desc).index("G"), 4)
-        dist = bfs_distance(env.desc, env.pos, goal)
+        dist = goal_distance(env)
         for turns, actions, per_turn in ((5, 10, 5), (5, 10, 2), (2, 3, 1), (1, 4, 4)):
             reachable = dist <= min(actions, turns * per_turn)
             assert env.oracle_value(turns, actions, per_turn) == pytest.approx(float(reachable))
@@ -354,8 +358,7 @@ def test_oracle_non_slippery_takes_a_shortest_path():
     env = FrozenLakeGame(is_slippery=False)
     for seed in range(60):
         env.reset(seed=seed)
-        goal = divmod("".join(env.desc).index("G"), 4)
-        dist = bfs_distance(env.desc, env.pos, goal)
+        dist = goal_distance(env)
         if dist > 10:
             continue
         turns, left = 0, 10
@@ -363,10 +366,10 @@ def test_oracle_non_slippery_takes_a_shortest_path():
             plan = env.oracle_turn(5 - turns, left, 2)
             turns += 1
             for action in plan:
-                before = bfs_distance(env.desc, env.pos, goal)
+                before = goal_distance(env)
                 env.step(action)
                 left -= 1
-                assert env.terminated or bfs_distance(env.desc, env.pos, goal) == before - 1
+                assert env.terminated or goal_distance(env) == before - 1
         assert env.tile == "G" and turns == math.ceil(dist / 2)
 
 
