@@ -52,7 +52,7 @@ def suite_policy(spec: str, suite: Suite, sampling: Any, **kwargs: Any) -> tuple
     """The policy named by ``spec`` for ``suite`` and its ``metadata.policy`` record: on a multi-agent suite
     ``random`` and ``scripted`` are Bargain's policies (``scripted`` exists only there, ``oracle`` only on
     single-agent suites); everything else is :func:`~agentgym_bench.rollout.specs.policy_from_spec`."""
-    from agentgym_bench.rollout.specs import policy_from_spec
+    from agentgym_bench.rollout.specs import policy_from_spec, policy_record
 
     if not suite.multiagent:
         if spec == "scripted":
@@ -65,11 +65,7 @@ def suite_policy(spec: str, suite: Suite, sampling: Any, **kwargs: Any) -> tuple
         return policy_from_spec(spec, sampling, **kwargs)
     from agentgym_bench.multiagent.selfplay import RandomBargainPolicy, ScriptedBargainPolicy
 
-    record: dict[str, Any] = {"kind": spec, "model": None, "model_sha256": None,
-                              "sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p,
-                                           "max_new_tokens": sampling.max_new_tokens, "seed": sampling.seed,
-                                           "keyed": spec == "random"},
-                              "history": None}
+    record = policy_record(spec, sampling, keyed=spec == "random")
     return (RandomBargainPolicy(sampling.seed) if spec == "random" else ScriptedBargainPolicy()), record
 
 

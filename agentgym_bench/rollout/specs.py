@@ -84,6 +84,14 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     raise UserError(f"policy {spec!r} is not one of: {SPEC_HELP}")
 
 
+def policy_record(kind: str, sampling: Sampling, *, keyed: bool) -> dict[str, Any]:
+    """A ``metadata.policy`` record without a model (``model``, ``model_sha256`` and ``history`` left to fill)."""
+    return {"kind": kind, "model": None, "model_sha256": None,
+            "sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p,
+                         "max_new_tokens": sampling.max_new_tokens, "seed": sampling.seed, "keyed": keyed},
+            "history": None}
+
+
 def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, device: str = "cpu", timeout: float = 60.0,
                      max_concurrency: int = 8, max_batch_size: int | None = 256) -> tuple[Any, dict[str, Any]]:
     """Build the policy named by ``spec`` and its ``metadata.policy`` record (``history`` is filled by the caller).
@@ -96,11 +104,7 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, device: str 
         max_batch_size: conversations per forward pass of ``hf:`` models.
     """
     kind, target = parse_spec(spec)
-    record: dict[str, Any] = {"kind": kind, "model": None, "model_sha256": None,
-                              "sampling": {"temperature": sampling.temperature, "top_p": sampling.top_p,
-                                           "max_new_tokens": sampling.max_new_tokens, "seed": sampling.seed,
-                                           "keyed": kind != "oracle"},
-                              "history": None}
+    record = policy_record(kind, sampling, keyed=kind != "oracle")
     if kind == "oracle":
         from agentgym_bench.rollout.scripted import OraclePolicy
 
