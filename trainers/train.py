@@ -546,11 +546,17 @@ def main(config: TrainConfig) -> TrainResult:
 
 
 def _finish(run: Run) -> None:
-    """``curves.png`` and ``summary.json`` (validation success before and after, with the gain's interval)."""
+    """``curves.png`` and ``summary.json``: validation success before and after with the gain's interval, and each
+    validation episode's success (0/1) before and after, in the validation groups' order (the same in every run with
+    the same ``val_env_manager``), so two runs can be paired on the same seeds:
+    ``success_gain(a["val_episodes"]["after"], b["val_episodes"]["after"])``."""
     out = run.result.output_dir
     plot_metrics(run.result.records, out / "curves.png", title=_title(run.config))
-    if run.result.first_eval and run.result.last_eval:
-        ckpt.write_json(out / "summary.json", {"val": success_gain(run.result.first_eval, run.result.last_eval),
+    first, last = run.result.first_eval, run.result.last_eval
+    if first and last:
+        ckpt.write_json(out / "summary.json", {"val": success_gain(first, last),
+                                               "val_episodes": {"before": [int(s) for s in first],
+                                                                "after": [int(s) for s in last]},
                                                "wall_time_s": time.perf_counter() - run.t0})
 
 

@@ -20,7 +20,7 @@ from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy
 from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict
 from trainers.config import config_from_dict
-from trainers.metrics import read_metrics
+from trainers.metrics import read_metrics, success_gain
 from trainers.samples import adjust_batch, step_samples, success_rewards, trajectory_samples
 from trainers.train import main
 
@@ -100,8 +100,11 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_p
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert [p.name for p in killed.iterdir() if p.name.startswith("checkpoint")] == ["checkpoint-6"]
     # the resumed run kept the first evaluation (from the checkpoint), so it reports the same before/after gain
-    summary = lambda run: json.loads((run / "summary.json").read_text())["val"]  # noqa: E731
-    assert summary(killed) == summary(straight) and summary(killed)["n_before"] == 8
+    summary = lambda run: json.loads((run / "summary.json").read_text())  # noqa: E731
+    assert summary(killed)["val"] == summary(straight)["val"] and summary(killed)["val"]["n_before"] == 8
+    episodes = summary(killed)["val_episodes"]  # per episode, so two runs can be paired
+    assert episodes == summary(straight)["val_episodes"] and len(episodes["before"]) == len(episodes["after"]) == 8
+    assert success_gain(episodes["before"], episodes["after"]) == summary(killed)["val"]
 
 
 # ------------------------------------------------------------------------------------------------ rows
