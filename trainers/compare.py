@@ -1,0 +1,110 @@
+"""``agentgym-bench compare-runs``: is one training setting better than another, over several training seeds?
+
+Each run folder's ``summary.json`` keeps every validation episode's success before and after training, in the
+validation groups' order (:func:`trainers.train._finish`), so runs with the same validation set can be paired on the
+same seeds. Two intervals answer two questions:
+
+- **over episodes**: each episode's success averaged over the runs of a setting, then the paired bootstrap of
+  :func:`agentgym_bench.benchmark.stats.paired_difference` over the episodes (the noise of the evaluation: which maps,
+  which samples);
+- **over training seeds** (when both settings have the same number of runs, paired in the order given, e.g. seed 0
+  with seed 0): Student's t interval of the per-seed differences of the "after" rates (the noise of training).
+
+A claim about a setting needs both: the first can be narrow while three training seeds disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentgym_bench.benchmark.stats import paired_difference
+from agentgym_bench.errors import UserError
+
+T_95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+"""Two-sided 95% quantiles of Student's t for 1..10 degrees of freedom; beyond, 1.96 + 2.5 / df (within 0.01)."""
+
+
+def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean and two-sided 95% Student's t interval of ``(k,)`` values, k >= 2."""
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or len(x) < 2:
+        raise ValueError(f"a t interval needs at least two values, got {x.shape}")
+    df = len(x) - 1
+    q = T_95[df - 1] if df <= len(T_95) else 1.96 + 2.5 / df
+    half = q * float(x.std(ddof=1)) / math.sqrt(len(x))
+    return float(x.mean()), float(x.mean()) - half, float(x.mean()) + half
+
+
+def compare_runs(base: Sequence[Sequence[float]], other: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Compare the runs ``other`` (shape ``(k, n)``: k runs, n validation episodes, 0/1) with ``base`` (``(m, n)``).
+
+    Returns:
+        ``base`` and ``other`` (each run's success rate), ``difference`` (mean of ``other`` minus mean of ``base``),
+        ``episodes`` (``low``, ``high``: the paired bootstrap over the n episodes of the per-episode means) and,
+        when k == m >= 2, ``seeds`` (``low``, ``high``, ``differences``: the t interval over the k paired runs).
+
+    Raises:
+        ValueError: no runs, or runs of different lengths.
+    """
+    a, b = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
+    if a.ndim != 2 or b.ndim != 2 or not a.size or not b.size or a.shape[1] != b.shape[1]:
+        raise ValueError(f"runs of one validation set are needed on both sides, got shapes {a.shape} and {b.shape}")
+    c = paired_difference(a.mean(axis=0), b.mean(axis=0))
+    out: dict[str, Any] = {"base": a.mean(axis=1).tolist(), "other": b.mean(axis=1).tolist(),
+                           "difference": c.difference, "episodes": {"low": c.low, "high": c.high}}
+    if len(a) == len(b) >= 2:
+        differences = (b.mean(axis=1) - a.mean(axis=1)).tolist()
+        _, low, high = t_interval(differences)
+        out["seeds"] = {"low": low, "high": high, "differences": differences}
+    return out
+
+
+def read_episodes(run: str | Path, which: str) -> list[int]:
+    """One run folder's per-episode validation successes, ``which`` = ``before`` or ``after``."""
+    path = Path(run) / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist: is it a finished training run?") from None
+    except json.JSONDecodeError as error:
+        raise UserError(f"{path} is not JSON ({error})") from None
+    if "val_episodes" not in summary:
+        raise UserError(f"{path} has no per-episode validation results (runs from before they were recorded)")
+    return summary["val_episodes"][which]
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base", nargs="+", required=True, metavar="RUN",
+                        help="run folders of the reference setting (one per training seed)")
+    parser.add_argument("--runs", nargs="+", required=True, metavar="RUN",
+                        help="run folders of the setting compared with it, in the same seed order")
+    parser.add_argument("--which", choices=("after", "before"), default="after",
+                        help="compare the evaluations after training (default) or before it")
+
+
+def run(args: argparse.Namespace) -> int:
+    base = [read_episodes(r, args.which) for r in args.base]
+    other = [read_episodes(r, args.which) for r in args.runs]
+    lengths = {len(x) for x in base + other}
+    if len(lengths) > 1:
+        raise UserError(f"the runs were validated on different numbers of episodes ({sorted(lengths)}); "
+                        "compare runs with the same val_env_manager")
+    result = compare_runs(base, other)
+    rates = lambda xs: ", ".join(f"{x:.3f}" for x in xs)  # noqa: E731
+    print(f"base ({len(base)} runs), {args.which}: {rates(result['base'])}")
+    print(f"runs ({len(other)} runs), {args.which}: {rates(result['other'])}")
+    e = result["episodes"]
+    print(f"difference {result['difference']:+.3f}; over the {lengths.pop()} episodes (paired bootstrap of the "
+          f"per-episode means) 95% CI [{e['low']:+.3f}, {e['high']:+.3f}]")
+    if "seeds" in result:
+        s = result["seeds"]
+        print(f"over the {len(other)} training seeds (t, paired in the order given) 95% CI [{s['low']:+.3f}, "
+              f"{s['high']:+.3f}]; per seed {', '.join(f'{d:+.3f}' for d in s['differences'])}")
+    return 0
