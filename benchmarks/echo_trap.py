@@ -32,12 +32,11 @@ import numpy as np
 
 from agentgym_bench.benchmark.stats import paired_difference
 from trainers.cli import resolve_config
+from trainers.compare import compare_runs
 from trainers.config import load_config
 from trainers.metrics import EchoTrapRule, read_metrics
 
 VARIANTS = ("starpo", "starpo_s_grpo")
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
-"""Student's t 97.5% quantile by degrees of freedom (a 95% two-sided interval over a few training seeds)."""
 CURVES = [("reward/success", "training success"), ("val/success", "validation success"),
           ("reward/in_group_std", "in-group reward std"), ("loss/entropy", "entropy"),
           ("loss/grad_norm", "gradient norm (log)"), ("rollout/format_valid", "replies that parse")]
@@ -86,15 +85,14 @@ def report(folders: dict[tuple[str, int], Path], seeds: list[int]) -> str:
     for seed in seeds:
         c = paired_difference(evals[base, seed]["last"], evals[other, seed]["last"])
         lines.append(f"| seed {seed} | {c.difference:+.3f} | [{c.low:+.3f}, {c.high:+.3f}] | {c.p_value:.2g} |")
-    mean = {v: np.mean([np.asarray(evals[v, s]["last"], dtype=float) for s in seeds], axis=0) for v in VARIANTS}
-    c = paired_difference(mean[base], mean[other])
-    lines.append(f"| mean over seeds {', '.join(map(str, seeds))} (per episode) | {c.difference:+.3f} | "
-                 f"[{c.low:+.3f}, {c.high:+.3f}] | |")
-    per_seed = [np.mean(evals[other, s]["last"]) - np.mean(evals[base, s]["last"]) for s in seeds]
-    if 1 < len(seeds) <= len(T975) + 1:  # the training seed as the unit: Student's t over the per-seed differences
-        half = T975[len(seeds) - 1] * np.std(per_seed, ddof=1) / np.sqrt(len(seeds))
-        lines.append(f"| mean of the {len(seeds)} per-seed differences (t interval) | {np.mean(per_seed):+.3f} | "
-                     f"[{np.mean(per_seed) - half:+.3f}, {np.mean(per_seed) + half:+.3f}] | |")
+    result = compare_runs([evals[base, s]["last"] for s in seeds], [evals[other, s]["last"] for s in seeds])
+    e = result["episodes"]
+    lines.append(f"| mean over seeds {', '.join(map(str, seeds))} (per episode) | {result['difference']:+.3f} | "
+                 f"[{e['low']:+.3f}, {e['high']:+.3f}] | |")
+    if "seeds" in result:  # the training seed as the unit: Student's t over the per-seed differences
+        s = result["seeds"]
+        lines.append(f"| mean of the {len(seeds)} per-seed differences (t interval) | {result['difference']:+.3f} | "
+                     f"[{s['low']:+.3f}, {s['high']:+.3f}] | |")
     return "\n".join(lines)
 
 
