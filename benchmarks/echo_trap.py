@@ -7,13 +7,13 @@ also adds a critic, so against ``starpo`` it changes two things at once; this st
 seeds, evaluated on the same validation seeds (never the benchmark's held-out test seeds).
 
 Each run is ``agentgym-bench train CONFIG seed=S output_dir=OUT/VARIANT-sS [...]``; the filtered runs keep one
-optimiser step per iteration (``ppo_mini_batch_size`` = the trajectories the filter keeps). Each run folder gets
-``eval.json`` (per-episode validation success before and after) next to its ``metrics.jsonl``; a finished run is not
+optimiser step per iteration (``ppo_mini_batch_size`` = the trajectories the filter keeps). The per-episode validation
+success before and after comes from each run's ``summary.json``; a finished run (one with a ``summary.json``) is not
 run again. Then it prints, as Markdown: each run's before/after, the per-seed paired difference of the "after" rates
 (filter - StarPO, :func:`agentgym_bench.benchmark.stats.paired_difference` on the same validation seeds), the paired
-difference of the seed-averaged per-episode outcomes (episode noise only), a t interval over the per-seed
-differences (training-seed noise too), and the collapse warnings each run raised; and it plots the
-curves of every seed (``--plot``). One CPU job at a time: runs are sequential.
+difference of the seed-averaged per-episode outcomes (episode noise only), a t interval over the per-seed differences
+(training-seed noise too), and the collapse warnings each run raised; and it plots the curves of every seed
+(``--plot``). One CPU job at a time: runs are sequential.
 
     python benchmarks/echo_trap.py --config echo-starpo-frozenlake --seeds 0 1 2 --out runs/echo-study \
         --plot docs/img/echo-frozenlake.png
@@ -24,7 +24,6 @@ Results: docs/baselines.md, "RAGEN's Echo Trap, with the critic held equal".
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import numpy as np
 
 from agentgym_bench.benchmark.stats import paired_difference
 from trainers.cli import resolve_config
-from trainers.compare import compare_runs
+from trainers.compare import compare_runs, read_episodes
 from trainers.config import load_config
 from trainers.metrics import EchoTrapRule, read_metrics
 
@@ -54,38 +53,37 @@ def variant_overrides(config_name: str, variant: str) -> list[str]:
 
 
 def run_one(config_name: str, variant: str, seed: int, out: Path, extra: list[str]) -> Path:
-    """Train one run unless its ``eval.json`` exists; returns its folder."""
+    """Train one run unless its ``summary.json`` exists; returns its folder."""
     from trainers.train import main
 
     folder = out / f"{variant}-s{seed}"
-    if (folder / "eval.json").exists():
+    if (folder / "summary.json").exists():
         return folder
     overrides = [*variant_overrides(config_name, variant), f"seed={seed}", f"output_dir={folder}", "progress=false",
                  *extra]
     print(f"agentgym-bench train {config_name} {' '.join(overrides)}", file=sys.stderr, flush=True)
-    result = main(load_config(resolve_config(config_name), overrides))
-    (folder / "eval.json").write_text(json.dumps({"first": result.first_eval, "last": result.last_eval}))
+    main(load_config(resolve_config(config_name), overrides))
     return folder
 
 
 def report(folders: dict[tuple[str, int], Path], seeds: list[int]) -> str:
     """Markdown tables: every run, then the paired differences of the "after" rates (filter - StarPO)."""
-    evals = {key: json.loads((folder / "eval.json").read_text()) for key, folder in folders.items()}
+    evals = {key: {k: read_episodes(folder, k) for k in ("before", "after")} for key, folder in folders.items()}
     lines = ["| run | before | after | warnings of the default rule (first iteration) | wall time |",
              "|---|---|---|---|---|"]
     for (variant, seed), folder in folders.items():
         records = read_metrics(folder / "metrics.jsonl")
         first = {key: steps[0] if steps else None for key, steps in EchoTrapRule().fired(records).items()}
         fired = ", ".join(f"{k.removeprefix('warn/')} ({s})" for k, s in first.items() if s is not None) or "none"
-        before, after = (np.mean(evals[variant, seed][k]) for k in ("first", "last"))
+        before, after = (np.mean(evals[variant, seed][k]) for k in ("before", "after"))
         lines.append(f"| {variant} seed {seed} | {before:.3f} | {after:.3f} | {fired} | "
                      f"{records[-1].get('time/total', float('nan')):.0f} s |")
     base, other = VARIANTS
     lines += ["", f"| {other} - {base}, after | difference | 95% interval | McNemar p |", "|---|---|---|---|"]
     for seed in seeds:
-        c = paired_difference(evals[base, seed]["last"], evals[other, seed]["last"])
+        c = paired_difference(evals[base, seed]["after"], evals[other, seed]["after"])
         lines.append(f"| seed {seed} | {c.difference:+.3f} | [{c.low:+.3f}, {c.high:+.3f}] | {c.p_value:.2g} |")
-    result = compare_runs([evals[base, s]["last"] for s in seeds], [evals[other, s]["last"] for s in seeds])
+    result = compare_runs([evals[base, s]["after"] for s in seeds], [evals[other, s]["after"] for s in seeds])
     e = result["episodes"]
     lines.append(f"| mean over seeds {', '.join(map(str, seeds))} (per episode) | {result['difference']:+.3f} | "
                  f"[{e['low']:+.3f}, {e['high']:+.3f}] | |")

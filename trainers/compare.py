@@ -17,29 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agentgym_bench.benchmark.stats import paired_difference
+from agentgym_bench.benchmark.stats import paired_difference, t_interval
 from agentgym_bench.errors import UserError
-
-T_95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
-"""Two-sided 95% quantiles of Student's t for 1..10 degrees of freedom; beyond, 1.96 + 2.5 / df (within 0.01)."""
-
-
-def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
-    """Mean and two-sided 95% Student's t interval of ``(k,)`` values, k >= 2."""
-    x = np.asarray(values, dtype=float)
-    if x.ndim != 1 or len(x) < 2:
-        raise ValueError(f"a t interval needs at least two values, got {x.shape}")
-    df = len(x) - 1
-    q = T_95[df - 1] if df <= len(T_95) else 1.96 + 2.5 / df
-    half = q * float(x.std(ddof=1)) / math.sqrt(len(x))
-    return float(x.mean()), float(x.mean()) - half, float(x.mean()) + half
 
 
 def compare_runs(base: Sequence[Sequence[float]], other: Sequence[Sequence[float]]) -> dict[str, Any]:

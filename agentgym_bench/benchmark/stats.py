@@ -10,7 +10,8 @@ One choice per quantity, used everywhere in the package (benchmark tables, leade
 
 - a success rate: the Wilson score interval (:func:`wilson_interval`), which stays inside [0, 1] and behaves at rates
   near 0 or 1 where the normal (Wald) interval does not;
-- a mean return: the normal interval of the mean, ``mean ± z·s/√n`` (:func:`mean_interval`);
+- a mean return: the normal interval of the mean, ``mean ± z·s/√n`` (:func:`mean_interval`); a mean over a few
+  training seeds: Student's t instead of z (:func:`t_interval`);
 - a suite aggregate (mean over entries of oracle-normalised success): a stratified bootstrap that resamples episodes
   within each entry (:func:`aggregate_interval`);
 - two results on the same seeds: the paired difference with a paired bootstrap interval and McNemar's exact test
@@ -64,6 +65,22 @@ def mean_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95
     mean = float(x.mean())
     half = _z(confidence) * float(x.std(ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else 0.0
     return mean, mean - half, mean + half
+
+
+T_95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+"""Two-sided 95% quantiles of Student's t for 1..10 degrees of freedom; beyond, 1.96 + 2.5 / df (within 0.01)."""
+
+
+def t_interval(values: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the two-sided 95% Student's t interval of the mean of ``(k,)`` values, k >= 2 (a few
+    training seeds, where the normal interval of :func:`mean_interval` would be too narrow)."""
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or len(x) < 2:
+        raise ValueError(f"a t interval needs at least two values, got {x.shape}")
+    df = len(x) - 1
+    q = T_95[df - 1] if df <= len(T_95) else 1.96 + 2.5 / df
+    half = q * float(x.std(ddof=1)) / math.sqrt(len(x))
+    return float(x.mean()), float(x.mean()) - half, float(x.mean()) + half
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ import json
 import numpy as np
 import pytest
 
+from agentgym_bench.benchmark.stats import t_interval
 from agentgym_bench.cli import main as cli
-from trainers.compare import compare_runs, t_interval
+from trainers.compare import compare_runs
 
 
 def test_t_interval_uses_students_quantile():
