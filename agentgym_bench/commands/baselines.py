@@ -1,7 +1,8 @@
 """``agentgym-bench baselines``: every reference baseline, evaluated on the suite and put on a leaderboard.
 
-The main job of the package. It runs, as separate processes, at most ``--jobs`` at a time (default: the number of
-CPU cores, each process on one torch thread):
+The main job of the package. It runs, as separate processes, on at most ``--jobs`` cores at a time (default: the
+number of CPU cores), each process on one torch thread except the warm start, which every later step waits for: it
+takes two threads and two of the cores (``warmstart.DEFAULT_THREADS``, at most ``--jobs``):
 
 1. the oracle and a random agent on the suite (the ceiling and the floor);
 2. the small local default model (``init-model``), warm-started on oracle demonstrations (``warmstart``), evaluated;
@@ -35,6 +36,7 @@ from typing import Any
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import model_dir
+from agentgym_bench.rollout.warmstart import DEFAULT_THREADS
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,8 @@ class Job:
     started: float = 0.0
     seconds: float = 0.0
     status: str = "waiting"
+    threads: int = 1
+    """Torch threads of the step: the cores it takes of ``max_parallel`` (``OMP_NUM_THREADS``)."""
 
 
 def cli(*args: str) -> list[str]:
@@ -104,8 +108,11 @@ def cli(*args: str) -> list[str]:
 
 
 def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | None = None,
-         ma_suite: str | None = None) -> list[Job]:
-    """The jobs of the main job, in a valid order; with ``ma_suite``, also the two-player suite's onto ``ma_board``."""
+         ma_suite: str | None = None, max_parallel: int = 2) -> list[Job]:
+    """The jobs of the main job, in a valid order; with ``ma_suite``, also the two-player suite's onto ``ma_board``.
+    The warm start takes ``min(DEFAULT_THREADS, max_parallel)`` threads (a warm start on one thread, ``--jobs 1``,
+    is another model: :data:`agentgym_bench.rollout.warmstart.DEFAULT_THREADS`)."""
+    threads = min(DEFAULT_THREADS, max_parallel)
     results = work / "results"
     warm = model_dir("warmstart") if recipe.warmstart_in_home else work / "warmstart"
     default = work / "default-model"
@@ -114,8 +121,8 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
             for name in ("oracle", "random")]
     jobs += [
         Job("init-model", cli("init-model", "--path", str(default)), default / "config.json"),
-        Job("warmstart", cli("warmstart", "--model", str(default), "--output", str(warm), *recipe.warmstart),
-            warm / "warmstart.json", after=["init-model"]),
+        Job("warmstart", cli("warmstart", "--model", str(default), "--output", str(warm), "--threads", str(threads),
+                             *recipe.warmstart), warm / "warmstart.json", after=["init-model"], threads=threads),
         Job("eval warmstart", cli("eval", "--policy", f"hf:{warm}", "--suite", suite, *recipe.model_eval,
                                   "--trained-by", str(warm), "--out", str(results / "warmstart.json.gz")),
             results / "warmstart.json.gz", after=["warmstart"]),
@@ -157,12 +164,13 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
 
 
 def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float = 30.0) -> None:
-    """Run the jobs, at most ``max_parallel`` at once, each logging to ``<work>/logs/<name>.log``; print a status
-    line every ``status_every`` seconds and a line when a job ends. A failed job stops the run (with its log's
-    tail)."""
+    """Run the jobs on at most ``max_parallel`` threads at once (``Job.threads`` each), each logging to
+    ``<work>/logs/<name>.log``; print a status line every ``status_every`` seconds and a line when a job ends. Jobs
+    start in list order: one that is ready but does not fit yet holds back the ready jobs after it (so a
+    many-thread step is not starved by one-thread steps). A failed job stops the run (with its log's tail)."""
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     by_name = {j.name: j for j in jobs}
     for job in jobs:
         if job.output is not None and job.output.exists():
@@ -184,16 +192,18 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
                                     f"{logs / _slug(job.name)}.log:\n  " + "\n  ".join(tail))
                 job.status = "done"
                 print(f"[baselines] {job.name}: done in {job.seconds / 60:.1f} min", flush=True)
-        running = sum(j.status == "running" for j in jobs)
+        busy = sum(j.threads for j in jobs if j.status == "running")
         for job in jobs:
-            if running >= max_parallel:
-                break
             if job.status == "waiting" and all(by_name[a].status == "done" for a in job.after):
+                if busy + job.threads > max_parallel and busy > 0:
+                    break
+                threads = str(job.threads)
                 job.log = open(logs / f"{_slug(job.name)}.log", "w")  # noqa: SIM115 - closed when the job ends
-                job.process = subprocess.Popen(job.argv, stdout=job.log, stderr=subprocess.STDOUT, env=env,
-                                               stdin=subprocess.DEVNULL)
+                job.process = subprocess.Popen(job.argv, stdout=job.log, stderr=subprocess.STDOUT,
+                                               stdin=subprocess.DEVNULL,
+                                               env={**env, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
                 job.started, job.status = time.monotonic(), "running"
-                running += 1
+                busy += job.threads
                 print(f"[baselines] {job.name}: started (log: {logs / _slug(job.name)}.log)", flush=True)
         if time.monotonic() - last_status >= status_every:
             last_status = time.monotonic()
@@ -233,7 +243,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ma-board", default=None, help="leaderboard folder of the two-player suite "
                         "(default: WORK/leaderboard-ma)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                        help="steps run at once, one core each (default: the CPU count, %(default)s)")
+                        help="cores to use: steps run at once, one core each (the warm start two) "
+                        "(default: the CPU count, %(default)s)")
     parser.add_argument("--committed", default="leaderboards", help="folder of the committed boards to compare "
                         "with (default: %(default)s)")
 
@@ -246,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
     board = Path(args.board) if args.board else work / "leaderboard"
     ma_suite = None if args.ma_suite == "none" else args.ma_suite
     ma_board = Path(args.ma_board) if args.ma_board else work / "leaderboard-ma"
-    jobs = plan(recipe, work, board, args.suite, ma_board, ma_suite)
+    jobs = plan(recipe, work, board, args.suite, ma_board, ma_suite, max_parallel=args.jobs)
     started = time.monotonic()
     print(f"[baselines] recipe {args.recipe}: {len(jobs)} steps, {args.jobs} at a time, work folder {work}",
           flush=True)

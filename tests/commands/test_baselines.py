@@ -37,6 +37,22 @@ def test_run_jobs_respects_dependencies_and_skips_finished_steps(tmp_path):
     assert (tmp_path / "logs" / "a.log").exists()
 
 
+def test_a_two_thread_step_runs_alone_on_two_cores_and_gets_two_threads(tmp_path):
+    # each job appends "<name> <OMP_NUM_THREADS> start|end" to one file; jobs ready after a wide one wait for it
+    log = tmp_path / "log.txt"
+    code = ("import os, sys, time; f = lambda s: open(sys.argv[1], 'a').write(f'{sys.argv[2]} "
+            "{os.environ[\"OMP_NUM_THREADS\"]} {s}' + chr(10)); f('start'); time.sleep(0.3); f('end')")
+    jobs = [Job("a", py(code) + [str(log), "a"], None), Job("wide", py(code) + [str(log), "wide"], None, threads=2),
+            Job("b", py(code) + [str(log), "b"], None)]
+    run_jobs(jobs, tmp_path, max_parallel=2, status_every=60)
+    assert log.read_text().splitlines() == ["a 1 start", "a 1 end", "wide 2 start", "wide 2 end", "b 1 start",
+                                            "b 1 end"]
+    for max_parallel, threads in ((2, "2"), (1, "1"), (8, "2")):  # the warm start: two threads, at most --jobs
+        warm = next(j for j in plan(RECIPES["reference"], tmp_path, tmp_path / "b", "agentgym-v1",
+                                    max_parallel=max_parallel) if j.name == "warmstart")
+        assert warm.argv[warm.argv.index("--threads") + 1] == threads and warm.threads == int(threads)
+
+
 def test_a_failing_step_stops_the_run_with_its_log(tmp_path):
     jobs = [Job("bad", py("import sys; print('something broke'); sys.exit(3)"), tmp_path / "never"),
             Job("after", py("pass"), None, after=["bad"])]
