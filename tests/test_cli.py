@@ -90,6 +90,7 @@ MISTAKES = {
     "webshop-serve with a missing catalog": (["webshop-serve", "--catalog", "/nonexistent.json"], ["no such file"]),
     "init-model with width not divisible by heads": (["init-model", "--path", "{tmp}/m", "--width", "30"],
                                                       ["multiple of --heads"]),
+    "warmstart on zero threads": (["warmstart", "--threads", "0"], ["--threads 0 must be >= 1"]),
 }
 
 

@@ -57,9 +57,9 @@ DEFAULT_EPISODES = {"AgentSokoban-v0": 90_000, "AgentFrozenLake-v0": 6_000, "Age
 """Demonstration episodes per env of the default warm start (run 7 of docs/baselines.md): one model for the suite's
 4x4/6x6 grid envs and Bandit, most of the budget where reading the board is hardest."""
 DEFAULT_THREADS = 2
-"""Torch threads of ``agentgym-bench warmstart`` (and of the main job's warm start): ~1.4x faster than one on two idle
+"""Torch threads of ``agentgym-bench warmstart`` (and of the main job's warm start): ~1.7x faster than one on two idle
 cores. The thread count changes the last bits of the sums, so the same seed on another thread count gives another
-(equally good) model."""
+model, as another seed would (run 7 of docs/baselines.md: Sokoban 0.66 on one thread, 0.59 on two)."""
 DEFAULT_ENVS = tuple(DEFAULT_EPISODES)
 MATCH_ENVS = ("Bargain-v0",)
 """Two-player env ids with a demonstrator: random-demand matches (module docstring)."""
@@ -382,6 +382,10 @@ def parse_episodes(values: list[str], envs: list[str]) -> int | dict[str, int]:
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from agentgym_bench.errors import UserError
+
+    if args.threads < 1:
+        raise UserError(f"--threads {args.threads} must be >= 1")
     torch.set_num_threads(args.threads)
     config = WarmStartConfig(
         model=args.model, output=args.output, envs=tuple(args.envs), prompt=args.prompt,
