@@ -9,9 +9,10 @@ docs/trainers.md.
 Margins: another machine's floating-point rounding gives another trajectory, as another training seed would, so a
 test must not assert what only the recorded run showed. The gain is a paired comparison (the same validation seeds
 before and after: :func:`trainers.metrics.success_gain`). Its 95% interval is asserted above 0 only for the configs
-whose recorded interval (:data:`RECORDED`, one training seed each, docs/trainers.md) cleared 0 by at least
-:data:`SLACK`; for the others, that the interval's upper end is above 0: training did not make the model worse.
-That weaker check has teeth: StarPO on Sokoban alone at lr 3e-4 from today's warm start (the mix recipe restricted to
+whose recorded interval from today's warm start (:data:`RECORDED`, one training seed each, docs/trainers.md)
+cleared 0 by at least :data:`SLACK`; for the others, that the interval's upper end is above 0: training did not make
+the model worse.
+That weaker check has teeth: StarPO on Sokoban alone at lr 3e-4 from run 6's warm start (the mix recipe restricted to
 Sokoban, docs/baselines.md) ended at -0.043 [-0.084, -0.002], which fails it.
 """
 
@@ -28,14 +29,16 @@ from trainers.train import main
 
 pytestmark = pytest.mark.slow
 
-RECORDED = {  # config: (gain, interval low, interval high) recorded from run 6's warm start, docs/trainers.md
-    "starpo-frozenlake": (0.075, 0.043, 0.106), "starpo_s-frozenlake": (0.064, 0.033, 0.096),
-    "gigpo-frozenlake": (0.062, 0.029, 0.093), "starpo-sokoban": (0.081, 0.054, 0.108),
-    "starpo_s-sokoban": (0.061, 0.034, 0.087), "gigpo-sokoban": (0.062, 0.034, 0.089),
+RECORDED = {  # config: (gain, interval low, interval high) from today's default warm start, docs/trainers.md
+    "starpo-sokoban": (0.033, 0.009, 0.059), "starpo_s-sokoban": (0.016, -0.011, 0.042),
 }
+"""One training seed each, from run 7's warm start on two threads (the default). The other four configs were
+recorded from run 6's warm start only (the default before; docs/trainers.md): without a record from today's they
+get the no-loss check."""
 SLACK = 0.03
 """How far above 0 a recorded interval's lower end must be for the test to assert the interval: a lower end of
-+0.029 (GiGPO on FrozenLake) would flip with a run a little less lucky; it is checked for no loss instead."""
++0.029 (GiGPO on FrozenLake from run 6's warm start) would flip with a run a little less lucky; it is checked for no
+loss instead."""
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +58,7 @@ def test_training_raises_validation_success(algorithm, env, warm_model, tmp_path
     result = main(config)
     gain = success_gain(result.first_eval, result.last_eval)
     assert gain["n_before"] >= 256
-    if RECORDED[f"{algorithm}-{env}"][1] >= SLACK:
+    if RECORDED.get(f"{algorithm}-{env}", (0, 0, 0))[1] >= SLACK:
         assert gain["ci_low"] > 0, gain
     else:
         assert gain["ci_high"] > 0, gain
