@@ -1,12 +1,15 @@
 """Where a model came from: the ``metadata.trainer`` and ``metadata.compute.training`` records of a results file.
 
-A reference-trainer run folder holds ``config.yaml`` (the resolved config) and, once finished, ``summary.json``; a
-warm-start folder holds ``warmstart.json`` (its config and timings). :func:`training_record` reads either.
+A reference-trainer run folder holds ``config.yaml`` (the resolved config), ``metrics.jsonl`` (one line per
+iteration and evaluation) and, once finished, ``summary.json``; a warm-start folder holds ``warmstart.json`` (its
+config and timings). :func:`training_record` reads either; for a trainer run it keeps the curves a reader of the
+board would look at (:func:`training_curves`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,10 @@ def training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
         batch = config.get("rollout_batch_size")
         compute = {"steps": steps, "episodes": steps * batch if steps and batch else None,
                    "wall_time_s": summary.get("wall_time_s")}
-        return {"algorithm": str(algorithm), "config": config}, compute
+        trainer: dict[str, Any] = {"algorithm": str(algorithm), "config": config}
+        if (path / "metrics.jsonl").is_file():
+            trainer["curves"] = training_curves(path / "metrics.jsonl")
+        return trainer, compute
     if (path / "warmstart.json").is_file():
         report = json.loads((path / "warmstart.json").read_text())
         compute = {"steps": report.get("train", {}).get("steps"),
@@ -34,6 +40,38 @@ def training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
                    "wall_time_s": report.get("seconds")}
         return {"algorithm": "sft-warmstart", "config": report.get("config", {})}, compute
     raise UserError(f"{path} is neither a trainer run folder (config.yaml) nor a warm-start folder (warmstart.json)")
+
+
+CURVES = ("reward/success", "val/success", "loss/entropy", "reward/in_group_std", "rollout/format_valid")
+"""The curves of a run kept with its results: the training episodes' success each iteration, validation success,
+the policy's entropy, the in-group reward spread StarPO-S filters on, and the share of replies that parse; plus
+every per-env validation success (``val/<env>/success``)."""
+MAX_POINTS = 500
+"""Points kept per curve: a longer run is thinned evenly (its last point kept), so a results file stays small."""
+
+
+def training_curves(metrics: str | Path) -> dict[str, list[list[float]]]:
+    """``{metric: [[step, value], ...]}`` of a trainer's ``metrics.jsonl`` for :data:`CURVES` and each
+    ``val/<env>/success``, at most :data:`MAX_POINTS` points each, steps ascending. Lines that do not parse (a
+    run killed mid-write) and values that are not finite numbers are skipped; a curve without points is left out."""
+    curves: dict[str, list[list[float]]] = {}
+    for line in Path(metrics).read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(row, dict) or not isinstance(row.get("step"), int):
+            continue
+        for key, value in row.items():
+            wanted = key in CURVES or (key.startswith("val/") and key.endswith("/success") and key.count("/") == 2)
+            if wanted and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                curves.setdefault(key, []).append([row["step"], float(value)])
+    for key, points in curves.items():
+        points.sort(key=lambda p: p[0])
+        if len(points) > MAX_POINTS:
+            keep = sorted({round(i * (len(points) - 1) / (MAX_POINTS - 1)) for i in range(MAX_POINTS)})
+            curves[key] = [points[i] for i in keep]
+    return dict(sorted(curves.items()))
 
 
 def final_checkpoint(run: str | Path) -> Path:

@@ -69,8 +69,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-concurrency", type=int, default=8,
                         help="requests in flight to an openai: endpoint (default: %(default)s)")
     parser.add_argument("--trained-by", metavar="FOLDER", default=None,
-                        help="record how the model was trained: a trainer run folder (config.yaml, summary.json) or "
-                        "a warm-start folder (warmstart.json)")
+                        help="record how the model was trained: a trainer run folder (its config, cost and curves: "
+                        "config.yaml, summary.json, metrics.jsonl) or a warm-start folder (warmstart.json)")
 
 
 def run(args: argparse.Namespace) -> int:

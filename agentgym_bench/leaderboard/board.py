@@ -91,12 +91,20 @@ def record_of(verified: Verified, name: str, submitted: str, summary: Summary | 
         "notes": verified.notes, "kind": policy["kind"], "model": policy["model"],
         "model_sha256": policy["model_sha256"], "sampling": policy["sampling"], "history": policy["history"],
         "trainer": (meta["trainer"] or {}).get("algorithm"),
+        **training_json(meta),
         "prompts": {e.name: e.prompt for e in results.entries},
         "submitted": submitted, "evaluated": meta["date"], "package_version": meta["package_version"],
         "git_commit": meta["git_commit"], "hardware": meta["hardware"], "sha256": verified.sha256,
         "compute": meta["compute"],
         "summary": summary_json(summary if summary is not None else summarize(results, verified.suite)),
     }
+
+
+def training_json(metadata: dict[str, Any]) -> dict[str, Any]:
+    """What the board shows of how a model was trained, as its results file reports it: the trainer's config
+    (``trainer_config``, ``None`` if not reported) and training curves (``curves``: metric -> [[step, value]])."""
+    trainer = metadata["trainer"] or {}
+    return {"trainer_config": trainer.get("config"), "curves": trainer.get("curves", {})}
 
 
 def summary_json(s: Summary) -> dict[str, Any]:
@@ -198,6 +206,7 @@ def rebuild(folder: str | os.PathLike, *, progress: bool = False) -> dict[str, A
         stored = {r["slug"]: _load_stored(folder, r) for r in records}
         for r in records:
             r["summary"] = summary_json(summarize(stored[r["slug"]], suite))
+            r.update(training_json(stored[r["slug"]].metadata))
         write_board(folder, suite, records, stored, new={}, transcripts_for={r["slug"] for r in records},
                     progress=progress)
     return read_index(folder) or {}

@@ -78,6 +78,8 @@ def test_smoke_recipe_end_to_end(tmp_path):
     # one or the other, and re-generation ran end to end for most of them.
     models = [r["mark"] for n, r in names.items() if n.startswith("default model")]
     assert len(models) == 4 and set(models) <= {"reproduced", "replayed"} and models.count("reproduced") >= 2
+    for name in ("default model + SFT + StarPO", "default model + SFT + StarPO-S", "default model + SFT + GiGPO"):
+        assert names[name]["trainer_config"]["max_steps"] == len(names[name]["curves"]["reward/success"])
     assert Path(tmp_path / "work" / "leaderboard" / "index.html").is_file()
     two_player = {r["name"]: r for r in read_index(tmp_path / "work" / "leaderboard-ma")["submissions"]}
     assert set(two_player) == {"random", "scripted", "default model + SFT"}

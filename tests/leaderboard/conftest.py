@@ -55,6 +55,19 @@ def random_bytes(suite) -> bytes:
     return play("random", suite)
 
 
+TRAINER = {"algorithm": "gigpo", "config": {"preset": "gigpo", "learning_rate": 1e-4, "max_steps": 3},
+           "curves": {"reward/success": [[1, 0.25], [2, 0.5], [3, 0.5]], "val/success": [[0, 0.25], [3, 0.75]],
+                      "val/AgentBandit-v0/success": [[0, 0.5], [3, 1.0]],
+                      "loss/entropy": [[1, 2.0], [2, 1.5], [3, 1.0]]}}
+"""A trainer record as ``agentgym-bench eval --trained-by`` writes it (benchmark.provenance.training_record)."""
+
+
+@pytest.fixture(scope="session")
+def trained_bytes(suite) -> bytes:
+    """Random play, recorded as if a reference trainer had made the policy (the board shows what files report)."""
+    return play("random", suite, trainer=TRAINER)
+
+
 @pytest.fixture(scope="session")
 def models(model_dir, tmp_path_factory) -> tuple[Path, Path]:
     """Two default models that differ only in the seed of their weights (0: the session's ``model_dir``, and 1)."""

@@ -15,7 +15,7 @@ import pytest
 
 from agentgym_bench.benchmark.results import loads, summarize
 from agentgym_bench.cli import main
-from tests.leaderboard.conftest import tree_digest
+from tests.leaderboard.conftest import TRAINER, tree_digest
 from tests.leaderboard.test_verify import edit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,6 +183,23 @@ def test_board_rerenders_and_refuses_a_changed_stored_file(board, capsys):
     stored.write_bytes(stored.read_bytes() + b"\n")
     assert main(["board", "--board", str(board)]) == 2
     assert "does not match the SHA-256" in capsys.readouterr().err
+
+
+def test_the_board_keeps_how_a_model_was_trained_and_a_rebuild_fills_it_in(board, tmp_path, trained_bytes):
+    path = tmp_path / "trained.json.gz"
+    path.write_bytes(trained_bytes)
+    assert main(["submit", str(path), "--name", "trained", "--board", str(board)]) == 0
+    records = {r["name"]: r for r in json.loads((board / "board.json").read_text())["submissions"]}
+    assert records["trained"]["trainer"] == "gigpo" and records["trained"]["curves"] == TRAINER["curves"]
+    assert records["trained"]["trainer_config"] == TRAINER["config"]
+    assert records["oracle"]["curves"] == {} and records["oracle"]["trainer_config"] is None
+    index = json.loads((board / "board.json").read_text())
+    for r in index["submissions"]:  # a board written before these fields existed
+        del r["curves"], r["trainer_config"]
+    (board / "board.json").write_text(json.dumps(index))
+    assert main(["board", "--board", str(board)]) == 0
+    rebuilt = {r["name"]: r for r in json.loads((board / "board.json").read_text())["submissions"]}
+    assert rebuilt["trained"]["curves"] == TRAINER["curves"] and rebuilt["oracle"]["curves"] == {}
 
 
 def test_reproduce_agrees_with_recorded_random_and_default_model_runs(tmp_path, suite_file, random_bytes, hf_bytes,

@@ -104,6 +104,45 @@ def test_a_hash_link_opens_an_episode_directly(tmp_path, suite_file, oracle_byte
     assert dom.count('class="turn" data-turn=') == 1
 
 
+TRAINING_HARNESS = """<!DOCTYPE html><html><body><pre id="out">pending</pre>
+<iframe id="f" src="index.html" width="1200" height="800"></iframe>
+<script>
+const log = {};
+const wait = ms => new Promise(r => setTimeout(r, ms));
+document.getElementById("f").onload = async () => {
+  try {
+    const d = document.getElementById("f").contentDocument;
+    d.querySelector('a[data-slug="oracle"]').click(); await wait(300);
+    log.oracle_charts = d.querySelectorAll("#training svg").length;
+    d.querySelector('a[data-slug="trained"]').click(); await wait(300);
+    log.charts = [...d.querySelectorAll("#training .chart")].map(c => [c.querySelector("text").textContent,
+      [...c.querySelectorAll("polyline")].map(p => p.getAttribute("points").split(" ").length)]);
+    log.legend = d.querySelector("#training .chart div").textContent;
+    log.config = d.querySelector("#details details pre").textContent;
+  } catch (e) { log.error = String(e); }
+  document.getElementById("out").textContent = JSON.stringify(log);
+};
+</script></body></html>"""
+
+
+def test_the_details_plot_the_training_curves_a_file_reports(tmp_path, suite_file, oracle_bytes, trained_bytes):
+    board = tmp_path / "board"
+    for name, raw in {"oracle": oracle_bytes, "trained": trained_bytes}.items():
+        (tmp_path / f"{name}.json.gz").write_bytes(raw)
+        assert main(["submit", str(tmp_path / f"{name}.json.gz"), "--name", name, "--board", str(board),
+                     "--suite", str(suite_file)]) == 0
+    (board / "harness.html").write_text(TRAINING_HARNESS)
+    found = re.search(r'<pre id="out">(.*?)</pre>', run_browser((board / "harness.html").as_uri()), re.S)
+    assert found
+    log = json.loads(html.unescape(found.group(1)))
+    assert "error" not in log, log
+    assert log["oracle_charts"] == 0  # nothing reported, nothing drawn
+    # success: the training episodes (3 points), validation (2) and its per-env line (2); then the entropy (3)
+    assert log["charts"] == [["success", [3, 2, 2]], ["policy entropy", [3]]]
+    assert "training episodes" in log["legend"] and "validation AgentBandit-v0" in log["legend"]
+    assert json.loads(log["config"]) == {"preset": "gigpo", "learning_rate": 1e-4, "max_steps": 3}
+
+
 MA_HARNESS = """<!DOCTYPE html><html><body><pre id="out">pending</pre>
 <iframe id="f" src="index.html" width="1200" height="800"></iframe>
 <script>

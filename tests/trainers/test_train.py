@@ -15,6 +15,7 @@ import torch
 import yaml
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from agentgym_bench.benchmark.provenance import training_record
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy
@@ -56,6 +57,10 @@ def test_each_algorithm_changes_the_parameters_and_keeps_losses_finite(tiny_mode
         {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in records]
     assert (tmp_path / "curves.png").stat().st_size > 10_000
     assert (tmp_path / "summary.json").exists()
+    trainer, compute = training_record(tmp_path)  # what `agentgym-bench eval --trained-by` records of this run
+    assert trainer["algorithm"] == preset and compute["steps"] == 3
+    assert trainer["curves"]["val/success"] == [[r["step"], r["val/success"]] for r in records if "val/success" in r]
+    assert [step for step, _ in trainer["curves"]["reward/success"]] == [1, 2, 3]
 
 
 def test_whole_episode_rows_with_the_full_conversation(tiny_model, tmp_path):
