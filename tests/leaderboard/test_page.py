@@ -24,15 +24,22 @@ BROWSER = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
 pytestmark = pytest.mark.skipif(BROWSER is None,
                                 reason=f"no headless browser found (looked for {', '.join(BROWSERS)})")
 
-HARNESS = """<!DOCTYPE html><html><body><pre id="out">pending</pre>
+HARNESS_HEAD = """<!DOCTYPE html><html><body><pre id="out">pending</pre>
 <iframe id="f" src="index.html" width="1200" height="800"></iframe>
 <script>
 const log = {};
 const wait = ms => new Promise(r => setTimeout(r, ms));
-const rows = d => [...d.querySelectorAll("#board-body tr")].map(r => r.dataset.slug);
 document.getElementById("f").onload = async () => {
   try {
     const d = document.getElementById("f").contentDocument;
+"""
+HARNESS_TAIL = """  } catch (e) { log.error = String(e); }
+  document.getElementById("out").textContent = JSON.stringify(log);
+};
+</script></body></html>"""
+
+SORT_AND_OPEN = """\
+    const rows = d => [...d.querySelectorAll("#board-body tr")].map(r => r.dataset.slug);
     log.initial = rows(d);
     d.querySelector('th[data-key="score"]').click(); await wait(100); log.score_first_click = rows(d);
     d.querySelector('th[data-key="score"]').click(); await wait(100); log.score_second_click = rows(d);
@@ -50,10 +57,19 @@ document.getElementById("f").onload = async () => {
     a.value = "random"; a.dispatchEvent(new Event("change")); await wait(100);
     b.value = "oracle"; b.dispatchEvent(new Event("change")); await wait(100);
     log.compare = [...d.querySelectorAll("#compare-table tr")].map(r => r.textContent);
-  } catch (e) { log.error = String(e); }
-  document.getElementById("out").textContent = JSON.stringify(log);
-};
-</script></body></html>"""
+"""
+
+
+def drive(board: Path, steps: str) -> dict:
+    """Open the board's index.html in the harness, run ``steps`` (JavaScript: ``d`` is the page's document, ``log``
+    the record, ``wait(ms)`` a pause) and return the record."""
+    (board / "harness.html").write_text(HARNESS_HEAD + steps + HARNESS_TAIL)
+    dom = run_browser((board / "harness.html").as_uri())
+    found = re.search(r'<pre id="out">(.*?)</pre>', dom, re.S)
+    assert found, dom[:2000]
+    log = json.loads(html.unescape(found.group(1)))
+    assert "error" not in log, log
+    return log
 
 
 def run_browser(url: str) -> str:
@@ -69,12 +85,7 @@ def test_the_page_shows_sorts_and_opens_a_transcript(tmp_path, suite_file, oracl
         (tmp_path / f"{name}.json.gz").write_bytes(raw)
         assert main(["submit", str(tmp_path / f"{name}.json.gz"), "--name", name, "--board", str(board),
                      "--suite", str(suite_file)]) == 0
-    (board / "harness.html").write_text(HARNESS)
-    dom = run_browser((board / "harness.html").as_uri())
-    found = re.search(r'<pre id="out">(.*?)</pre>', dom, re.S)
-    assert found, dom[:2000]
-    log = json.loads(html.unescape(found.group(1)))
-    assert "error" not in log, log
+    log = drive(board, SORT_AND_OPEN)
     assert log["initial"] == ["oracle", "random"]  # by rank
     assert log["score_first_click"] == ["oracle", "random"]  # score, descending
     assert log["score_second_click"] == ["random", "oracle"]  # score, ascending
@@ -104,14 +115,7 @@ def test_a_hash_link_opens_an_episode_directly(tmp_path, suite_file, oracle_byte
     assert dom.count('class="turn" data-turn=') == 1
 
 
-TRAINING_HARNESS = """<!DOCTYPE html><html><body><pre id="out">pending</pre>
-<iframe id="f" src="index.html" width="1200" height="800"></iframe>
-<script>
-const log = {};
-const wait = ms => new Promise(r => setTimeout(r, ms));
-document.getElementById("f").onload = async () => {
-  try {
-    const d = document.getElementById("f").contentDocument;
+TRAINING_STEPS = """\
     d.querySelector('a[data-slug="oracle"]').click(); await wait(300);
     log.oracle_charts = d.querySelectorAll("#training svg").length;
     d.querySelector('a[data-slug="trained"]').click(); await wait(300);
@@ -119,10 +123,7 @@ document.getElementById("f").onload = async () => {
       [...c.querySelectorAll("polyline")].map(p => p.getAttribute("points").split(" ").length)]);
     log.legend = d.querySelector("#training .chart div").textContent;
     log.config = d.querySelector("#details details pre").textContent;
-  } catch (e) { log.error = String(e); }
-  document.getElementById("out").textContent = JSON.stringify(log);
-};
-</script></body></html>"""
+"""
 
 
 def test_the_details_plot_the_training_curves_a_file_reports(tmp_path, suite_file, oracle_bytes, trained_bytes):
@@ -131,11 +132,7 @@ def test_the_details_plot_the_training_curves_a_file_reports(tmp_path, suite_fil
         (tmp_path / f"{name}.json.gz").write_bytes(raw)
         assert main(["submit", str(tmp_path / f"{name}.json.gz"), "--name", name, "--board", str(board),
                      "--suite", str(suite_file)]) == 0
-    (board / "harness.html").write_text(TRAINING_HARNESS)
-    found = re.search(r'<pre id="out">(.*?)</pre>', run_browser((board / "harness.html").as_uri()), re.S)
-    assert found
-    log = json.loads(html.unescape(found.group(1)))
-    assert "error" not in log, log
+    log = drive(board, TRAINING_STEPS)
     assert log["oracle_charts"] == 0  # nothing reported, nothing drawn
     # success: the training episodes (3 points), validation (2) and its per-env line (2); then the entropy (3)
     assert log["charts"] == [["success", [3, 2, 2]], ["policy entropy", [3]]]
@@ -143,14 +140,7 @@ def test_the_details_plot_the_training_curves_a_file_reports(tmp_path, suite_fil
     assert json.loads(log["config"]) == {"preset": "gigpo", "learning_rate": 1e-4, "max_steps": 3}
 
 
-MA_HARNESS = """<!DOCTYPE html><html><body><pre id="out">pending</pre>
-<iframe id="f" src="index.html" width="1200" height="800"></iframe>
-<script>
-const log = {};
-const wait = ms => new Promise(r => setTimeout(r, ms));
-document.getElementById("f").onload = async () => {
-  try {
-    const d = document.getElementById("f").contentDocument;
+MA_STEPS = """\
     log.headers = [...d.querySelectorAll("#board-head th")].map(t => t.textContent);
     log.legend = d.getElementById("legend").textContent;
     d.querySelector('a[data-slug="scripted"]').click(); await wait(300);
@@ -162,10 +152,7 @@ document.getElementById("f").onload = async () => {
     a.value = "random"; a.dispatchEvent(new Event("change")); await wait(100);
     b.value = "scripted"; b.dispatchEvent(new Event("change")); await wait(100);
     log.compare = [...d.querySelectorAll("#compare-table tr")].map(r => r.textContent);
-  } catch (e) { log.error = String(e); }
-  document.getElementById("out").textContent = JSON.stringify(log);
-};
-</script></body></html>"""
+"""
 
 
 def test_a_two_player_board_shows_payoffs_outcomes_and_both_seats(tmp_path):
@@ -183,12 +170,7 @@ def test_a_two_player_board_shows_payoffs_outcomes_and_both_seats(tmp_path):
         (tmp_path / f"{name}.json.gz").write_bytes(play(name, suite))
         assert main(["submit", str(tmp_path / f"{name}.json.gz"), "--name", name, "--board", str(board),
                      "--suite", str(suite_file)]) == 0
-    (board / "harness.html").write_text(MA_HARNESS)
-    dom = run_browser((board / "harness.html").as_uri())
-    found = re.search(r'<pre id="out">(.*?)</pre>', dom, re.S)
-    assert found, dom[:2000]
-    log = json.loads(html.unescape(found.group(1)))
-    assert "error" not in log, log
+    log = drive(board, MA_STEPS)
     assert "bargain-vs-random payoff" in log["headers"] and "bargain-self-play win / draw / loss" in log["headers"]
     assert "mean payoff" in log["legend"]
     assert len(log["breakdown"]) == 4 and log["breakdown"][1].startswith("bargain-vs-randomrandom4")
