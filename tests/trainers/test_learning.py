@@ -3,8 +3,8 @@
 From the warm-started default model on CPU, each bundled per-env config (StarPO, StarPO-S, GiGPO on FrozenLake and
 Sokoban) must not make validation success worse, and where its recorded run gained clearly, must raise it; over the
 config's validation episodes (>= 256). The warm start is the one ``agentgym-bench warmstart`` writes to its default
-folder; it is made first if missing (that command, about 45 minutes on 2 cores). Measured results and wall times:
-docs/trainers.md.
+folder; it is made first if missing (that command, about 55 minutes on 2 cores: 53 measured in the main job).
+Measured results and wall times: docs/trainers.md.
 
 Margins: another machine's floating-point rounding gives another trajectory, as another training seed would, so a
 test must not assert what only the recorded run showed. The gain is a paired comparison (the same validation seeds
