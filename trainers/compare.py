@@ -10,7 +10,9 @@ same seeds. Two intervals answer two questions:
 - **over training seeds** (when both settings have the same number of runs, paired in the order given, e.g. seed 0
   with seed 0): Student's t interval of the per-seed differences of the "after" rates (the noise of training).
 
-A claim about a setting needs both: the first can be narrow while three training seeds disagree.
+A claim about a setting needs both: the first can be narrow while three training seeds disagree. With
+``--which gain`` the runs are compared with their own start model instead (each run's "before" as its base, no
+``--base``): does a setting gain over its start, over the seeds?
 """
 
 from __future__ import annotations
@@ -66,25 +68,34 @@ def read_episodes(run: str | Path, which: str) -> list[int]:
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--base", nargs="+", required=True, metavar="RUN",
-                        help="run folders of the reference setting (one per training seed)")
+    parser.add_argument("--base", nargs="+", metavar="RUN",
+                        help="run folders of the reference setting (one per training seed; not with --which gain)")
     parser.add_argument("--runs", nargs="+", required=True, metavar="RUN",
                         help="run folders of the setting compared with it, in the same seed order")
-    parser.add_argument("--which", choices=("after", "before"), default="after",
-                        help="compare the evaluations after training (default) or before it")
+    parser.add_argument("--which", choices=("after", "before", "gain"), default="after",
+                        help="compare the evaluations after training (default) or before it; gain: each of --runs "
+                        "after training with itself before it")
 
 
 def run(args: argparse.Namespace) -> int:
-    base = [read_episodes(r, args.which) for r in args.base]
-    other = [read_episodes(r, args.which) for r in args.runs]
+    if (args.which == "gain") == bool(args.base):
+        raise UserError("--which gain compares each run with its own start and takes no --base" if args.base
+                        else "give --base RUN ... (the reference setting's runs), or --which gain")
+    if args.which == "gain":
+        base, other = [read_episodes(r, "before") for r in args.runs], [read_episodes(r, "after") for r in args.runs]
+        labels = ("before", "after")
+    else:
+        base = [read_episodes(r, args.which) for r in args.base]
+        other = [read_episodes(r, args.which) for r in args.runs]
+        labels = (args.which, args.which)
     lengths = {len(x) for x in base + other}
     if len(lengths) > 1:
         raise UserError(f"the runs were validated on different numbers of episodes ({sorted(lengths)}); "
                         "compare runs with the same val_env_manager")
     result = compare_runs(base, other)
     rates = lambda xs: ", ".join(f"{x:.3f}" for x in xs)  # noqa: E731
-    print(f"base ({len(base)} runs), {args.which}: {rates(result['base'])}")
-    print(f"runs ({len(other)} runs), {args.which}: {rates(result['other'])}")
+    print(f"base ({len(base)} runs), {labels[0]}: {rates(result['base'])}")
+    print(f"runs ({len(other)} runs), {labels[1]}: {rates(result['other'])}")
     e = result["episodes"]
     print(f"difference {result['difference']:+.3f}; over the {lengths.pop()} episodes (paired bootstrap of the "
           f"per-episode means) 95% CI [{e['low']:+.3f}, {e['high']:+.3f}]")

@@ -48,6 +48,13 @@ def test_the_command_prints_both_intervals_and_rejects_bad_runs(tmp_path, capsys
     assert "difference +0.250" in out and "200 episodes" in out and "over the 2 training seeds" in out
     assert cli(["compare-runs", "--base", *a, "--runs", *b, "--which", "before"]) == 0
     assert "difference +0.000" in capsys.readouterr().out
+    assert cli(["compare-runs", "--runs", *b, "--which", "gain"]) == 0
+    out = capsys.readouterr().out
+    assert "before: 0.250, 0.250" in out and "after: 0.750, 0.750" in out and "difference +0.500" in out
+    for args, message in ((["--runs", *b], "or --which gain"), (["--base", *a, "--runs", *b, "--which", "gain"],
+                                                                "takes no --base")):
+        assert cli(["compare-runs", *args]) == 2
+        assert message in capsys.readouterr().err
 
     short = write_run(tmp_path / "short", [0] * 10, [1] * 10)
     old = tmp_path / "old"
