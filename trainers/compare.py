@@ -78,16 +78,16 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if (args.which == "gain") == bool(args.base):
-        raise UserError("--which gain compares each run with its own start and takes no --base" if args.base
-                        else "give --base RUN ... (the reference setting's runs), or --which gain")
     if args.which == "gain":
-        base, other = [read_episodes(r, "before") for r in args.runs], [read_episodes(r, "after") for r in args.runs]
-        labels = ("before", "after")
+        if args.base:
+            raise UserError("--which gain compares each run with its own start and takes no --base")
+        base_runs, labels = args.runs, ("before", "after")
+    elif not args.base:
+        raise UserError("give --base RUN ... (the reference setting's runs), or --which gain")
     else:
-        base = [read_episodes(r, args.which) for r in args.base]
-        other = [read_episodes(r, args.which) for r in args.runs]
-        labels = (args.which, args.which)
+        base_runs, labels = args.base, (args.which, args.which)
+    base = [read_episodes(r, labels[0]) for r in base_runs]
+    other = [read_episodes(r, labels[1]) for r in args.runs]
     lengths = {len(x) for x in base + other}
     if len(lengths) > 1:
         raise UserError(f"the runs were validated on different numbers of episodes ({sorted(lengths)}); "
