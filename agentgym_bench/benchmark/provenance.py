@@ -34,12 +34,29 @@ def training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]
             trainer["curves"] = training_curves(path / "metrics.jsonl")
         return trainer, compute
     if (path / "warmstart.json").is_file():
-        report = json.loads((path / "warmstart.json").read_text())
-        compute = {"steps": report.get("train", {}).get("steps"),
-                   "demonstration_episodes": report.get("demonstrations", {}).get("episodes"),
-                   "wall_time_s": report.get("seconds")}
-        return {"algorithm": "sft-warmstart", "config": report.get("config", {})}, compute
+        return warmstart_record(json.loads((path / "warmstart.json").read_text()))
     raise UserError(f"{path} is neither a trainer run folder (config.yaml) nor a warm-start folder (warmstart.json)")
+
+
+def warmstart_record(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(trainer, training_compute)`` of a warm start's ``warmstart.json``: its config, with each earlier stage's
+    (``started_from``) nested the same way, and the compute of all its stages added up (``stages``: how many)."""
+    stages = [report]
+    while isinstance(stages[-1].get("started_from"), dict):
+        stages.append(stages[-1]["started_from"])
+
+    def total(section: str, key: str | None) -> Any:
+        values = [s.get(section) if key is None else (s.get(section) or {}).get(key) for s in stages]
+        return sum(values) if all(isinstance(v, (int, float)) for v in values) else None
+
+    compute = {"steps": total("train", "steps"), "demonstration_episodes": total("demonstrations", "episodes"),
+               "wall_time_s": total("seconds", None)}
+    if len(stages) > 1:
+        compute["stages"] = len(stages)
+    config: dict[str, Any] = {}
+    for stage in reversed(stages):
+        config = {**stage.get("config", {}), **({"started_from": config} if config else {})}
+    return {"algorithm": "sft-warmstart", "config": config}, compute
 
 
 CURVES = ("reward/success", "val/success", "loss/entropy", "reward/in_group_std", "rollout/format_valid")

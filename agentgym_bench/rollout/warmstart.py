@@ -25,7 +25,8 @@ from scratch, so the warm start gives it both:
    actions a turn, k the per-turn limit (``agentgym-bench demo``, ``docs/oracles.md``).
 
 The output folder is an ordinary Hugging Face model folder plus ``warmstart.json``: the settings, the training
-loss, and the evaluation table. Its ``"rollout"`` entry (prompt template, history window, reply budget) is how the
+loss, the evaluation table, and (``started_from``) the report of each earlier stage when ``model`` was itself
+warm-started. Its ``"rollout"`` entry (prompt template, history window, reply budget) is how the
 model expects to be prompted.
 
 Command line: ``agentgym-bench warmstart`` (see ``--help``).
@@ -306,8 +307,24 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
         "evaluation": evaluation,
         "seconds": round(time.time() - started, 1),
     }
+    earlier = earlier_stage(config.model)
+    if earlier is not None:
+        report["started_from"] = earlier
     (output / "warmstart.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def earlier_stage(model: str) -> dict[str, Any] | None:
+    """The report of the warm start that made ``model``, if it is a warm-start folder (its ``warmstart.json``
+    without the evaluation, with its own ``started_from``): a warm start from a warm-started model is a later stage
+    of one recipe (the main job's, ``agentgym-bench baselines``), and its report keeps every stage. ``None`` for any
+    other model."""
+    from agentgym_bench.paths import resolve_model
+
+    path = expand(resolve_model(model)) / "warmstart.json"
+    if not path.is_file():
+        return None
+    return {k: v for k, v in json.loads(path.read_text()).items() if k != "evaluation"}
 
 
 def format_report(report: dict[str, Any]) -> str:

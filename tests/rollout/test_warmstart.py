@@ -112,3 +112,19 @@ def test_default_warm_start_is_between_random_and_oracle(tmp_path):
             assert warm["ci_low"] > evaluation["random"][env_id]["ci_high"], env_id
         if env_id != "AgentBandit-v0":
             assert warm["ci_high"] < oracle["ci_low"], env_id
+
+
+def test_a_warm_start_from_a_warm_started_model_keeps_both_stages(tmp_path, small_model):
+    from agentgym_bench.benchmark.provenance import training_record
+
+    first = warm_start(config(tmp_path, small_model, "s1", episodes=30, epochs=1, eval_episodes=4))
+    second = warm_start(config(tmp_path, tmp_path / "s1", "s2", episodes=20, epochs=2, eval_episodes=4))
+    assert "started_from" not in first
+    earlier = second["started_from"]
+    assert earlier["config"]["model"] == str(small_model) and "evaluation" not in earlier
+    assert earlier["train"] == first["train"]
+    trainer, compute = training_record(tmp_path / "s2")  # what the board records of the two-stage model
+    assert trainer["config"]["model"] == str(tmp_path / "s1") and trainer["config"]["epochs"] == 2
+    assert trainer["config"]["started_from"]["episodes"] == 30
+    assert compute["stages"] == 2 and compute["demonstration_episodes"] == 50
+    assert compute["steps"] == first["train"]["steps"] + second["train"]["steps"]
