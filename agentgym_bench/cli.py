@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("agentgym_bench.rollout.server", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
     "openenv-serve": ("agentgym_bench.commands.openenv_serve", "serve agent envs as OpenEnv environments"),
     "eval": ("agentgym_bench.commands.eval", "play a benchmark suite with a policy and write a results file"),
+    "compare-results": ("agentgym_bench.commands.compare_results", "compare results files of one suite, paired on the "
+                        "same seeds"),
     "submit": ("agentgym_bench.commands.submit", "verify a results file and put it on a leaderboard"),
     "board": ("agentgym_bench.commands.board", "re-render a leaderboard from its stored submissions"),
     "reproduce": ("agentgym_bench.commands.reproduce", "re-run a leaderboard submission and compare the numbers"),

@@ -281,6 +281,7 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
     if config.model == "default" and not model_dir("default").is_dir():
         build_default_model(model_dir("default"), seed=config.seed)
     model, tokenizer = load_model(config.model)
+    earlier = earlier_stage(config.model)  # read before the output is written: it may be the same folder
     demonstrations = collect_demonstrations(config, progress=progress)
     losses = finetune(model, tokenizer, demonstrations, config, progress=progress)
     trained = time.time()
@@ -307,7 +308,6 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
         "evaluation": evaluation,
         "seconds": round(time.time() - started, 1),
     }
-    earlier = earlier_stage(config.model)
     if earlier is not None:
         report["started_from"] = earlier
     (output / "warmstart.json").write_text(json.dumps(report, indent=2) + "\n")

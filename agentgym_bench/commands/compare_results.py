@@ -1,0 +1,75 @@
+"""``agentgym-bench compare-results``: two results files of one suite, paired on the same seeds.
+
+Each later file against the first: per entry the difference of success (a match entry: of the mean payoff) with a
+paired bootstrap interval and McNemar's exact p, and the difference of the suite score with a bootstrap interval
+stratified by entry — the comparison a leaderboard shows between two of its submissions
+(:func:`agentgym_bench.leaderboard.render.compare`), without putting either on a board. The files are checked as a
+board checks them (suite name and version, entries, one episode per seed) but not replayed: ``agentgym-bench
+submit`` verifies.
+
+Examples::
+
+    agentgym-bench compare-results warmstart.json.gz gigpo.json.gz
+    agentgym-bench compare-results leaderboards/agentgym-v1/submissions/oracle.json.gz mine.json.gz other.json.gz
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from agentgym_bench.benchmark.results import Results, ResultsError, read_results, summarize
+from agentgym_bench.benchmark.suites import Suite
+from agentgym_bench.errors import UserError
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = __doc__.split("\n\n", 1)[1].split("Examples::", 1)[0].strip()
+    parser.epilog = "examples:" + __doc__.split("Examples::", 1)[1]
+    parser.add_argument("base", help="results file to compare against (agentgym-bench eval --out)")
+    parser.add_argument("others", nargs="+", metavar="results", help="results files compared with BASE")
+
+
+def read_checked(path: str, suite: Suite | None) -> tuple[Results, Suite]:
+    """A results file and its suite, checked like a submission's (but not replayed); a :class:`UserError` naming
+    the file otherwise."""
+    from agentgym_bench.leaderboard.verify import check_entries, check_suite
+
+    try:
+        results = read_results(path)
+    except ResultsError as error:
+        raise UserError(str(error)) from None
+    try:
+        suite = check_suite(results, suite)
+        check_entries(results, suite)
+    except ResultsError as error:
+        raise UserError(f"{path}: {error}") from None
+    return results, suite
+
+
+def comparison_table(suite: Suite, base: Results, other: Results) -> list[str]:
+    """Markdown rows of ``other`` against ``base`` (``other - base``): the suite score, then every entry."""
+    from agentgym_bench.leaderboard.render import compare
+
+    c = compare(suite, base, other)
+    scores = [summarize(r, suite).score[0] for r in (base, other)]
+    rows = [("score", scores[0], scores[1], c["suite"])]
+    rows += [(name, e["a"], e["b"], e) for name, e in c["entries"].items()]
+    lines = ["| entry | base | this | difference [95% CI] | p |", "|---|---|---|---|---|"]
+    for name, a, b, d in rows:
+        p = "-" if math.isnan(d["p"]) else f"{d['p']:.2g}"
+        lines.append(f"| {name} | {a:.3f} | {b:.3f} | {d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] "
+                     f"| {p} |")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    base, suite = read_checked(args.base, None)
+    for path in args.others:
+        other, _ = read_checked(path, suite)
+        print(f"{Path(path).name} against {Path(args.base).name} on the same seeds of {suite.name} "
+              "(this - base; 95% paired bootstrap interval, McNemar's exact p):")
+        print("\n".join(comparison_table(suite, base, other)) + "\n")
+    return 0

@@ -1,0 +1,48 @@
+"""`agentgym-bench compare-results`, on the committed board's results files (real evaluations of the suite)."""
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from agentgym_bench.benchmark.results import read_results
+from agentgym_bench.benchmark.suites import load_suite
+from agentgym_bench.leaderboard.render import compare
+
+BOARD = Path(__file__).resolve().parents[2] / "leaderboards"
+ORACLE, RANDOM = (BOARD / "agentgym-v1" / "submissions" / f"{n}.json.gz" for n in ("oracle", "random"))
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "compare-results", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_each_file_against_the_first_with_the_boards_paired_numbers():
+    out = cli(RANDOM, ORACLE, RANDOM)
+    assert out.returncode == 0, out.stderr
+    tables = out.stdout.split("oracle.json.gz against random.json.gz")[1].split("random.json.gz against")
+    suite = load_suite("agentgym-v1")
+    c = compare(suite, read_results(RANDOM), read_results(ORACLE))
+    rows = {line.split("|")[1].strip(): line for line in tables[0].splitlines() if line.startswith("| ")}
+    assert set(rows) == {"entry", "score", *(e.name for e in suite.entries)}
+    s = c["suite"]
+    assert f"{s['difference']:+.3f} [{s['low']:+.3f}, {s['high']:+.3f}]" in rows["score"] and s["low"] > 0
+    e = c["entries"]["frozenlake-noslip"]
+    assert f"| {e['a']:.3f} | {e['b']:.3f} | {e['difference']:+.3f}" in rows["frozenlake-noslip"]
+    assert "| score | " in tables[1] and "+0.000 [+0.000, +0.000] | 1 |" in tables[1]  # a file against itself
+
+
+def test_files_that_cannot_be_paired_are_one_line_errors(tmp_path):
+    other_suite = BOARD / "agentgym-ma-v1" / "submissions" / "random.json.gz"
+    data = json.loads(gzip.decompress(ORACLE.read_bytes()))
+    data["entries"][0]["episodes"].pop()  # a seed missing: nothing to pair it with
+    short = tmp_path / "short.json.gz"
+    short.write_bytes(gzip.compress(json.dumps(data).encode()))
+    for args, message in [((ORACLE, tmp_path / "none.json.gz"), "does not exist"),
+                          ((ORACLE, other_suite), "agentgym-ma-v1"),
+                          ((ORACLE, short), f"{short}: entry {data['entries'][0]['name']}: the seeds must be")]:
+        out = cli(*args)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert out.stderr.startswith("agentgym-bench: error:") and message in out.stderr
