@@ -3,7 +3,7 @@
 Each later file against the first: per entry the difference of success (a match entry: of the mean payoff) with a
 paired bootstrap interval and McNemar's exact p, and the difference of the suite score with a bootstrap interval
 stratified by entry — the comparison a leaderboard shows between two of its submissions
-(:func:`agentgym_bench.leaderboard.render.compare`), without putting either on a board. The files are checked as a
+(``agentgym_bench.leaderboard.render.compare``), without putting either on a board. The files are checked as a
 board checks them (suite name and version, entries, one episode per seed) but not replayed: ``agentgym-bench
 submit`` verifies.
 
