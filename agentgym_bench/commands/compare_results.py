@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     base, suite = read_checked(args.base, None)
     for path in args.others:
         other, _ = read_checked(path, suite)
+        test = "mean payoffs, no p" if suite.multiagent else "McNemar's exact p"
         print(f"{Path(path).name} against {Path(args.base).name} on the same seeds of {suite.name} "
-              "(this - base; 95% paired bootstrap interval, McNemar's exact p):")
+              f"(this - base; 95% paired bootstrap interval, {test}):")
         print("\n".join(comparison_table(suite, base, other)) + "\n")
     return 0

@@ -34,6 +34,14 @@ def test_each_file_against_the_first_with_the_boards_paired_numbers():
     assert "| score | " in tables[1] and "+0.000 [+0.000, +0.000] | 1 |" in tables[1]  # a file against itself
 
 
+def test_a_two_player_suite_pairs_mean_payoffs():
+    ma = BOARD / "agentgym-ma-v1" / "submissions"
+    out = cli(ma / "random.json.gz", ma / "scripted.json.gz")
+    assert out.returncode == 0, out.stderr
+    assert "mean payoffs, no p" in out.stdout and "| bargain-vs-random | " in out.stdout
+    assert all(line.endswith("| - |") for line in out.stdout.splitlines()[3:] if line.startswith("| "))
+
+
 def test_files_that_cannot_be_paired_are_one_line_errors(tmp_path):
     other_suite = BOARD / "agentgym-ma-v1" / "submissions" / "random.json.gz"
     data = json.loads(gzip.decompress(ORACLE.read_bytes()))
