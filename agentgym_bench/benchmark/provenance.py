@@ -45,12 +45,12 @@ def warmstart_record(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     while isinstance(stages[-1].get("started_from"), dict):
         stages.append(stages[-1]["started_from"])
 
-    def total(section: str, key: str | None) -> Any:
-        values = [s.get(section) if key is None else (s.get(section) or {}).get(key) for s in stages]
+    def total(values: list[Any]) -> Any:
         return sum(values) if all(isinstance(v, (int, float)) for v in values) else None
 
-    compute = {"steps": total("train", "steps"), "demonstration_episodes": total("demonstrations", "episodes"),
-               "wall_time_s": total("seconds", None)}
+    compute = {"steps": total([(s.get("train") or {}).get("steps") for s in stages]),
+               "demonstration_episodes": total([(s.get("demonstrations") or {}).get("episodes") for s in stages]),
+               "wall_time_s": total([s.get("seconds") for s in stages])}
     if len(stages) > 1:
         compute["stages"] = len(stages)
     config: dict[str, Any] = {}

@@ -49,13 +49,13 @@ def read_checked(path: str, suite: Suite | None) -> tuple[Results, Suite]:
     return results, suite
 
 
-def comparison_table(suite: Suite, base: Results, other: Results) -> list[str]:
-    """Markdown rows of ``other`` against ``base`` (``other - base``): the suite score, then every entry."""
+def comparison_table(suite: Suite, base: Results, other: Results, base_score: float) -> list[str]:
+    """Markdown rows of ``other`` against ``base`` (``other - base``; ``base_score``: the base's suite score): the
+    suite score, then every entry."""
     from agentgym_bench.leaderboard.render import compare
 
     c = compare(suite, base, other)
-    scores = [summarize(r, suite).score[0] for r in (base, other)]
-    rows = [("score", scores[0], scores[1], c["suite"])]
+    rows = [("score", base_score, summarize(other, suite).score[0], c["suite"])]
     rows += [(name, e["a"], e["b"], e) for name, e in c["entries"].items()]
     lines = ["| entry | base | this | difference [95% CI] | p |", "|---|---|---|---|---|"]
     for name, a, b, d in rows:
@@ -67,10 +67,11 @@ def comparison_table(suite: Suite, base: Results, other: Results) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     base, suite = read_checked(args.base, None)
+    base_score = summarize(base, suite).score[0]
     for path in args.others:
         other, _ = read_checked(path, suite)
         test = "mean payoffs, no p" if suite.multiagent else "McNemar's exact p"
         print(f"{Path(path).name} against {Path(args.base).name} on the same seeds of {suite.name} "
               f"(this - base; 95% paired bootstrap interval, {test}):")
-        print("\n".join(comparison_table(suite, base, other)) + "\n")
+        print("\n".join(comparison_table(suite, base, other, base_score)) + "\n")
     return 0
