@@ -17,7 +17,7 @@ takes two threads and two of the cores (``warmstart.DEFAULT_THREADS``, at most `
 
 Recipes: ``reference`` (the default) is the reference recipe — a warm start with ``agentgym-bench warmstart``'s
 defaults, then a second stage from it (:data:`SECOND_STAGE`), and the bundled ``trainers/configs/baseline-*.yaml``
-as they are (docs/baselines.md) — about 80 minutes on 2 CPU cores, more on slower ones; the committed board in
+as they are (docs/baselines.md) — about 95 minutes on 2 CPU cores, more on slower ones; the committed board in
 ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each entry can also
 be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its numbers mean
 nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo
@@ -249,7 +249,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = __doc__.split("\n\n", 1)[1]
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference",
-                        help="reference (about 80 minutes on 2 cores; the committed board's recipe) or smoke "
+                        help="reference (about 95 minutes on 2 cores; the committed board's recipe) or smoke "
                         "(minutes, numbers meaningless) (default: %(default)s)")
     parser.add_argument("--work", default=None, help="folder for models, runs, results and logs "
                         "(default: runs/baselines-RECIPE)")
