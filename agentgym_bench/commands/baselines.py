@@ -17,7 +17,7 @@ takes two threads and two of the cores (``warmstart.DEFAULT_THREADS``, at most `
 
 Recipes: ``reference`` (the default) is the reference recipe — a warm start with ``agentgym-bench warmstart``'s
 defaults, then a second stage from it (:data:`SECOND_STAGE`), and the bundled ``trainers/configs/baseline-*.yaml``
-as they are (docs/baselines.md) — about 95 minutes on 2 CPU cores, more on slower ones; the committed board in
+as they are (docs/baselines.md) — about two hours on 2 CPU cores, more on slower ones; the committed board in
 ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each entry can also
 be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its numbers mean
 nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo
@@ -74,11 +74,12 @@ BOARD_NAMES = {"oracle": "oracle", "random": "random", "scripted": "scripted", "
                "gigpo": "default model + SFT + GiGPO"}
 """Results file stem -> name on the board."""
 SECOND_STAGE = ("--episodes", "AgentSokoban-v0=12000", "AgentFrozenLake-v0=6000", "AgentFrozenLakeNoSlip-v0=12000",
-                "AgentBandit-v0=1000", "--epochs", "8", "--lr", "1e-3")
-"""The reference warm start's second stage (run 18 of docs/baselines.md): eight more passes over the lakes' and
+                "AgentBandit-v0=1000", "--epochs", "16", "--lr", "1e-3")
+"""The reference warm start's second stage (run 19 of docs/baselines.md): sixteen more passes over the lakes' and
 Bandit's demonstrations with the first 12,000 Sokoban episodes replayed, at half the peak learning rate. The lakes
 need more passes than Sokoban's 180,000 episodes can take in the first stage's time (FrozenLake alone reaches the
-oracle's level only after 16 passes); eight passes scored +0.022 over four on the validation suite."""
+oracle's level only after 16 passes); on the validation suite eight passes scored +0.022 over four, and sixteen
++0.015 over eight (about 56 minutes on 2 cores)."""
 RECIPES: dict[str, Recipe] = {
     "reference": Recipe(warmstart=((), SECOND_STAGE), train={name: (config, ()) for name, config in TRAINED.items()},
                         warmstart_in_home=True, ma_models=("warmstart",)),
@@ -249,7 +250,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = __doc__.split("\n\n", 1)[1]
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference",
-                        help="reference (about 95 minutes on 2 cores; the committed board's recipe) or smoke "
+                        help="reference (about two hours on 2 cores; the committed board's recipe) or smoke "
                         "(minutes, numbers meaningless) (default: %(default)s)")
     parser.add_argument("--work", default=None, help="folder for models, runs, results and logs "
                         "(default: runs/baselines-RECIPE)")
