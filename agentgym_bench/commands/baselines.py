@@ -21,7 +21,7 @@ as they are (docs/baselines.md) — about two hours on 2 CPU cores, more on slow
 ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each entry can also
 be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its numbers mean
 nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo
-it).
+it), and a warm-start or training step stopped part-way resumes from its last checkpoint when the job is run again.
 """
 
 from __future__ import annotations
@@ -147,7 +147,8 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
     ]
     for name, (config, overrides) in recipe.train.items():
         run = work / "runs" / name
-        jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}", *overrides),
+        jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
+                                             "resume_from_checkpoint=auto", *overrides),
                         run / "summary.json", after=["warmstart"]))
         jobs.append(Job(f"eval {name}", cli("eval", "--policy", f"hf:{run}", "--suite", suite,
                                             *recipe.model_eval, "--trained-by", str(run),

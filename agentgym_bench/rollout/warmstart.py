@@ -27,7 +27,9 @@ from scratch, so the warm start gives it both:
 The output folder is an ordinary Hugging Face model folder plus ``warmstart.json``: the settings, the training
 loss, the evaluation table, and (``started_from``) the report of each earlier stage when ``model`` was itself
 warm-started. Its ``"rollout"`` entry (prompt template, history window, reply budget) is how the
-model expects to be prompted.
+model expects to be prompted. While it trains, ``<output>.warmstart-checkpoint.pt`` beside the folder holds its state
+(every :data:`CHECKPOINT_STEPS` steps): a warm start stopped part-way and run again with the same settings continues
+from it, to the same model; it is removed when the model is written.
 
 Command line: ``agentgym-bench warmstart`` (see ``--help``).
 """
@@ -37,8 +39,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import sys
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark import stats
@@ -63,6 +68,12 @@ DEFAULT_THREADS = 2
 cores. The thread count changes the last bits of the sums, so the same seed on another thread count gives another
 model, as another seed would (run 7 of docs/baselines.md: Sokoban 0.66 on one thread, 0.59 on two)."""
 DEFAULT_ENVS = tuple(DEFAULT_EPISODES)
+CHECKPOINT_STEPS = 250
+"""Optimiser steps between the warm start's checkpoints (a few minutes of the default model on 2 cores)."""
+CHECKPOINT_SUFFIX = ".warmstart-checkpoint.pt"
+"""The checkpoint sits beside the output folder, ``<output>.warmstart-checkpoint.pt`` (inside, it would make a
+half-trained folder look like a model): a stopped warm start run again continues from it; removed once the model
+and ``warmstart.json`` are written."""
 MATCH_ENVS = ("Bargain-v0",)
 """Two-player env ids with a demonstrator: random-demand matches (module docstring)."""
 
@@ -201,8 +212,13 @@ def reply_loss(model: Any, batch: dict[str, Any]) -> Any:
 
 
 def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config: WarmStartConfig, *,
-             progress: bool = False) -> list[float]:
-    """Supervised fine-tuning on the replies of ``trajectories`` (in place). Returns the loss of every step."""
+             progress: bool = False, checkpoint: Path | None = None) -> tuple[list[float], float]:
+    """Supervised fine-tuning on the replies of ``trajectories`` (in place). Returns the loss of every step and the
+    seconds of fine-tuning spent by earlier runs (0 unless resumed).
+
+    With ``checkpoint`` (a file), the state of training is written there every :data:`CHECKPOINT_STEPS` optimiser
+    steps and at the end, and a run started again with the same settings (``config``, demonstrations, torch
+    threads) continues from it, bit for bit as if it had not stopped; a checkpoint of other settings is ignored."""
     import torch
 
     from agentgym_bench.rollout.tokens import collate, step_token_views
@@ -216,14 +232,28 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
         1 + math.cos(math.pi * min(1.0, (s + 1 - warmup) / max(1, total - warmup))))))
     generator = torch.Generator().manual_seed(config.seed)
     device = next(model.parameters()).device
+    key = {"config": asdict(config), "rows": len(views), "threads": torch.get_num_threads()}
+    saved = _load_checkpoint(checkpoint, key) if checkpoint is not None else None
     losses: list[float] = []
+    earlier, started = 0.0, time.time()
     model.train()
     with torch.random.fork_rng(devices=[]), progress_bar(total, "fine-tune", "step", enabled=progress) as bar:
         torch.manual_seed(config.seed)
-        for _ in range(config.epochs):
+        first_epoch = 0
+        if saved is not None:
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            schedule.load_state_dict(saved["schedule"])
+            generator.set_state(saved["generator"])
+            torch.set_rng_state(saved["torch_rng"])
+            losses, first_epoch, earlier = saved["losses"], saved["epoch"], saved["seconds"]
+            bar.update(len(losses))
+        for epoch in range(first_epoch, config.epochs):
+            epoch_start = generator.get_state()  # a checkpoint inside this epoch re-draws its order from here
             order = torch.randperm(len(views), generator=generator).tolist()
-            for start in range(0, len(views), config.batch_size):
-                batch = collate([views[i] for i in order[start : start + config.batch_size]], tokenizer.pad_token_id)
+            for step in range(len(losses) - epoch * steps_per_epoch, steps_per_epoch):
+                rows = order[step * config.batch_size : (step + 1) * config.batch_size]
+                batch = collate([views[i] for i in rows], tokenizer.pad_token_id)
                 batch = {k: v.to(device) for k, v in batch.items()}
                 loss = reply_loss(model, batch)
                 optimizer.zero_grad(set_to_none=True)
@@ -234,8 +264,42 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
                 losses.append(float(loss.detach()))
                 bar.update(1)
                 bar.set_postfix_str(f"loss {losses[-1]:.3f}")
+                if checkpoint is not None and (len(losses) % CHECKPOINT_STEPS == 0 or len(losses) == total):
+                    _save_checkpoint(checkpoint, {
+                        "key": key, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                        "schedule": schedule.state_dict(), "generator": epoch_start,
+                        "torch_rng": torch.get_rng_state(), "losses": losses, "epoch": epoch,
+                        "seconds": earlier + time.time() - started})
     model.eval()
-    return losses
+    return losses, earlier
+
+
+def _load_checkpoint(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The training state in ``path`` if it was written with the same ``key``, else ``None`` (with a note)."""
+    import torch
+
+    if not path.exists():
+        return None
+    try:
+        saved = torch.load(path, weights_only=False)
+    except Exception as error:  # e.g. written by another torch version
+        print(f"warmstart: ignoring the unreadable checkpoint {path} ({error}); starting afresh", file=sys.stderr)
+        return None
+    if saved.get("key") != key:
+        print(f"warmstart: ignoring {path}: it was written with other settings; starting afresh", file=sys.stderr)
+        return None
+    print(f"warmstart: resuming from {path} after step {len(saved['losses'])}", file=sys.stderr)
+    return saved
+
+
+def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """Write ``state`` to ``path`` atomically (a temporary file, then a rename)."""
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    torch.save(state, partial)
+    os.replace(partial, path)
 
 
 def success_table(policy: Any, config: WarmStartConfig, *, history: int | None) -> dict[str, dict[str, float]]:
@@ -282,8 +346,11 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
         build_default_model(model_dir("default"), seed=config.seed)
     model, tokenizer = load_model(config.model)
     earlier = earlier_stage(config.model)  # read before the output is written: it may be the same folder
+    output = model_dir("warmstart") if config.output is None else expand(config.output)
+    checkpoint = output.with_name(output.name + CHECKPOINT_SUFFIX)
     demonstrations = collect_demonstrations(config, progress=progress)
-    losses = finetune(model, tokenizer, demonstrations, config, progress=progress)
+    losses, resumed_seconds = finetune(model, tokenizer, demonstrations, config, progress=progress,
+                                       checkpoint=checkpoint)
     trained = time.time()
     policy = HFPolicy(model, tokenizer, temperature=config.temperature, max_new_tokens=config.max_new_tokens,
                       seed=config.seed, max_batch_size=256)
@@ -293,7 +360,6 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
         "random": success_table(RandomPolicy(config.seed), config, history=config.history),
         "random_one_action": success_table(RandomPolicy(config.seed, max_actions=1), config, history=config.history),
     }
-    output = model_dir("warmstart") if config.output is None else expand(config.output)
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output)
     tokenizer.save_pretrained(output)
@@ -304,13 +370,15 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
         "demonstrations": {"episodes": len(demonstrations), "turns": sum(len(t.turns) for t in demonstrations),
                            "success": sum(t.success for t in demonstrations) / len(demonstrations)},
         "train": {"steps": len(losses), "first_loss": losses[0], "final_loss": sum(losses[-20:]) / len(losses[-20:]),
-                  "seconds": round(trained - started, 1)},
+                  "seconds": round(trained - started + resumed_seconds, 1),
+                  **({"resumed": True} if resumed_seconds else {})},
         "evaluation": evaluation,
-        "seconds": round(time.time() - started, 1),
+        "seconds": round(time.time() - started + resumed_seconds, 1),
     }
     if earlier is not None:
         report["started_from"] = earlier
     (output / "warmstart.json").write_text(json.dumps(report, indent=2) + "\n")
+    checkpoint.unlink()
     return report
 
 
@@ -347,7 +415,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=d.model, help="model folder, name under $AGENTGYM_BENCH_HOME/models or hub "
                         "id to start from; the default model is built if missing (default: %(default)s)")
     parser.add_argument("--output", default=d.output, help="folder for the fine-tuned model (default: "
-                        f"$AGENTGYM_BENCH_HOME/models/warmstart, now {model_dir('warmstart')})")
+                        f"$AGENTGYM_BENCH_HOME/models/warmstart, now {model_dir('warmstart')}); a run stopped "
+                        f"part-way and started again continues from OUTPUT{CHECKPOINT_SUFFIX}")
     parser.add_argument("--envs", nargs="+", default=list(d.envs), help="agent env ids (default: %(default)s)")
     parser.add_argument("--prompt", default=d.prompt, help="prompt template, compact or ragen (default: %(default)s)")
     parser.add_argument("--history", type=int, default=d.history,

@@ -22,7 +22,8 @@ def test_plan_orders_every_step_after_what_it_needs(tmp_path):
     for algo in ("starpo", "starpo-s", "gigpo"):
         train = next(j for j in jobs if j.name == f"train {algo}")
         assert train.after == ["warmstart"] and any(a.startswith("pretrain=") for a in train.argv)
-        assert train.argv[4].startswith("baseline-") and train.argv[-1].startswith("output_dir=")  # configs as bundled
+        assert train.argv[4].startswith("baseline-") and train.argv[-2].startswith("output_dir=")  # configs as bundled
+        assert train.argv[-1] == "resume_from_checkpoint=auto"  # a killed main job's re-run resumes training
     for job in jobs:  # every dependency comes earlier in the list
         assert all(names.index(a) < names.index(job.name) for a in job.after)
     submits = [j for j in jobs if j.name.startswith("submit")]

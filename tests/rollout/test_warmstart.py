@@ -1,4 +1,5 @@
 import json
+import math
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from agentgym_bench.rollout.warmstart import (
     parse_episodes,
     warm_start,
 )
+from tests.killing import kill_once_written
 from tests.rollout.toy_game import TOY_ID
 
 SMALL = ModelSize(n_layer=2, n_embd=32, n_head=2, n_positions=128)
@@ -128,3 +130,53 @@ def test_a_warm_start_from_a_warm_started_model_keeps_both_stages(tmp_path, smal
     assert trainer["config"]["started_from"]["episodes"] == 30
     assert compute["stages"] == 2 and compute["demonstration_episodes"] == 50
     assert compute["steps"] == first["train"]["steps"] + second["train"]["steps"]
+
+
+KILLED_RUN = """
+import sys
+import torch
+from agentgym_bench.rollout import warmstart
+from tests.rollout.toy_game import register
+register()
+torch.set_num_threads(1)
+warmstart.CHECKPOINT_STEPS = 5
+warmstart.warm_start(warmstart.WarmStartConfig(**eval(sys.argv[1])))
+"""
+
+
+def test_a_warm_start_killed_with_sigkill_resumes_to_the_same_model(tmp_path, small_model, monkeypatch):
+    """The killed run is a fresh process, as a user's would be; the resumed and the uninterrupted runs run here (one
+    torch thread everywhere: the checkpoint is only taken up by a run on the same thread count)."""
+    from agentgym_bench.rollout import warmstart
+
+    monkeypatch.setattr(warmstart, "CHECKPOINT_STEPS", 5)
+    killed = config(tmp_path, small_model, "killed", episodes=200, epochs=3, eval_episodes=4)
+    kwargs = {k: getattr(killed, k) for k in ("model", "output", "envs", "episodes", "epochs", "lr", "batch_size",
+                                              "eval_episodes", "max_new_tokens", "seed")}
+    checkpoint = tmp_path / f"killed{warmstart.CHECKPOINT_SUFFIX}"
+    kill_once_written(["-c", KILLED_RUN, repr(kwargs)], checkpoint)
+    assert not (tmp_path / "killed").exists(), "the run wrote its model before it could be killed"
+    saved = torch.load(checkpoint, weights_only=False)
+    assert 0 < len(saved["losses"]) < 3 * math.ceil(saved["key"]["rows"] / 16)  # stopped part-way
+    resumed = warm_start(killed)
+    straight = warm_start(config(tmp_path, small_model, "straight", episodes=200, epochs=3, eval_episodes=4))
+    assert resumed["train"]["resumed"] and "resumed" not in straight["train"]
+    assert resumed["train"]["steps"] == straight["train"]["steps"]
+    assert resumed["train"]["final_loss"] == straight["train"]["final_loss"]
+    assert (tmp_path / "killed" / "model.safetensors").read_bytes() == \
+        (tmp_path / "straight" / "model.safetensors").read_bytes()
+    assert not checkpoint.exists()  # removed once the model is written
+
+
+def test_a_checkpoint_of_other_settings_is_not_taken_up(tmp_path, small_model, monkeypatch, capsys):
+    from agentgym_bench.rollout import warmstart
+    from agentgym_bench.rollout.default_model import load_model
+
+    monkeypatch.setattr(warmstart, "CHECKPOINT_STEPS", 2)
+    first = config(tmp_path, small_model, "m", episodes=30, epochs=1, eval_episodes=4)
+    warmstart.finetune(*load_model(str(small_model)), collect_demonstrations(first), first,
+                       checkpoint=tmp_path / f"m{warmstart.CHECKPOINT_SUFFIX}")  # a checkpoint of lr 5e-3 left behind
+    other = warm_start(config(tmp_path, small_model, "m", episodes=30, epochs=1, eval_episodes=4, lr=1e-3))
+    fresh = warm_start(config(tmp_path, small_model, "fresh", episodes=30, epochs=1, eval_episodes=4, lr=1e-3))
+    assert "other settings" in capsys.readouterr().err
+    assert "resumed" not in other["train"] and other["train"]["final_loss"] == fresh["train"]["final_loss"]

@@ -2,11 +2,6 @@
 
 import json
 import math
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +14,7 @@ from agentgym_bench.benchmark.provenance import training_record
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy
+from tests.killing import kill_once_written
 from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict
 from trainers.config import config_from_dict
 from trainers.metrics import read_metrics, success_gain
@@ -83,17 +79,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_p
     killed, straight = tmp_path / "killed", tmp_path / "straight"
     config = config_from_dict(tiny_config_dict(tiny_model, killed, "starpo_s", **overrides))
     config.save(tmp_path / "run.yaml")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    command = [sys.executable, "-m", "trainers.cli", str(tmp_path / "run.yaml")]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 300
-        while not (killed / "checkpoint-2" / "trainer_state.pt").exists():
-            assert process.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
-            time.sleep(0.02)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
+    kill_once_written(["-m", "trainers.cli", str(tmp_path / "run.yaml")], killed / "checkpoint-2" / "trainer_state.pt")
     assert not (killed / "checkpoint-6").exists(), "the run finished before it could be killed"
     main(config_from_dict({**config.to_dict(), "resume_from_checkpoint": "auto"}))
     main(config_from_dict({**config.to_dict(), "output_dir": str(straight)}))
