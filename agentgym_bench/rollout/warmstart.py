@@ -378,7 +378,7 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
     if earlier is not None:
         report["started_from"] = earlier
     (output / "warmstart.json").write_text(json.dumps(report, indent=2) + "\n")
-    checkpoint.unlink()
+    checkpoint.unlink(missing_ok=True)
     return report
 
 
