@@ -2,7 +2,8 @@
 
 A redrawn bar written to a file or a CI log is one line per redraw (megabytes for a long run); :func:`progress`
 returns a bar only when stderr is a terminal, and otherwise a :class:`LineProgress` that prints
-``desc: n/total (p%), elapsed, ETA`` at most every ``interval`` seconds and once at the end.
+``desc: n/total (p%), elapsed, ETA`` at most every ``interval`` seconds and once at the end. Work resumed part
+done starts at ``initial``; the estimate then comes from this run's rate alone.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from typing import Any, TextIO
 class LineProgress:
     """``update``/``close``/``set_postfix_str`` like a tqdm bar, printing a line every ``interval`` seconds."""
 
-    def __init__(self, total: int | None, desc: str, unit: str, interval: float = 10.0, file: TextIO | None = None):
+    def __init__(self, total: int | None, desc: str, unit: str, interval: float = 10.0, file: TextIO | None = None,
+                 initial: int = 0):
         self.total, self.desc, self.unit, self.interval = total, desc, unit, interval
         self.file = file if file is not None else sys.stderr
-        self.n, self.postfix = 0, ""
+        self.n, self.initial, self.postfix = initial, initial, ""
         self.start = self.last = time.monotonic()
 
     def update(self, n: int = 1) -> None:
@@ -41,8 +43,9 @@ class LineProgress:
         if self.total:
             line += f"/{self.total} {_plural(self.unit)} ({100 * self.n / self.total:.0f}%)"
             line += f", {elapsed:.0f}s elapsed"
-            if self.n >= max(1, self.total // 20):  # an estimate from the first few percent is noise
-                line += f", ~{elapsed * (self.total - self.n) / self.n:.0f}s left"
+            done = self.n - self.initial
+            if done >= max(1, self.total // 20):  # an estimate from the first few percent is noise
+                line += f", ~{elapsed * (self.total - self.n) / done:.0f}s left"
         else:
             line += f" {_plural(self.unit)}, {elapsed:.0f}s elapsed"
         if self.postfix:
@@ -73,13 +76,13 @@ class _Silent:
 
 
 def progress(total: int | None, desc: str, unit: str = "it", *, enabled: bool = True, leave: bool = True,
-             interval: float = 10.0) -> Any:
+             interval: float = 10.0, initial: int = 0) -> Any:
     """A progress reporter: a tqdm bar if stderr is a terminal, else a :class:`LineProgress`; nothing if not
-    ``enabled``."""
+    ``enabled``. ``initial``: units already done by an earlier run (resumed work)."""
     if not enabled:
         return _Silent()
     if sys.stderr.isatty():
         from tqdm import tqdm
 
-        return tqdm(total=total, desc=desc, unit=unit, leave=leave)
-    return LineProgress(total, desc, unit, interval)
+        return tqdm(total=total, desc=desc, unit=unit, leave=leave, initial=initial)
+    return LineProgress(total, desc, unit, interval, initial=initial)

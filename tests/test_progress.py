@@ -22,3 +22,13 @@ def test_line_progress_prints_plain_lines_at_intervals():
     assert quiet.getvalue() == ""  # nothing between intervals; close() prints the last line
     slow.close()
     assert quiet.getvalue().startswith("x: 10/10")
+
+
+def test_line_progress_estimates_resumed_work_from_this_runs_rate():
+    out = io.StringIO()
+    bar = LineProgress(100, "fine-tune", "step", interval=0.0, file=out, initial=90)
+    bar.close()
+    assert out.getvalue().startswith("fine-tune: 90/100 steps (90%)") and "left" not in out.getvalue()
+    bar.start -= 10.0  # ten seconds for five steps of this run: ten seconds left for the other five
+    bar.update(5)
+    assert out.getvalue().splitlines()[-1].endswith(", ~10s left")

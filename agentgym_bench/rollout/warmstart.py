@@ -237,7 +237,9 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
     losses: list[float] = []
     earlier, started = 0.0, time.time()
     model.train()
-    with torch.random.fork_rng(devices=[]), progress_bar(total, "fine-tune", "step", enabled=progress) as bar:
+    resumed_steps = len(saved["losses"]) if saved is not None else 0
+    with torch.random.fork_rng(devices=[]), progress_bar(total, "fine-tune", "step", enabled=progress,
+                                                         initial=resumed_steps) as bar:
         torch.manual_seed(config.seed)
         first_epoch = 0
         if saved is not None:
@@ -247,7 +249,6 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
             generator.set_state(saved["generator"])
             torch.set_rng_state(saved["torch_rng"])
             losses, first_epoch, earlier = saved["losses"], saved["epoch"], saved["seconds"]
-            bar.update(len(losses))
         for epoch in range(first_epoch, config.epochs):
             epoch_start = generator.get_state()  # a checkpoint inside this epoch re-draws its order from here
             order = torch.randperm(len(views), generator=generator).tolist()
