@@ -32,6 +32,16 @@ def expand(path: str | os.PathLike) -> Path:
     return Path(os.path.expandvars(os.path.expanduser(os.fspath(path))))
 
 
+def write_atomic(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` (parent folders made) through a temporary file and a rename, so a reader or a
+    killed writer never leaves half a file; returns ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return path
+
+
 def looks_like_path(name_or_path: str) -> bool:
     """Whether a model argument can only mean a local folder, never a hub id (``org/name``).
 

@@ -34,6 +34,7 @@ import numpy as np
 from agentgym_bench.benchmark import stats
 from agentgym_bench.benchmark.suites import Suite
 from agentgym_bench.errors import UserError
+from agentgym_bench.paths import write_atomic
 
 FORMAT = "agentgym-bench-results"
 FORMAT_VERSION = 1
@@ -241,11 +242,7 @@ def write_results(results: Results, path: str | os.PathLike) -> Path:
     payload = dumps(results)
     if p.suffix == ".json":
         payload = gzip.decompress(payload)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    tmp.write_bytes(payload)
-    os.replace(tmp, p)
-    return p
+    return write_atomic(p, payload)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from agentgym_bench.benchmark.results import Results, Summary, summarize
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.verify import EpisodeText, Verified, check_name, replay_entry
+from agentgym_bench.paths import write_atomic
 
 BOARD_FORMAT = "agentgym-bench-board"
 INDEX, LOCK = "board.json", ".lock"
@@ -131,7 +132,7 @@ def locked(folder: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     folder.mkdir(parents=True, exist_ok=True)
     ignore = folder / ".gitignore"
     if not ignore.exists():
-        _write_atomic(ignore, b".lock\n.staging-*/\n")
+        write_atomic(ignore, b".lock\n.staging-*/\n")
     with open(folder / LOCK, "a") as handle:
         deadline = time.monotonic() + timeout
         while True:
@@ -146,12 +147,6 @@ def locked(folder: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def check_free(index: dict[str, Any] | None, name: str, suite: Suite, replace: bool) -> None:

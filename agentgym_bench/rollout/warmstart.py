@@ -37,9 +37,9 @@ Command line: ``agentgym-bench warmstart`` (see ``--help``).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
-import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark import stats
-from agentgym_bench.paths import expand, model_dir
+from agentgym_bench.paths import expand, model_dir, write_atomic
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import (
     TRAIN_SEED_START,
@@ -297,10 +297,9 @@ def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     """Write ``state`` to ``path`` atomically (a temporary file, then a rename)."""
     import torch
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    torch.save(state, partial)
-    os.replace(partial, path)
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    write_atomic(path, buffer.getvalue())
 
 
 def success_table(policy: Any, config: WarmStartConfig, *, history: int | None) -> dict[str, dict[str, float]]:
