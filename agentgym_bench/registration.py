@@ -66,8 +66,8 @@ AGENT_ENVS: dict[str, AgentEnvSpec] = {
         "FrozenLake", "FrozenLake 4x4, new map per seed, not slippery, RAGEN budgets",
         game_kwargs={"size": 4, "is_slippery": False}, agent_kwargs=RAGEN_BUDGET),
     "AgentWebShop-v0": AgentEnvSpec(
-        "WebShop", "WebShop on the bundled offline store (2,000 products, BM25), test goals, 9 turns x 1 action; "
-        "RAGEN's WebShop", game_kwargs={"split": "test"},
+        "WebShop", "WebShop on the bundled offline store (2,000 products, BM25), the seed's split of goals (test "
+        "seeds: test goals), 9 turns x 1 action; RAGEN's WebShop",
         agent_kwargs={"max_turns": 9, "max_actions_per_turn": 1, "max_actions_per_episode": 9,
                       "max_reply_words": 200}),
 }

@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 
 from agentgym_bench.benchmark import stats
-from agentgym_bench.rollout.engine import VALIDATION_SEED_START, EnvGroups
+from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy
+from agentgym_bench.seeds import VALIDATION_SEED_START
 
 SETTINGS = ((1, 5, 5), (2, 5, 10), (5, 5, 25), (1, 10, 10), (5, 5, 10))
 """(most actions a turn, turns, actions an episode): RAGEN's k = 1, 2, 5 (budget 5k), then the budget held at 10."""

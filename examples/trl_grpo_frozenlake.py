@@ -38,7 +38,7 @@ def main() -> None:
 
     from agentgym_bench.adapters.trl import EpisodeRollout, env_reward, episode_dataset
     from agentgym_bench.rollout.default_model import build_default_model, load_model
-    from agentgym_bench.rollout.engine import TRAIN_SEED_START
+    from agentgym_bench.seeds import TRAIN_SEED_START
 
     torch.set_num_threads(1)
     path = args.model

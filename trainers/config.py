@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.engine import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
+from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 from trainers.advantages import NORM_METHODS
 from trainers.losses import AGG_MODES, KL_ESTIMATORS
 from trainers.metrics import EchoTrapRule
@@ -489,6 +489,10 @@ class TrainConfig:
         if not manager.tags or not all(isinstance(t, str) for t in manager.tags):
             raise ConfigError(f"{prefix}.tags={manager.tags!r} must be a non-empty list of env ids, e.g. "
                               "[AgentFrozenLake-v0]")
+        if manager.env_kwargs.get("split") == "test":
+            raise ConfigError(f"{prefix}.env_kwargs.split=test would train or validate on WebShop's held-out test "
+                              "goals; leave split out (the seed picks the goals: training seeds play the train goals, "
+                              "validation seeds the validation goals) or set train / validation")
         if manager.opponent is None:
             _check_env_ids(prefix, manager.tags)
         else:

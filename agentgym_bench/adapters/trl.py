@@ -32,10 +32,11 @@ from typing import Any
 import agentgym_bench  # noqa: F401 - registers the env ids
 from agentgym_bench.adapters import require
 from agentgym_bench.registration import AGENT_ENVS
-from agentgym_bench.rollout.engine import EnvGroups, check_seeds_disjoint
+from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.tokens import trajectory_token_view
 from agentgym_bench.rollout.trajectory import Trajectory
+from agentgym_bench.seeds import check_seeds_disjoint
 
 require("trl", "trl")
 
@@ -45,7 +46,7 @@ def episode_prompt(env_id: str, seed: int) -> str:
 
     Raises:
         ValueError: an unknown id, a seed that is not a non-negative integer, or one of the benchmark's held-out
-            test seeds (:data:`~agentgym_bench.rollout.engine.TEST_SEEDS`), which nothing may train on.
+            test seeds (:data:`~agentgym_bench.seeds.TEST_SEEDS`), which nothing may train on.
     """
     if env_id not in AGENT_ENVS:
         raise ValueError(f"unknown agent env id {env_id!r}; choose from {list(AGENT_ENVS)}")

@@ -15,7 +15,7 @@ each row. (RAGEN and most LLM benchmarks fix one prompt; we allow the compact re
 from scratch with a word-level vocabulary can be scored on the same episodes.) ``oracle_success`` is the oracle's
 success on exactly these episodes, the ceiling that scores are normalised by (checked by a test).
 
-Splits: ``agentgym-v1`` holds the **test** seeds, from :data:`~agentgym_bench.rollout.engine.TEST_SEEDS`, which no
+Splits: ``agentgym-v1`` holds the **test** seeds, from :data:`~agentgym_bench.seeds.TEST_SEEDS`, which no
 training, validation, warm start or tuning may use (trainers refuse configs that meet them);
 ``agentgym-v1-validation`` holds validation seeds from 0 for tuning and model selection. WebShop entries also name
 the goal split (``split``): seed ``s`` plays goal ``s % size`` of it, so the test entry's 500 seeds are the 500 test

@@ -14,8 +14,9 @@ import gymnasium as gym
 from agentgym_bench.benchmark import stats
 from agentgym_bench.errors import UserError
 from agentgym_bench.registration import AGENT_ENVS
-from agentgym_bench.rollout.engine import VALIDATION_SEED_START, EnvGroups
+from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy
+from agentgym_bench.seeds import VALIDATION_SEED_START
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:

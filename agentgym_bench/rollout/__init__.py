@@ -6,11 +6,12 @@ used: :mod:`agentgym_bench.rollout.hf` (``HFPolicy``), :mod:`agentgym_bench.roll
 :mod:`agentgym_bench.rollout.default_model`, :mod:`agentgym_bench.rollout.warmstart`.
 """
 
-from agentgym_bench.rollout.engine import TRAIN_SEED_START, VALIDATION_SEED_START, EnvGroups
+from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.policy import Generation, Message, Policy
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
 from agentgym_bench.rollout.tokens import TokenView, collate, step_token_views, trajectory_token_view
 from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, read_jsonl, write_jsonl
+from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
 
 __all__ = [
     "TRAIN_SEED_START", "VALIDATION_SEED_START", "EnvGroups", "Generation", "Message", "NoisyOraclePolicy",

@@ -5,13 +5,10 @@ Groups are split across env ids by ``tags`` and ``num_groups_partition`` (severa
 of a group resets with the same seed, so members start in the same state and, taking the same actions, see the same
 outcomes (RAGEN semantics; stochastic transitions come from the env's seeded ``np_random``).
 
-Seeds (this module is their one owner). The ``j``-th group of a tag (counting within the tag) resets with
+Seeds (ranges: :mod:`agentgym_bench.seeds`). The ``j``-th group of a tag (counting within the tag) resets with
 ``seed + iteration * num_env_groups + j``; ``iteration`` advances after each :meth:`EnvGroups.rollout` unless
-``fixed_seeds`` (set it to resume a run's sequence). Conventions, kept disjoint by the trainer's config check
-(:func:`check_seeds_disjoint`): training starts at :data:`TRAIN_SEED_START` (10 000, as RAGEN's ``seed.train``);
-validation (tuning, model selection, the ``agentgym-v1-validation`` suite) uses seeds ``0 .. N-1`` per env id, fixed
-— :meth:`EnvGroups.validation` — so validation sets of up to 10 000 episodes never meet a training seed; the
-benchmark's test suite plays :data:`TEST_SEEDS`, which nothing else may use.
+``fixed_seeds`` (set it to resume a run's sequence). Training starts at
+``TRAIN_SEED_START``; validation (:meth:`EnvGroups.validation`) uses seeds ``0 .. N-1`` per env id, fixed.
 
 Sharding. Under data parallelism each process plays a contiguous share of the *global* groups (``shard=(rank,
 world_size)``) with the seeds one process would give them, so N processes play exactly the episodes of one.
@@ -33,31 +30,12 @@ import gymnasium as gym
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.policy import Policy
 from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, json_safe
-
-TRAIN_SEED_START = 10_000
-VALIDATION_SEED_START = 0
-TEST_SEED_START = 1_000_000_000
-TEST_SEEDS = range(TEST_SEED_START, TEST_SEED_START + 1_000_000)
-"""The benchmark suites' held-out test seeds (see :mod:`agentgym_bench.benchmark.suites`): no training, validation,
-warm start or tuning may use one; :func:`check_seeds_disjoint` refuses a range that meets them."""
-
-
-def check_seeds_disjoint(name: str, seeds: range, other_name: str = "the benchmark's held-out test seeds",
-                         other: range = TEST_SEEDS) -> None:
-    """Raise ``ValueError`` naming both ranges if ``seeds`` and ``other`` share a seed."""
-    low, high = max(seeds.start, other.start), min(seeds.stop, other.stop)
-    if len(seeds) and len(other) and low < high:
-        raise ValueError(f"{name} {_span(seeds)} meet {other_name} {_span(other)} (e.g. seed {low}); "
-                         "move them apart")
+from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
 
 
 def tag_hash(tag: str) -> int:
     """A stable 32-bit number for an env tag (part of keyed-sampling keys)."""
     return int.from_bytes(hashlib.sha256(tag.encode()).digest()[:4], "little")
-
-
-def _span(seeds: range) -> str:
-    return f"{seeds.start}..{seeds.stop - 1}" if len(seeds) else "(none)"
 
 
 def first_group_seed(seed: int, iteration: int, num_env_groups: int, fixed_seeds: bool) -> int:

@@ -4,7 +4,7 @@ An instruct model brings RL two things: replies in the right format and some ski
 from scratch, so the warm start gives it both:
 
 1. Demonstrations: :class:`~agentgym_bench.rollout.scripted.NoisyOraclePolicy` plays each env on training seeds
-   (from :data:`~agentgym_bench.rollout.engine.TRAIN_SEED_START`): each turn the oracle's reply planned with at most
+   (from :data:`~agentgym_bench.seeds.TRAIN_SEED_START`): each turn the oracle's reply planned with at most
    ``oracle_actions`` actions, or with probability ``epsilon`` a random valid action (default 0: clean
    demonstrations imitate best, ``docs/baselines.md``). Every reply is well formed. The two-player
    ``Bargain-v0`` (:data:`MATCH_ENVS`) has a weak demonstrator instead, so that RL has room: matches between two
@@ -49,14 +49,10 @@ from typing import Any
 from agentgym_bench.benchmark import stats
 from agentgym_bench.paths import expand, model_dir, write_atomic
 from agentgym_bench.progress import progress as progress_bar
-from agentgym_bench.rollout.engine import (
-    TRAIN_SEED_START,
-    VALIDATION_SEED_START,
-    EnvGroups,
-    check_seeds_disjoint,
-)
+from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
 from agentgym_bench.rollout.trajectory import Trajectory
+from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 
 DEFAULT_EPISODES = {"AgentSokoban-v0": 180_000, "AgentFrozenLake-v0": 6_000, "AgentFrozenLakeNoSlip-v0": 12_000,
                     "AgentBandit-v0": 1_000}

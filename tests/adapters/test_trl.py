@@ -22,8 +22,8 @@ from agentgym_bench.adapters.trl import (  # noqa: E402
     parse_episode_prompt,
 )
 from agentgym_bench.rollout.default_model import build_default_model, load_model  # noqa: E402
-from agentgym_bench.rollout.engine import TEST_SEEDS  # noqa: E402
 from agentgym_bench.rollout.tokens import trajectory_token_view  # noqa: E402
+from agentgym_bench.seeds import TEST_SEEDS  # noqa: E402
 from tests.adapters.episodes import native_episode  # noqa: E402
 
 ENV = "AgentFrozenLake-v0"

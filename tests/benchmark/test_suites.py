@@ -3,7 +3,7 @@ import pytest
 from agentgym_bench.benchmark import stats
 from agentgym_bench.benchmark.suites import available_suites, load_suite, oracle_success, parse_suite
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.engine import TEST_SEEDS, TRAIN_SEED_START
+from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START
 
 
 def test_bundled_suites():

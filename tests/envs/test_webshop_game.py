@@ -14,7 +14,7 @@ RAGEN_BUDGET = {"max_turns": 9, "max_actions_per_turn": 1, "max_actions_per_epis
 
 @pytest.fixture(scope="module")
 def game():
-    return WebShopGame()
+    return WebShopGame(split="test")
 
 
 def agent_env(**kwargs):
@@ -55,11 +55,11 @@ def test_reset_info_and_first_observation(game):
     assert "valid_actions" not in info
     assert info["available_actions"] == ["search[<content>]"] and info["page"] == "search"
     assert "click[buy now]" in info["instructions"] and info["legend"] == "" and info["success"] is False
-    assert info["goal_index"] == 7 and obs in game.observation_space
+    assert info["goal_index"] == 7 and info["split"] == "test" and obs in game.observation_space
 
 
 def test_same_seed_same_goal_and_pages():
-    a, b = WebShopGame(), WebShopGame()
+    a, b = WebShopGame(split="test"), WebShopGame(split="test")
     for seed in (0, 3, 499, 500, 12345):
         obs_a, info_a = a.reset(seed=seed)
         obs_b, info_b = b.reset(seed=seed)
@@ -80,8 +80,26 @@ def test_splits_map_seeds_to_disjoint_goals():
     assert not seen["test"] & seen["validation"] and not seen["validation"] & seen["train"]
 
 
+def test_by_seed_the_seed_range_picks_the_split_and_the_suites_episodes_stay_the_same():
+    from agentgym_bench.seeds import TEST_SEED_START, TRAIN_SEED_START
+
+    by_seed = WebShopGame()  # the default, and AgentWebShop-v0's
+    for split, seeds in {"test": (TEST_SEED_START, TEST_SEED_START + 499), "validation": (0, 399, 9999),
+                         "train": (TRAIN_SEED_START, TRAIN_SEED_START + 1791, 5 * 10**9)}.items():
+        named = WebShopGame(split=split)
+        for seed in seeds:
+            assert by_seed.reset(seed=seed) == named.reset(seed=seed)
+            assert by_seed.reset(seed=seed)[1]["split"] == split
+    # a warm start or a trainer on the registered id (training seeds from 10 000) never meets a test goal
+    train_goals = {by_seed.reset(seed=s)[1]["goal_index"] for s in range(TRAIN_SEED_START, TRAIN_SEED_START + 3000)}
+    assert min(train_goals) >= 1500
+    assert by_seed.reset()[1]["split"] == "train"  # no seed: a training goal
+    with pytest.raises(ValueError, match="goal_index.*named split"):
+        by_seed.reset(options={"goal_index": 2})
+
+
 def test_seedless_reset_draws_from_np_random():
-    g = WebShopGame()
+    g = WebShopGame(split="test")
     g.reset(seed=11)
     first = [g.reset()[1]["goal_index"] for _ in range(5)]
     g.reset(seed=11)

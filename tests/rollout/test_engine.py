@@ -1,9 +1,10 @@
 import pytest
 
-from agentgym_bench.rollout.engine import TRAIN_SEED_START, EnvGroups
+from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.policy import Generation
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
 from agentgym_bench.rollout.trajectory import Trajectory, read_jsonl, write_jsonl
+from agentgym_bench.seeds import TRAIN_SEED_START
 from tests.rollout.toy_game import TOY_ID
 
 

@@ -5,7 +5,6 @@ import pytest
 import torch
 
 from agentgym_bench.rollout.default_model import ModelSize, build_default_model
-from agentgym_bench.rollout.engine import TRAIN_SEED_START
 from agentgym_bench.rollout.warmstart import (
     WarmStartConfig,
     collect_demonstrations,
@@ -13,6 +12,7 @@ from agentgym_bench.rollout.warmstart import (
     parse_episodes,
     warm_start,
 )
+from agentgym_bench.seeds import TRAIN_SEED_START
 from tests.killing import kill_once_written
 from tests.rollout.toy_game import TOY_ID
 

@@ -115,6 +115,13 @@ def test_seed_ranges_are_disjoint_by_default():
         assert val.stop <= train.start
 
 
+def test_webshop_test_goals_are_refused_for_training_and_validation():
+    for prefix in ("train_env_manager", "val_env_manager"):
+        with pytest.raises(ConfigError, match=f"{prefix}.env_kwargs.split=test.*held-out test goals"):
+            config_from_dict({prefix: {"tags": ["AgentWebShop-v0"], "env_kwargs": {"split": "test"}}})
+    config_from_dict({"train_env_manager": {"tags": ["AgentWebShop-v0"], "env_kwargs": {"split": "train"}}})
+
+
 def test_overrides_parse_yaml_values():
     assert parse_overrides(["a=1e-4", "b.c=true", "d=[x, y]", "e=null"]) == {
         "a": 1e-4, "b": {"c": True}, "d": ["x", "y"], "e": None}

@@ -28,11 +28,13 @@ from agentgym_bench.envs.webshop.session import (
     WebShopSession,
     parse_action,
 )
+from agentgym_bench.seeds import seed_split
 from agentgym_bench.spaces import sanitize, text_space
 
 MAX_OBSERVATION_LENGTH = 16_384
 MAX_ACTION_LENGTH = 2_048
 SPLITS = ("test", "validation", "train")
+BY_SEED = "by_seed"
 BACKENDS = ("local", "http")
 
 INSTRUCTIONS = (
@@ -180,9 +182,14 @@ class WebShopGame(gym.Env):
     each) belong to the agent wrapper.
 
     ## Arguments
-    - ``split="test"``: which goals seeds map to. ``"test"`` (500 goals), ``"validation"`` (1,000) or ``"train"``
-      (the rest); ``reset(seed=s)`` plays goal ``s % len(split)`` of the split (RAGEN's mapping);
-      ``reset(options={"goal_index": i})`` plays goal ``i`` of the split; no seed draws one from ``np_random``.
+    - ``split="by_seed"``: which goals seeds map to. ``"test"`` (500 goals), ``"validation"`` (1,000) or ``"train"``
+      (the rest): ``reset(seed=s)`` plays goal ``s % len(split)`` of the split (RAGEN's mapping);
+      ``reset(options={"goal_index": i})`` plays goal ``i`` of the split. ``"by_seed"``: the seed's range picks the
+      split (:func:`agentgym_bench.seeds.seed_split`): a held-out test seed (from 1,000,000,000) plays the test
+      goals, a validation seed (0..9,999) the validation goals, a training seed the training goals, each as above
+      (so the test and validation suites' seeds give the same episodes as ``split="test"`` and
+      ``"validation"``); ``goal_index`` needs a named split. No seed draws a goal of the split (``"by_seed"``: of
+      the training goals) from ``np_random``. ``info["split"]`` says which split the episode's goal is from.
     - ``backend="local"``: ``"local"`` or ``"http"``.
     - ``base_url=None``: the server for ``backend="http"`` (required then, e.g. ``"http://127.0.0.1:36001"``).
     - ``timeout=10.0``, ``retries=2``: seconds allowed for one HTTP request attempt (connect to last byte) and retries
@@ -197,16 +204,17 @@ class WebShopGame(gym.Env):
     the goal, and buys the best product it can reach with the goal's options within the budget.
 
     ## Version History
-    - v0: initial version.
+    - v0: initial version; the default ``split`` became ``"by_seed"`` (it was ``"test"``, under which training
+      seeds played test goals); episodes of test and validation seeds are unchanged.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
-    def __init__(self, split: str = "test", backend: str = "local", base_url: str | None = None,
+    def __init__(self, split: str = BY_SEED, backend: str = "local", base_url: str | None = None,
                  timeout: float = 10.0, retries: int = 2, num_goals: int | None = None,
                  render_mode: str | None = None):
-        if split not in SPLITS:
-            raise ValueError(f"split={split!r} must be one of {SPLITS}")
+        if split not in (*SPLITS, BY_SEED):
+            raise ValueError(f"split={split!r} must be one of {(*SPLITS, BY_SEED)}")
         if backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} must be one of {BACKENDS}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -222,12 +230,13 @@ class WebShopGame(gym.Env):
             if num_goals is not None:
                 raise ValueError(f"num_goals={num_goals!r} is only used with backend='http'")
             self.backend: Backend = LocalBackend()
-            self.split_range = self.backend.session.catalog.split_range(split)
+            catalog = self.backend.session.catalog
+            self.split_ranges = {name: catalog.split_range(name) for name in SPLITS}
         else:
             if base_url is None:
                 raise ValueError("base_url is required with backend='http', e.g. base_url='http://127.0.0.1:36001'")
             self.backend = HttpBackend(base_url, timeout, retries)
-            self.split_range = self._http_split(split, num_goals)
+            self.split_ranges = {name: self._http_split(name, num_goals) for name in SPLITS}
         self.observation_space = text_space(MAX_OBSERVATION_LENGTH)
         self.action_space = text_space(MAX_ACTION_LENGTH)
         self.goal_index = -1
@@ -286,7 +295,11 @@ class WebShopGame(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        start, stop = self.split_range
+        if options and "goal_index" in options and self.split == BY_SEED:
+            raise ValueError(f"options['goal_index'] needs a named split (split='test', 'validation' or 'train'); "
+                             f"with split={BY_SEED!r} the seed picks the split")
+        split = self.split if self.split != BY_SEED else "train" if seed is None else seed_split(seed)
+        start, stop = self.split_ranges[split]
         size = stop - start
         if options and "goal_index" in options:
             index = options["goal_index"]
@@ -305,6 +318,7 @@ class WebShopGame(gym.Env):
         info = self._info()
         info["instructions"] = INSTRUCTIONS
         info["legend"] = ""
+        info["split"] = split
         return self._obs, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
