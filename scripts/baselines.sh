@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up ./.venv and run the main job on CPU: `agentgym-bench baselines` (about two hours on 2 cores).
+# Set up ./.venv and run the main job on CPU: `agentgym-bench baselines` (about three hours on 2 cores).
 #   the oracle and a random agent; the small local default model warm-started on oracle demonstrations; StarPO,
 #   StarPO-S and GiGPO from that warm start; each evaluated on the held-out test suite agentgym-v1, verified and put
 #   on your own leaderboard (runs/baselines-reference/leaderboard/index.html), then compared with the committed board.

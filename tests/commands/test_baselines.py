@@ -15,10 +15,12 @@ def test_plan_orders_every_step_after_what_it_needs(tmp_path):
     jobs = plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v1")
     names = [j.name for j in jobs]
     assert names[:2] == ["eval oracle", "eval random"]
-    first, second = (next(j for j in jobs if j.name == n) for n in ("warmstart stage 1", "warmstart"))
-    assert first.after == ["init-model"] and second.after == ["warmstart stage 1"]  # the second from the first
-    assert second.argv[second.argv.index("--model") + 1] == first.argv[first.argv.index("--output") + 1]
-    assert "--epochs" not in first.argv and "--lr" in second.argv  # the warm start's defaults, then the second stage
+    stages = [next(j for j in jobs if j.name == n) for n in ("warmstart stage 1", "warmstart stage 2", "warmstart")]
+    assert [s.after for s in stages] == [["init-model"], ["warmstart stage 1"], ["warmstart stage 2"]]
+    for before, after in zip(stages, stages[1:], strict=False):  # each stage from the model of the one before
+        assert after.argv[after.argv.index("--model") + 1] == before.argv[before.argv.index("--output") + 1]
+    assert "--epochs" not in stages[0].argv and all("--lr" in s.argv for s in stages[1:])  # defaults, then the rest
+    assert "AgentSokobanLarge-v0" in stages[2].argv  # the third stage adds Sokoban 8x8 with two boxes
     for algo in ("starpo", "starpo-s", "gigpo"):
         train = next(j for j in jobs if j.name == f"train {algo}")
         assert train.after == ["warmstart"] and any(a.startswith("pretrain=") for a in train.argv)
