@@ -230,13 +230,11 @@ class WebShopGame(gym.Env):
             if num_goals is not None:
                 raise ValueError(f"num_goals={num_goals!r} is only used with backend='http'")
             self.backend: Backend = LocalBackend()
-            catalog = self.backend.session.catalog
-            self.split_ranges = {name: catalog.split_range(name) for name in SPLITS}
         else:
             if base_url is None:
                 raise ValueError("base_url is required with backend='http', e.g. base_url='http://127.0.0.1:36001'")
             self.backend = HttpBackend(base_url, timeout, retries)
-            self.split_ranges = {name: self._http_split(name, num_goals) for name in SPLITS}
+        self.num_goals = num_goals
         self.observation_space = text_space(MAX_OBSERVATION_LENGTH)
         self.action_space = text_space(MAX_ACTION_LENGTH)
         self.goal_index = -1
@@ -245,14 +243,17 @@ class WebShopGame(gym.Env):
         self._obs, self._done = "", True
         self._oracle: OracleShopper | None = None
 
-    @staticmethod
-    def _http_split(split: str, num_goals: int | None) -> tuple[int, int]:
+    def split_range(self, split: str) -> tuple[int, int]:
+        """``(start, stop)`` goal indices of ``split`` (an HTTP server's train split reads the bundled store's goal
+        count only when ``num_goals`` is not given)."""
+        if isinstance(self.backend, LocalBackend):
+            return self.backend.session.catalog.split_range(split)
         test, validation = SPLIT_SIZES["test"], SPLIT_SIZES["validation"]
         if split == "test":
             return 0, test
         if split == "validation":
             return test, test + validation
-        return test + validation, num_goals if num_goals is not None else len(load_catalog().goals)
+        return test + validation, self.num_goals if self.num_goals is not None else len(load_catalog().goals)
 
     # ----- state tracking (identical for both backends) --------------------------------------------------------------
 
@@ -298,8 +299,10 @@ class WebShopGame(gym.Env):
         if options and "goal_index" in options and self.split == BY_SEED:
             raise ValueError(f"options['goal_index'] needs a named split (split='test', 'validation' or 'train'); "
                              f"with split={BY_SEED!r} the seed picks the split")
-        split = self.split if self.split != BY_SEED else "train" if seed is None else seed_split(seed)
-        start, stop = self.split_ranges[split]
+        split = self.split
+        if split == BY_SEED:
+            split = "train" if seed is None else seed_split(seed)
+        start, stop = self.split_range(split)
         size = stop - start
         if options and "goal_index" in options:
             index = options["goal_index"]
