@@ -3,9 +3,10 @@
 Each later file against the first: per entry the difference of success (a match entry: of the mean payoff) with a
 paired bootstrap interval and McNemar's exact p, and the difference of the suite score with a bootstrap interval
 stratified by entry — the comparison a leaderboard shows between two of its submissions
-(``agentgym_bench.leaderboard.render.compare``), without putting either on a board. The files are checked as a
-board checks them (suite name and version, entries, one episode per seed) but not replayed: ``agentgym-bench
-submit`` verifies.
+(``agentgym_bench.leaderboard.render.compare``), without putting either on a board. Single-agent entries also show
+the mean return and its paired difference (WebShop's graded purchase score, which success only counts at 1). The
+files are checked as a board checks them (suite name and version, entries, one episode per seed) but not replayed:
+``agentgym-bench submit`` verifies.
 
 Examples::
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import Any
 
 from agentgym_bench.benchmark.results import Results, ResultsError, read_results, summarize
 from agentgym_bench.benchmark.suites import Suite
@@ -51,17 +53,31 @@ def read_checked(path: str, suite: Suite | None) -> tuple[Results, Suite]:
 
 def comparison_table(suite: Suite, base: Results, other: Results, base_score: float) -> list[str]:
     """Markdown rows of ``other`` against ``base`` (``other - base``; ``base_score``: the base's suite score): the
-    suite score, then every entry."""
-    from agentgym_bench.leaderboard.render import compare
+    suite score, then every entry. On a single-agent suite each entry also shows its mean return and their paired
+    difference: where rewards are graded (WebShop's purchase score) success is only the top grade."""
+    from agentgym_bench.benchmark.stats import paired_difference
+    from agentgym_bench.leaderboard.render import PAIRED_REPS, compare, entry_outcomes
+
+    def interval(d: Any) -> str:
+        return f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
 
     c = compare(suite, base, other)
+    returns = not suite.multiagent
+    lines = ["| entry | base | this | difference [95% CI] | p |" + (" return: base | this | difference [95% CI] |"
+                                                                   if returns else "")]
+    lines.append("|---" * (8 if returns else 5) + "|")
     rows = [("score", base_score, summarize(other, suite).score[0], c["suite"])]
     rows += [(name, e["a"], e["b"], e) for name, e in c["entries"].items()]
-    lines = ["| entry | base | this | difference [95% CI] | p |", "|---|---|---|---|---|"]
     for name, a, b, d in rows:
         p = "-" if math.isnan(d["p"]) else f"{d['p']:.2g}"
-        lines.append(f"| {name} | {a:.3f} | {b:.3f} | {d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] "
-                     f"| {p} |")
+        line = f"| {name} | {a:.3f} | {b:.3f} | {interval(d)} | {p} |"
+        if returns and name == "score":
+            line += " - | - | - |"
+        elif returns:
+            r = paired_difference(entry_outcomes(base, name, returns=True), entry_outcomes(other, name, returns=True),
+                                  reps=PAIRED_REPS)
+            line += f" {r.mean_a:.3f} | {r.mean_b:.3f} | {interval(vars(r))} |"
+        lines.append(line)
     return lines
 
 

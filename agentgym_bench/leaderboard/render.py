@@ -49,12 +49,12 @@ def ranks(records: list[dict[str, Any]]) -> list[int]:
     return out
 
 
-def _outcomes(results: Results, entry: str) -> np.ndarray:
-    """``(n,)`` what the score averages per episode of an entry (0/1 success, or the match payoff), in seed
-    order."""
+def entry_outcomes(results: Results, entry: str, *, returns: bool = False) -> np.ndarray:
+    """``(n,)`` what the score averages per episode of an entry (0/1 success, or the match payoff), or with
+    ``returns`` the episode's return, in seed order."""
     recorded = results.entry(entry)
     order = np.argsort([ep.seed for ep in recorded.episodes], kind="stable")
-    return recorded.scored()[order]
+    return (recorded.returns() if returns else recorded.scored())[order]
 
 
 PAIRED_REPS = 2_000
@@ -70,7 +70,7 @@ def compare(suite: Suite, a: Results, b: Results, *, seed: int = 0, reps: int = 
     ceilings = suite.ceilings
     entries, only_a, only_b, differences = {}, 0, 0, {}
     for e in suite.entries:
-        x, y = _outcomes(a, e.name), _outcomes(b, e.name)
+        x, y = entry_outcomes(a, e.name), entry_outcomes(b, e.name)
         c = stats.paired_difference(x, y, reps=reps, seed=seed)
         entries[e.name] = {"a": c.mean_a, "b": c.mean_b, "difference": c.difference, "low": c.low, "high": c.high,
                            "p": c.p_value, "only_a": c.only_a, "only_b": c.only_b}

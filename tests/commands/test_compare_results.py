@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from agentgym_bench.benchmark.results import read_results
+from agentgym_bench.benchmark.stats import paired_difference
 from agentgym_bench.benchmark.suites import load_suite
-from agentgym_bench.leaderboard.render import compare
+from agentgym_bench.leaderboard.render import PAIRED_REPS, compare
 
 BOARD = Path(__file__).resolve().parents[2] / "leaderboards"
 ORACLE, RANDOM = (BOARD / "agentgym-v1" / "submissions" / f"{n}.json.gz" for n in ("oracle", "random"))
@@ -32,6 +33,11 @@ def test_each_file_against_the_first_with_the_boards_paired_numbers():
     e = c["entries"]["frozenlake-noslip"]
     assert f"| {e['a']:.3f} | {e['b']:.3f} | {e['difference']:+.3f}" in rows["frozenlake-noslip"]
     assert "| score | " in tables[1] and "+0.000 [+0.000, +0.000] | 1 |" in tables[1]  # a file against itself
+    # graded rewards: WebShop's mean purchase score, paired on the same goals, beside the success rate
+    r = paired_difference(read_results(RANDOM).entry("webshop").returns(),
+                          read_results(ORACLE).entry("webshop").returns(), reps=PAIRED_REPS)
+    assert rows["webshop"].endswith(f"| {r.mean_a:.3f} | {r.mean_b:.3f} | {r.difference:+.3f} [{r.low:+.3f}, "
+                                    f"{r.high:+.3f}] |") and r.mean_b == 1.0 and r.mean_a < 0
 
 
 def test_a_two_player_suite_pairs_mean_payoffs():
