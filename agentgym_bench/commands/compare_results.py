@@ -12,6 +12,7 @@ Examples::
 
     agentgym-bench compare-results warmstart.json.gz gigpo.json.gz
     agentgym-bench compare-results leaderboards/agentgym-v1/submissions/oracle.json.gz mine.json.gz other.json.gz
+    agentgym-bench compare-results --suite my-suite.json base.json.gz mine.json.gz   # files of eval --suite FILE
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark.results import Results, ResultsError, read_results, summarize
-from agentgym_bench.benchmark.suites import Suite
+from agentgym_bench.benchmark.suites import Suite, load_suite
 from agentgym_bench.errors import UserError
 
 
@@ -32,6 +33,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "examples:" + __doc__.split("Examples::", 1)[1]
     parser.add_argument("base", help="results file to compare against (agentgym-bench eval --out)")
     parser.add_argument("others", nargs="+", metavar="results", help="results files compared with BASE")
+    parser.add_argument("--suite", default=None, help="the suite the files were played on, a bundled name or a suite "
+                        "file (default: the bundled suite BASE names)")
 
 
 def read_checked(path: str, suite: Suite | None) -> tuple[Results, Suite]:
@@ -82,7 +85,7 @@ def comparison_table(suite: Suite, base: Results, other: Results, base_score: fl
 
 
 def run(args: argparse.Namespace) -> int:
-    base, suite = read_checked(args.base, None)
+    base, suite = read_checked(args.base, load_suite(args.suite) if args.suite else None)
     base_score = summarize(base, suite).score[0]
     for path in args.others:
         other, _ = read_checked(path, suite)

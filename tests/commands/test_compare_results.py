@@ -10,6 +10,7 @@ from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.benchmark.stats import paired_difference
 from agentgym_bench.benchmark.suites import load_suite
 from agentgym_bench.leaderboard.render import PAIRED_REPS, compare
+from tests.leaderboard.conftest import TINY_SUITE, play
 
 BOARD = Path(__file__).resolve().parents[2] / "leaderboards"
 ORACLE, RANDOM = (BOARD / "agentgym-v1" / "submissions" / f"{n}.json.gz" for n in ("oracle", "random"))
@@ -46,6 +47,20 @@ def test_a_two_player_suite_pairs_mean_payoffs():
     assert out.returncode == 0, out.stderr
     assert "mean payoffs, no p" in out.stdout and "| bargain-vs-random | " in out.stdout
     assert all(line.endswith("| - |") for line in out.stdout.splitlines()[3:] if line.startswith("| "))
+
+
+def test_files_of_a_suite_file_are_compared_with_suite(tmp_path):
+    suite_file = tmp_path / "tiny.json"
+    suite_file.write_text(json.dumps(TINY_SUITE))
+    suite = load_suite(str(suite_file))
+    for name in ("oracle", "random"):
+        (tmp_path / f"{name}.json.gz").write_bytes(play(name, suite))
+    files = (tmp_path / "random.json.gz", tmp_path / "oracle.json.gz")
+    out = cli("--suite", suite_file, *files)
+    assert out.returncode == 0, out.stderr
+    assert "same seeds of tiny" in out.stdout and "| sokoban-6x6 | " in out.stdout
+    without = cli(*files)  # the suite is no bundled one: said in one line
+    assert without.returncode == 2 and "not a bundled suite" in without.stderr and without.stderr.count("\n") == 1
 
 
 def test_files_that_cannot_be_paired_are_one_line_errors(tmp_path):
