@@ -92,6 +92,8 @@ class WarmStartConfig:
             env of ``envs`` (entries of other envs are ignored).
         epochs: passes over the demonstrations.
         batch_size: rows (turns) per optimiser step.
+        group_by_length: form each step's rows from rows of similar length (:func:`epoch_batches`), so that less of
+            a batch is padding: for envs whose prompts differ in length (WebShop's pages: 110 to ~870 tokens).
         lr: peak learning rate.
         warmup: fraction of the steps with linear warm-up.
         eval_episodes: validation episodes per env (seeds ``0 .. eval_episodes-1``).
@@ -110,6 +112,7 @@ class WarmStartConfig:
     episodes: int | dict[str, int] = field(default_factory=lambda: dict(DEFAULT_EPISODES))
     epochs: int = 1
     batch_size: int = 128
+    group_by_length: bool = False
     lr: float = 2e-3
     warmup: float = 0.05
     eval_episodes: int = 500
@@ -247,10 +250,9 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
             losses, first_epoch, earlier = saved["losses"], saved["epoch"], saved["seconds"]
         for epoch in range(first_epoch, config.epochs):
             epoch_start = generator.get_state()  # a checkpoint inside this epoch re-draws its order from here
-            order = torch.randperm(len(views), generator=generator).tolist()
+            batches = epoch_batches([len(v) for v in views], config.batch_size, generator, config.group_by_length)
             for step in range(len(losses) - epoch * steps_per_epoch, steps_per_epoch):
-                rows = order[step * config.batch_size : (step + 1) * config.batch_size]
-                batch = collate([views[i] for i in rows], tokenizer.pad_token_id)
+                batch = collate([views[i] for i in batches[step]], tokenizer.pad_token_id)
                 batch = {k: v.to(device) for k, v in batch.items()}
                 loss = reply_loss(model, batch)
                 optimizer.zero_grad(set_to_none=True)
@@ -269,6 +271,30 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
                         "seconds": earlier + time.time() - started})
     model.eval()
     return losses, earlier
+
+
+GROUP_BATCHES = 50
+"""With ``group_by_length``, rows are sorted by length within groups of this many batches (Hugging Face
+``LengthGroupedSampler``'s mega-batches)."""
+
+
+def epoch_batches(lengths: list[int], batch_size: int, generator: Any, group_by_length: bool) -> list[list[int]]:
+    """The row indices of each step of one epoch: a random order of the ``len(lengths)`` rows, cut into batches of
+    ``batch_size`` (the last one shorter). With ``group_by_length`` (as Hugging Face's ``LengthGroupedSampler``) the
+    order is cut into groups of :data:`GROUP_BATCHES` batches, each group sorted by length (longest first) before it
+    is cut, and the batches are then shuffled; the same ``ceil(n / batch_size)`` batches, each row once. Draws from
+    ``generator`` (a ``torch.Generator``) only."""
+    import torch
+
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    if group_by_length:
+        group = batch_size * GROUP_BATCHES
+        order = [row for start in range(0, len(order), group)
+                 for row in sorted(order[start : start + group], key=lambda r: -lengths[r])]
+    batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    if group_by_length:
+        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+    return batches
 
 
 def _load_checkpoint(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
@@ -429,6 +455,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=d.epochs, help="passes over the demonstrations "
                         "(default: %(default)s)")
     parser.add_argument("--batch-size", type=int, default=d.batch_size, help="turns per step (default: %(default)s)")
+    parser.add_argument("--group-by-length", action="store_true",
+                        help="make each step of rows of similar length (less padding: faster on envs whose prompts "
+                        "differ in length, such as WebShop's pages; another order, so another model)")
     parser.add_argument("--lr", type=float, default=d.lr, help="peak learning rate (default: %(default)s)")
     parser.add_argument("--eval-episodes", type=int, default=d.eval_episodes,
                         help="validation episodes per env, seeds 0..N-1 (default: %(default)s)")
@@ -474,8 +503,9 @@ def run(args: argparse.Namespace) -> int:
         model=args.model, output=args.output, envs=tuple(args.envs), prompt=args.prompt,
         history=None if args.history < 0 else args.history, epsilon=args.epsilon,
         oracle_actions=args.oracle_actions or None, episodes=parse_episodes(args.episodes, args.envs),
-        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, eval_episodes=args.eval_episodes,
-        temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
+        epochs=args.epochs, batch_size=args.batch_size, group_by_length=args.group_by_length, lr=args.lr,
+        eval_episodes=args.eval_episodes, temperature=args.temperature, max_new_tokens=args.max_new_tokens,
+        seed=args.seed)
     report = warm_start(config, progress=True)
     print(format_report(report))
     output = model_dir("warmstart") if config.output is None else expand(config.output)

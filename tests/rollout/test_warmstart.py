@@ -6,8 +6,10 @@ import torch
 
 from agentgym_bench.rollout.default_model import ModelSize, build_default_model
 from agentgym_bench.rollout.warmstart import (
+    GROUP_BATCHES,
     WarmStartConfig,
     collect_demonstrations,
+    epoch_batches,
     format_report,
     parse_episodes,
     warm_start,
@@ -47,6 +49,33 @@ def test_warm_start_is_reproducible_and_writes_a_loadable_model(tmp_path, small_
     assert row["format_valid"] > 0.5  # it learned the reply format
     assert TOY_ID in format_report(report)
     AutoModelForCausalLM.from_pretrained(tmp_path / "a")
+
+
+def test_epoch_batches_take_every_row_once_and_grouped_by_length_pad_less():
+    rows = 5 * 16 * GROUP_BATCHES + 7
+    lengths = torch.randint(10, 900, (rows,), generator=torch.Generator().manual_seed(1)).tolist()
+
+    def padded(batches):  # tokens a step computes: its rows padded to its longest
+        return sum(len(b) * max(lengths[i] for i in b) for b in batches)
+
+    plain = epoch_batches(lengths, 16, torch.Generator().manual_seed(0), False)
+    order = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(0)).tolist()
+    assert plain == [order[i : i + 16] for i in range(0, len(order), 16)]  # the order warm starts always took
+    grouped = epoch_batches(lengths, 16, torch.Generator().manual_seed(0), True)
+    assert grouped == epoch_batches(lengths, 16, torch.Generator().manual_seed(0), True)
+    assert len(grouped) == len(plain) == math.ceil(len(lengths) / 16)
+    assert sorted(i for b in grouped for i in b) == list(range(len(lengths)))
+    assert sorted(map(len, grouped)) == sorted(map(len, plain))
+    assert padded(grouped) < 0.7 * padded(plain)
+    longest = [max(lengths[i] for i in b) for b in grouped[:GROUP_BATCHES]]
+    assert longest != sorted(longest, reverse=True)  # the batches are shuffled, not taken longest first
+
+
+def test_a_warm_start_grouped_by_length_learns(tmp_path, small_model):
+    report = warm_start(config(tmp_path, small_model, "g", group_by_length=True))
+    assert report["config"]["group_by_length"] is True
+    assert report["train"]["final_loss"] < report["train"]["first_loss"]
+    assert report["evaluation"]["warm_start"][TOY_ID]["format_valid"] > 0.5
 
 
 def test_demonstrations_use_training_seeds_and_epsilon(tmp_path, small_model):
