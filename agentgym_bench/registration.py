@@ -32,12 +32,15 @@ GAMES = {
 
 @dataclass(frozen=True)
 class AgentEnvSpec:
-    """One agent id: which game, with which game and wrapper defaults, and a one-line description."""
+    """One agent id: which game, with which game and wrapper defaults, and a one-line description. ``graded``: the
+    reward grades an episode between failure and success (WebShop's purchase score, 0 to 1, success only at 1), so
+    tables show the mean return beside the success rate."""
 
     game: str
     description: str
     game_kwargs: dict[str, Any] = field(default_factory=dict)
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
+    graded: bool = False
 
 
 AGENT_ENVS: dict[str, AgentEnvSpec] = {
@@ -69,7 +72,7 @@ AGENT_ENVS: dict[str, AgentEnvSpec] = {
         "WebShop", "WebShop on the bundled offline store (2,000 products, BM25), the seed's split of goals (test "
         "seeds: test goals), 9 turns x 1 action; RAGEN's WebShop",
         agent_kwargs={"max_turns": 9, "max_actions_per_turn": 1, "max_actions_per_episode": 9,
-                      "max_reply_words": 200}),
+                      "max_reply_words": 200}, graded=True),
 }
 
 

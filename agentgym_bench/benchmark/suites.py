@@ -76,6 +76,15 @@ class SuiteEntry:
         return f"player_{(seed - self.seed_start) % 2}"
 
     @property
+    def graded(self) -> bool:
+        """The entry's reward grades an episode (WebShop's purchase score; ``AgentEnvSpec.graded``), so the boards
+        show its mean return beside the success rate (the score still counts success)."""
+        from agentgym_bench.registration import AGENT_ENVS
+
+        spec = AGENT_ENVS.get(self.env_id)
+        return spec is not None and spec.graded
+
+    @property
     def seeds(self) -> range:
         return range(self.seed_start, self.seed_start + self.episodes)
 

@@ -104,6 +104,10 @@ def _count(value: Any) -> str:
     return "-" if value is None else f"{value:,}"
 
 
+def _mean_return(e: dict[str, Any]) -> str:
+    return _interval(e["mean_return"], e["mean_return_low"], e["mean_return_high"])
+
+
 def _win_draw_loss(e: dict[str, Any]) -> str:
     deal = "" if e["deal"] is None else f" (deal {e['deal']['rate']:.3f})"
     return f"{_interval(e['rate'], e['low'], e['high'])} / {e['draw']['rate']:.3f} / {e['loss']['rate']:.3f}{deal}"
@@ -111,13 +115,17 @@ def _win_draw_loss(e: dict[str, Any]) -> str:
 
 def entry_columns(suite: Suite) -> list[tuple[str, str, Any]]:
     """The per-entry columns of the tables: ``(entry name, header, cell(entry summary JSON) -> str)``; a
-    single-agent entry has its success rate, a match entry its mean payoff and its win / draw / loss (deal)."""
-    if not suite.multiagent:
-        return [(e.name, e.name, lambda s: _interval(s["rate"], s["low"], s["high"])) for e in suite.entries]
+    single-agent entry has its success rate (and a graded one its mean return), a match entry its mean payoff and
+    its win / draw / loss (deal)."""
     columns: list[tuple[str, str, Any]] = []
+    if not suite.multiagent:
+        for e in suite.entries:
+            columns.append((e.name, e.name, lambda s: _interval(s["rate"], s["low"], s["high"])))
+            if e.graded:
+                columns.append((e.name, f"{e.name} return", _mean_return))
+        return columns
     for e in suite.entries:
-        columns.append((e.name, f"{e.name} payoff",
-                        lambda s: _interval(s["mean_return"], s["mean_return_low"], s["mean_return_high"])))
+        columns.append((e.name, f"{e.name} payoff", _mean_return))
         columns.append((e.name, f"{e.name} win / draw / loss", _win_draw_loss))
     return columns
 
@@ -129,8 +137,10 @@ def score_legend(suite: Suite) -> str:
                 "95% stratified bootstrap interval. Entries: the policy's mean payoff (95% normal interval) against "
                 "the entry's opponent, seats alternating; win / draw / loss rates (the win with its 95% Wilson "
                 "interval: a win is a payoff above the opponent's) and the share of matches that ended in a deal.")
+    graded = [e.name for e in suite.entries if e.graded]
     return (f"Score: {SCORE_TEXT[False]}, with a 95% stratified bootstrap interval. Entries: success rate with its "
-            "95% Wilson interval.")
+            "95% Wilson interval" + (f"; {', '.join(graded)}: also the mean return (95% normal interval), the "
+                                     "graded reward that success counts only at 1" if graded else "") + ".")
 
 
 def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
@@ -214,7 +224,8 @@ def html(suite: Suite, records: list[dict[str, Any]], comparisons: dict[str, dic
     data = {"suite": {"name": suite.name, "version": suite.version, "description": suite.description,
                       "multiagent": suite.multiagent, "legend": score_legend(suite),
                       "entries": [{"name": e.name, "env_id": e.env_id, "episodes": e.episodes,
-                                   "oracle_success": e.oracle_success, "opponent": e.opponent}
+                                   "oracle_success": e.oracle_success, "opponent": e.opponent,
+                                   "graded": e.graded}
                                   for e in suite.entries]},
             "submissions": [{**r, "rank": k} for k, r in zip(ranks(records), records, strict=True)],
             "comparisons": comparisons}

@@ -236,3 +236,28 @@ def test_the_workflow_runs_commands_that_exist():
     assert used == {"submit", "board"} and used <= set(COMMANDS)
     assert "--check" in workflow
     assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in workflow
+
+
+def test_a_graded_entry_shows_its_mean_return_beside_success(tmp_path):
+    from agentgym_bench.benchmark.suites import load_suite
+    from tests.leaderboard.conftest import TINY_SUITE, play
+
+    webshop = {"name": "webshop", "env_id": "AgentWebShop-v0", "env_kwargs": {"split": "test"},
+               "prompts": ["ragen", "compact"], "episodes": 3, "oracle_success": 1.0}
+    suite_file = tmp_path / "graded.json"
+    suite_file.write_text(json.dumps({**TINY_SUITE, "name": "graded", "entries": [TINY_SUITE["entries"][0], webshop]}))
+    suite = load_suite(str(suite_file))
+    assert [e.graded for e in suite.entries] == [False, True]
+    for name, spec in [("oracle", "oracle"), ("random", "random")]:
+        (tmp_path / f"{name}.json.gz").write_bytes(play(spec, suite))
+        assert cli_submit(tmp_path / f"{name}.json.gz", name, tmp_path / "board", suite_file) == 0
+    lines = (tmp_path / "board" / "README.md").read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| Rank"))
+    cells = {line.split(" | ")[1]: dict(zip(header.split(" | "), line.split(" | "), strict=True))
+             for line in lines if line.startswith("| 1 ") or line.startswith("| 2 ")}
+    assert "webshop return" in header and "bandit return" not in header
+    assert cells["oracle"]["webshop return"] == "1.000 [1.000, 1.000]"  # the purchase score of every test goal
+    random = loads((tmp_path / "random.json.gz").read_bytes()).entry("webshop")
+    mean = sum(ep.return_ for ep in random.episodes) / len(random.episodes)
+    assert cells["random"]["webshop return"].startswith(f"{mean:.3f} [")
+    assert "webshop: also the mean return" in "\n".join(lines)
