@@ -325,7 +325,8 @@ def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
 
 
 def success_table(policy: Any, config: WarmStartConfig, *, history: int | None) -> dict[str, dict[str, float]]:
-    """Success of ``policy`` per env on validation seeds ``0 .. eval_episodes-1``, with a 95% Wilson interval.
+    """Success of ``policy`` per env on validation seeds ``0 .. eval_episodes-1``, with a 95% Wilson interval, the
+    mean episode return and the share of turns whose reply parsed.
 
     Two-player envs: the win rate against uniformly random demands, seats alternating; the oracle and random
     policies stand for the scripted bargainer and the random demands."""
@@ -339,11 +340,12 @@ def success_table(policy: Any, config: WarmStartConfig, *, history: int | None) 
         trajectories += _match_evaluation(env_id, policy, config, history)
     table = {}
     for env_id in config.envs:
-        rate = stats.success_rate([t.success for t in trajectories if t.env_id == env_id])
+        mine = [t for t in trajectories if t.env_id == env_id]
+        rate = stats.success_rate([t.success for t in mine])
         table[env_id] = {"success": rate.rate, "ci_low": rate.low, "ci_high": rate.high, "episodes": rate.n,
-                         "format_valid": sum(u.info.get("format_valid", False) for t in trajectories
-                                             if t.env_id == env_id for u in t.turns)
-                         / max(1, sum(len(t.turns) for t in trajectories if t.env_id == env_id))}
+                         "mean_return": sum(t.episode_reward for t in mine) / max(1, len(mine)),
+                         "format_valid": sum(u.info.get("format_valid", False) for t in mine for u in t.turns)
+                         / max(1, sum(len(t.turns) for t in mine))}
     return table
 
 
@@ -418,12 +420,17 @@ def earlier_stage(model: str) -> dict[str, Any] | None:
 
 
 def format_report(report: dict[str, Any]) -> str:
-    """The evaluation as a Markdown table."""
+    """The evaluation as a Markdown table: success with its interval; for an env whose reward grades an episode
+    (WebShop: ``AgentEnvSpec.graded``) also the mean return."""
+    from agentgym_bench.registration import AGENT_ENVS
+
     lines = ["| env | random, 1 action a turn | random, 1..k actions a turn | warm start | oracle |",
              "|---|---|---|---|---|"]
     evaluation = report["evaluation"]
     for env_id in evaluation["oracle"]:
+        graded = env_id in AGENT_ENVS and AGENT_ENVS[env_id].graded
         cells = [f"{r['success']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                 + (f", return {r['mean_return']:.3f}" if graded and "mean_return" in r else "")
                  for r in (evaluation[k][env_id] for k in ("random_one_action", "random", "warm_start", "oracle"))]
         lines.append(f"| {env_id} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

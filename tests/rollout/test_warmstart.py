@@ -47,8 +47,24 @@ def test_warm_start_is_reproducible_and_writes_a_loadable_model(tmp_path, small_
     row = report["evaluation"]["warm_start"][TOY_ID]
     assert row["episodes"] == 60 and row["ci_low"] <= row["success"] <= row["ci_high"]
     assert row["format_valid"] > 0.5  # it learned the reply format
+    assert row["mean_return"] == pytest.approx(json.loads((tmp_path / "b" / "warmstart.json").read_text())[
+        "evaluation"]["warm_start"][TOY_ID]["mean_return"])
     assert TOY_ID in format_report(report)
     AutoModelForCausalLM.from_pretrained(tmp_path / "a")
+
+
+def test_the_report_shows_the_mean_return_of_a_graded_env_only():
+    def row(success, mean_return):
+        return {"success": success, "ci_low": 0.0, "ci_high": 1.0, "episodes": 10, "mean_return": mean_return,
+                "format_valid": 1.0}
+
+    kinds = ("random_one_action", "random", "warm_start", "oracle")
+    report = {"evaluation": {k: {"AgentWebShop-v0": row(0.0, 0.25 * i), "AgentBandit-v0": row(0.5, 0.125)}
+                             for i, k in enumerate(kinds)}}
+    webshop, bandit = format_report(report).splitlines()[2:]
+    assert webshop.startswith("| AgentWebShop-v0 | 0.000 [0.000, 1.000], return 0.000 |")
+    assert "return 0.500" in webshop and webshop.endswith("return 0.750 |")
+    assert "return" not in bandit
 
 
 def test_epoch_batches_take_every_row_once_and_grouped_by_length_pad_less():
