@@ -115,7 +115,8 @@ def main() -> None:
     catalog = load_catalog()
     session = WebShopSession(catalog)
     low, _ = catalog.split_range("validation")
-    print(f"## Scripted shoppers on validation goals {low}..{low + args.goals - 1}\n")
+    last = args.goals - 1
+    print(f"## Scripted shoppers on validation goals 0..{last} (stored goals {low}..{low + last})\n")
     print("| shopper | mean reward | success |\n|---|---:|---:|")
     for name, shop in STRATEGIES.items():
         rewards = []
@@ -127,7 +128,7 @@ def main() -> None:
     for split in ("train", "validation"):
         low, _ = catalog.split_range(split)
         counts = oracle_paths(session, range(low, low + args.goals))
-        print(f"\n## The oracle's episodes on {split} goals {low}..{low + args.goals - 1}\n")
+        print(f"\n## The oracle's episodes on {split} goals 0..{last} (stored {low}..{low + last})\n")
         for name, counter in counts.items():
             total = sum(counter.values())
             ordered = sorted(counter.items(), key=lambda kv: (isinstance(kv[0], str), kv[0]))
