@@ -1,4 +1,5 @@
-"""Can a model learn to copy a string from its context? Synthetic tasks for the default model.
+"""Can a model learn to copy a string from its context? Synthetic tasks for the default model (or any causal LM
+folder with its tokenizer, ``--model``).
 
 WebShop's shoppers copy (a product code from the page into ``click[...]``, the instruction's words into
 ``search[...]``), and imitation on WebShop did not teach the default model to (docs/baselines.md, "WebShop:
@@ -78,6 +79,7 @@ def main() -> None:
     chars = torch.tensor([tokenizer.convert_tokens_to_ids(c) for c in CHARACTERS])
     marker = tokenizer("click[", add_special_tokens=False)["input_ids"]
     close = tokenizer.convert_tokens_to_ids("]")
+    positions = model.config.max_position_embeddings  # GPT-2's n_positions under the common name
     generator = torch.Generator().manual_seed(0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / 100, 1.0))
@@ -86,7 +88,7 @@ def main() -> None:
     for step in range(args.steps + 1):
         x, copied = make_batch(args.task, args.length, chars, vocab, marker, close, generator)
         if args.shift_positions:
-            start = torch.randint(0, model.config.n_positions - args.length + 1, (BATCH, 1), generator=generator)
+            start = torch.randint(0, positions - args.length + 1, (BATCH, 1), generator=generator)
         else:
             start = torch.zeros(BATCH, 1, dtype=torch.long)
         logits = model(input_ids=x, position_ids=start + torch.arange(args.length)).logits[:, :-1]
