@@ -76,6 +76,12 @@ AGENT_ENVS: dict[str, AgentEnvSpec] = {
 }
 
 
+def is_graded(env_id: str) -> bool:
+    """Whether ``env_id`` is an agent id whose reward grades an episode (``AgentEnvSpec.graded``)."""
+    spec = AGENT_ENVS.get(env_id)
+    return spec is not None and spec.graded
+
+
 def load_class(entry_point: str) -> type:
     """Import ``"module.path:ClassName"``."""
     module, _, name = entry_point.partition(":")

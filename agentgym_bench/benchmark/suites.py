@@ -79,10 +79,9 @@ class SuiteEntry:
     def graded(self) -> bool:
         """The entry's reward grades an episode (WebShop's purchase score; ``AgentEnvSpec.graded``), so the boards
         show its mean return beside the success rate (the score still counts success)."""
-        from agentgym_bench.registration import AGENT_ENVS
+        from agentgym_bench.registration import is_graded
 
-        spec = AGENT_ENVS.get(self.env_id)
-        return spec is not None and spec.graded
+        return is_graded(self.env_id)
 
     @property
     def seeds(self) -> range:

@@ -422,13 +422,13 @@ def earlier_stage(model: str) -> dict[str, Any] | None:
 def format_report(report: dict[str, Any]) -> str:
     """The evaluation as a Markdown table: success with its interval; for an env whose reward grades an episode
     (WebShop: ``AgentEnvSpec.graded``) also the mean return."""
-    from agentgym_bench.registration import AGENT_ENVS
+    from agentgym_bench.registration import is_graded
 
     lines = ["| env | random, 1 action a turn | random, 1..k actions a turn | warm start | oracle |",
              "|---|---|---|---|---|"]
     evaluation = report["evaluation"]
     for env_id in evaluation["oracle"]:
-        graded = env_id in AGENT_ENVS and AGENT_ENVS[env_id].graded
+        graded = is_graded(env_id)
         cells = [f"{r['success']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
                  + (f", return {r['mean_return']:.3f}" if graded and "mean_return" in r else "")
                  for r in (evaluation[k][env_id] for k in ("random_one_action", "random", "warm_start", "oracle"))]
