@@ -49,6 +49,11 @@ Model:
     width 64 once the demonstrations are clean and plentiful (``docs/baselines.md``). Weights are initialised from
     ``seed`` inside ``torch.random.fork_rng``, so building is deterministic and the global RNG is left as it was.
 
+    ``--architecture llama`` builds a ``LlamaForCausalLM`` of the same shape and tokenizer instead (rotary positions,
+    RMS norm, a gated MLP of 4x the width: 1.37M parameters), the architecture of Llama's and Qwen's models. On a
+    synthetic copying task it learns to copy a string anywhere in its 1024 positions, which the GPT-2 model does not
+    (``benchmarks/copy_task.py``, ``docs/baselines.md``); the board's models are GPT-2.
+
 Command line: ``agentgym-bench init-model [--path DIR] [--seed N] ...`` (see ``--help``). Default folder:
 ``agentgym_bench.paths.model_dir("default")`` (``$AGENTGYM_BENCH_HOME/models/default``, ``AGENTGYM_BENCH_HOME``
 defaulting to ``~/.cache/agentgym-bench``, read at call time); :func:`load_model` finds it by the name ``"default"``.
@@ -94,14 +99,20 @@ CHAT_TEMPLATE = (
     "{%- if add_generation_prompt -%}{{ '<|assistant|>' }}{%- endif -%}"
 )
 
+ARCHITECTURES = ("gpt2", "llama")
+"""Model classes :func:`build_model` can build: ``GPT2LMHeadModel`` (learned absolute positions, the default) and
+``LlamaForCausalLM`` (rotary positions, the architecture of Llama's and Qwen's models)."""
+
+
 @dataclass(frozen=True)
 class ModelSize:
-    """GPT-2 shape of the default model."""
+    """Architecture and shape of the default model (``n_embd`` is the hidden size; Llama's MLP is ``4 * n_embd``)."""
 
     n_layer: int = 4
     n_embd: int = 128
     n_head: int = 4
     n_positions: int = 1024
+    architecture: str = "gpt2"
 
 
 def env_words() -> tuple[list[str], list[str]]:
@@ -216,19 +227,30 @@ def build_tokenizer(vocab: dict[str, int]):
 
 
 def build_model(vocab_size: int, *, pad_id: int, eos_id: int, size: ModelSize = ModelSize(), seed: int = 0):
-    """A freshly initialised ``GPT2LMHeadModel``; weights drawn from ``seed`` without touching the global RNG."""
+    """A freshly initialised ``GPT2LMHeadModel`` or ``LlamaForCausalLM`` (``size.architecture``); weights drawn from
+    ``seed`` without touching the global RNG."""
     import torch
-    from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel
+    from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-    config = GPT2Config(
-        vocab_size=vocab_size, n_positions=size.n_positions, n_embd=size.n_embd, n_layer=size.n_layer,
-        n_head=size.n_head, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=pad_id,
-        activation_function="gelu", tie_word_embeddings=True,
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,  # no dropout: training draws no random numbers
-    )
+    ids = dict(vocab_size=vocab_size, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=pad_id,
+               tie_word_embeddings=True)
+    # no dropout anywhere: training draws no random numbers
+    if size.architecture == "gpt2":
+        model_class = GPT2LMHeadModel
+        config = GPT2Config(n_positions=size.n_positions, n_embd=size.n_embd, n_layer=size.n_layer,
+                            n_head=size.n_head, activation_function="gelu", resid_pdrop=0.0, embd_pdrop=0.0,
+                            attn_pdrop=0.0, **ids)
+    elif size.architecture == "llama":
+        model_class = LlamaForCausalLM
+        config = LlamaConfig(max_position_embeddings=size.n_positions, hidden_size=size.n_embd,
+                             intermediate_size=4 * size.n_embd, num_hidden_layers=size.n_layer,
+                             num_attention_heads=size.n_head, num_key_value_heads=size.n_head, attention_dropout=0.0,
+                             **ids)
+    else:
+        raise UserError(f"unknown architecture {size.architecture!r}; choose one of {', '.join(ARCHITECTURES)}")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = GPT2LMHeadModel(config)
+        model = model_class(config)
     model.generation_config = GenerationConfig(eos_token_id=eos_id, pad_token_id=pad_id, bos_token_id=eos_id)
     return model
 
@@ -293,10 +315,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heads", type=int, default=ModelSize.n_head, help="attention heads (default: %(default)s)")
     parser.add_argument("--positions", type=int, default=ModelSize.n_positions,
                         help="maximum sequence length in tokens (default: %(default)s)")
+    parser.add_argument("--architecture", choices=ARCHITECTURES, default=ModelSize.architecture,
+                        help="gpt2: learned absolute positions; llama: rotary positions, gated MLP of 4x the width, "
+                        "RMS norm (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
-    size = ModelSize(n_layer=args.layers, n_embd=args.width, n_head=args.heads, n_positions=args.positions)
+    size = ModelSize(n_layer=args.layers, n_embd=args.width, n_head=args.heads, n_positions=args.positions,
+                     architecture=args.architecture)
     if size.n_embd % size.n_head:
         raise UserError(f"--width {size.n_embd} must be a multiple of --heads {size.n_head}")
     words, skipped = env_words()
@@ -305,5 +331,5 @@ def run(args: argparse.Namespace) -> int:
     path = build_default_model(args.path, seed=args.seed, size=size, words=words)
     model, tokenizer = load_model(path)
     params = sum(p.numel() for p in model.parameters())
-    print(f"wrote {path}: GPT-2, {params:,} parameters, vocabulary of {len(tokenizer)} tokens")
+    print(f"wrote {path}: {type(model).__name__}, {params:,} parameters, vocabulary of {len(tokenizer)} tokens")
     return 0

@@ -155,6 +155,34 @@ def test_init_model_command(tmp_path, capsys):
     assert AutoModelForCausalLM.from_pretrained(tmp_path / "m").config.n_layer == 1
 
 
+def test_init_model_builds_a_llama_model_with_rotary_positions_and_the_same_tokenizer(tmp_path, capsys, model_dir):
+    from agentgym_bench.cli import main
+
+    assert main(["init-model", "--path", str(tmp_path / "m"), "--layers", "1", "--width", "16", "--heads", "2",
+                 "--architecture", "llama"]) == 0
+    assert "LlamaForCausalLM" in capsys.readouterr().out
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "m")
+    assert model.config.model_type == "llama" and model.config.num_hidden_layers == 1
+    assert not any("position" in name for name, _ in model.named_parameters())  # rotary: no position table
+    assert model.config.tie_word_embeddings and model.lm_head.weight is model.model.embed_tokens.weight
+    same_words = AutoTokenizer.from_pretrained(model_dir).get_vocab()
+    assert AutoTokenizer.from_pretrained(tmp_path / "m").get_vocab() == same_words
+
+
+def test_llama_building_is_deterministic_from_the_seed(tmp_path):
+    llama = ModelSize(n_layer=1, n_embd=16, n_head=2, n_positions=64, architecture="llama")
+    a = build_default_model(tmp_path / "a", seed=3, size=llama, words=[])
+    b = build_default_model(tmp_path / "b", seed=3, size=llama, words=[])
+    assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
+
+
+def test_an_unknown_architecture_is_a_user_error(tmp_path):
+    from agentgym_bench.errors import UserError
+
+    with pytest.raises(UserError, match="unknown architecture 'bert'"):
+        build_default_model(tmp_path, size=ModelSize(architecture="bert"), words=[])
+
+
 _TOKENIZER = []
 
 

@@ -53,6 +53,14 @@ def test_warm_start_is_reproducible_and_writes_a_loadable_model(tmp_path, small_
     AutoModelForCausalLM.from_pretrained(tmp_path / "a")
 
 
+def test_a_llama_model_warm_starts_and_learns_the_format(tmp_path):
+    llama = build_default_model(tmp_path / "llama", seed=0, size=ModelSize(
+        n_layer=2, n_embd=32, n_head=2, n_positions=128, architecture="llama"))
+    report = warm_start(config(tmp_path, llama, "w"))
+    assert report["train"]["final_loss"] < report["train"]["first_loss"]
+    assert report["evaluation"]["warm_start"][TOY_ID]["format_valid"] > 0.5
+
+
 def test_the_report_shows_the_mean_return_of_a_graded_env_only():
     def row(success, mean_return):
         return {"success": success, "ci_low": 0.0, "ci_high": 1.0, "episodes": 10, "mean_return": mean_return,
