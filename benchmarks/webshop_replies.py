@@ -1,0 +1,65 @@
+"""WebShop: what a model's replies did, read from ``agentgym-bench eval`` results files.
+
+For each file (an eval of a WebShop entry, ``--out FILE``): successes, mean return, how many ``click[...]`` actions
+executed (named something on the page) and what share of the words the model searched are words of the oracle's
+first query on the same goal — the columns of docs/baselines.md's table of WebShop imitation runs.
+
+    .venv/bin/python benchmarks/webshop_replies.py RESULTS.json.gz [MORE.json.gz ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+
+import gymnasium as gym
+
+import agentgym_bench  # noqa: F401  (registers the envs)
+from agentgym_bench.agent.policies import oracle_reply
+
+
+def read(path: str) -> dict:
+    """The counts of one results file's WebShop entry (its first entry whose env id names WebShop)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        results = json.load(f)
+    entry = next((e for e in results["entries"] if "WebShop" in e["env_id"]), None)
+    if entry is None:
+        raise SystemExit(f"{path}: no WebShop entry")
+    env = gym.make(entry["env_id"], **{**entry.get("env_kwargs", {}), "prompt": "compact"})
+    counts = dict(episodes=0, successes=0, total_return=0.0, clicks=0, executed=0, words=0, oracle_words=0)
+    for episode in entry["episodes"]:
+        counts["episodes"] += 1
+        counts["successes"] += bool(episode["success"])
+        counts["total_return"] += episode["return"]
+        env.reset(seed=episode["seed"])
+        query = set(re.search(r"search\[(.*?)\]", oracle_reply(env)).group(1).split())
+        for turn in episode["turns"]:
+            for action in turn["actions"]:
+                if action.startswith("click["):
+                    counts["clicks"] += 1
+                    counts["executed"] += action in turn["executed_actions"]
+                elif action.startswith("search[") and action.endswith("]"):
+                    words = action[len("search["):-1].split()
+                    counts["words"] += len(words)
+                    counts["oracle_words"] += sum(w in query for w in words)
+    env.close()
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="+", help="results files of agentgym-bench eval on a WebShop entry")
+    args = parser.parse_args()
+    print("| results | success | mean return | `click[...]` that executed | search words in the oracle's query |")
+    print("|---|---:|---:|---:|---:|")
+    for path in args.results:
+        c = read(path)
+        print(f"| {path} | {c['successes']}/{c['episodes']} | {c['total_return'] / c['episodes']:.3f} | "
+              f"{c['executed']} of {c['clicks']} | {c['oracle_words'] / max(1, c['words']):.0%} |")
+
+
+if __name__ == "__main__":
+    main()
