@@ -42,8 +42,7 @@ Tokenizer:
     ``<|user|>`` + 16 cells + 4 newlines + ``actions left: 10`` (7 tokens) + ``<|end|><|assistant|>``.
 
 Model:
-    ``GPT2LMHeadModel`` (learned absolute position embeddings: the prototype found that a rotary-only model trained
-    from scratch never learned to read grid coordinates), by default 4 layers, width 128, 4 heads, 1024 positions
+    ``GPT2LMHeadModel`` (learned absolute position embeddings), by default 4 layers, width 128, 4 heads, 1024 positions
     (the longest WebShop page is ~870 tokens), tied input/output embeddings, no dropout: 0.9M parameters in the
     blocks and positions plus 0.3M in the word embeddings. Width 128 imitates the Sokoban oracle far better than
     width 64 once the demonstrations are clean and plentiful (``docs/baselines.md``). Weights are initialised from
@@ -52,7 +51,8 @@ Model:
     ``--architecture llama`` builds a ``LlamaForCausalLM`` of the same shape and tokenizer instead (rotary positions,
     RMS norm, a gated MLP of 4x the width: 1.37M parameters), the architecture of Llama's and Qwen's models. On a
     synthetic copying task it learns to copy a string anywhere in its 1024 positions, which the GPT-2 model does not
-    (``benchmarks/copy_task.py``, ``docs/baselines.md``); the board's models are GPT-2.
+    (``benchmarks/copy_task.py``), and it imitates the Sokoban 6x6 oracle at least as well (``docs/baselines.md``,
+    "Positions: GPT-2 or Llama"); the board's models are GPT-2.
 
 Command line: ``agentgym-bench init-model [--path DIR] [--seed N] ...`` (see ``--help``). Default folder:
 ``agentgym_bench.paths.model_dir("default")`` (``$AGENTGYM_BENCH_HOME/models/default``, ``AGENTGYM_BENCH_HOME``
