@@ -10,37 +10,33 @@ first query on the same goal — the columns of docs/baselines.md's table of Web
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import re
 
 import gymnasium as gym
 
 import agentgym_bench  # noqa: F401  (registers the envs)
 from agentgym_bench.agent.policies import oracle_reply
+from agentgym_bench.benchmark.results import read_results
 
 
 def read(path: str) -> dict:
     """The counts of one results file's WebShop entry (its first entry whose env id names WebShop)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        results = json.load(f)
-    entry = next((e for e in results["entries"] if "WebShop" in e["env_id"]), None)
+    entry = next((e for e in read_results(path).entries if "WebShop" in e.env_id), None)
     if entry is None:
         raise SystemExit(f"{path}: no WebShop entry")
-    env = gym.make(entry["env_id"], **{**entry.get("env_kwargs", {}), "prompt": "compact"})
+    env = gym.make(entry.env_id, **{**entry.env_kwargs, "prompt": "compact"})
     counts = dict(episodes=0, successes=0, total_return=0.0, clicks=0, executed=0, words=0, oracle_words=0)
-    for episode in entry["episodes"]:
+    for episode in entry.episodes:
         counts["episodes"] += 1
-        counts["successes"] += bool(episode["success"])
-        counts["total_return"] += episode["return"]
-        env.reset(seed=episode["seed"])
+        counts["successes"] += episode.success
+        counts["total_return"] += episode.return_
+        env.reset(seed=episode.seed)
         query = set(re.search(r"search\[(.*?)\]", oracle_reply(env)).group(1).split())
-        for turn in episode["turns"]:
-            for action in turn["actions"]:
+        for turn in episode.turns:
+            for action in turn.actions:
                 if action.startswith("click["):
                     counts["clicks"] += 1
-                    counts["executed"] += action in turn["executed_actions"]
+                    counts["executed"] += action in turn.executed_actions
                 elif action.startswith("search[") and action.endswith("]"):
                     words = action[len("search["):-1].split()
                     counts["words"] += len(words)

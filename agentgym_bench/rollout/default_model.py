@@ -232,20 +232,20 @@ def build_model(vocab_size: int, *, pad_id: int, eos_id: int, size: ModelSize = 
     import torch
     from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-    ids = dict(vocab_size=vocab_size, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=pad_id,
-               tie_word_embeddings=True)
+    common = dict(vocab_size=vocab_size, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=pad_id,
+                  tie_word_embeddings=True)
     # no dropout anywhere: training draws no random numbers
     if size.architecture == "gpt2":
         model_class = GPT2LMHeadModel
         config = GPT2Config(n_positions=size.n_positions, n_embd=size.n_embd, n_layer=size.n_layer,
                             n_head=size.n_head, activation_function="gelu", resid_pdrop=0.0, embd_pdrop=0.0,
-                            attn_pdrop=0.0, **ids)
+                            attn_pdrop=0.0, **common)
     elif size.architecture == "llama":
         model_class = LlamaForCausalLM
         config = LlamaConfig(max_position_embeddings=size.n_positions, hidden_size=size.n_embd,
                              intermediate_size=4 * size.n_embd, num_hidden_layers=size.n_layer,
                              num_attention_heads=size.n_head, num_key_value_heads=size.n_head, attention_dropout=0.0,
-                             **ids)
+                             **common)
     else:
         raise UserError(f"unknown architecture {size.architecture!r}; choose one of {', '.join(ARCHITECTURES)}")
     with torch.random.fork_rng(devices=[]):

@@ -1,3 +1,5 @@
+import dataclasses
+
 import gymnasium as gym
 import pytest
 import torch
@@ -7,7 +9,13 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from agentgym_bench.agent.parsing import format_reply
 from agentgym_bench.rollout import default_model
-from agentgym_bench.rollout.default_model import ModelSize, build_default_model, build_tokenizer, build_vocab
+from agentgym_bench.rollout.default_model import (
+    ARCHITECTURES,
+    ModelSize,
+    build_default_model,
+    build_tokenizer,
+    build_vocab,
+)
 
 TINY = ModelSize(n_layer=1, n_embd=16, n_head=2, n_positions=64)
 
@@ -22,11 +30,13 @@ def test_loads_with_auto_classes_as_gpt2_with_learned_positions(model_dir):
     assert model.generation_config.eos_token_id == tokenizer.eos_token_id
 
 
-def test_building_is_deterministic_from_the_seed_and_leaves_the_global_rng_alone(tmp_path):
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_building_is_deterministic_from_the_seed_and_leaves_the_global_rng_alone(tmp_path, architecture):
+    size = dataclasses.replace(TINY, architecture=architecture)
     state = torch.random.get_rng_state()
-    a = build_default_model(tmp_path / "a", seed=3, size=TINY)
-    b = build_default_model(tmp_path / "b", seed=3, size=TINY)
-    c = build_default_model(tmp_path / "c", seed=4, size=TINY)
+    a = build_default_model(tmp_path / "a", seed=3, size=size)
+    b = build_default_model(tmp_path / "b", seed=3, size=size)
+    c = build_default_model(tmp_path / "c", seed=4, size=size)
     assert torch.equal(torch.random.get_rng_state(), state)
     for name in ["model.safetensors", "tokenizer.json", "config.json"]:
         assert (a / name).read_bytes() == (b / name).read_bytes()
@@ -167,13 +177,6 @@ def test_init_model_builds_a_llama_model_with_rotary_positions_and_the_same_toke
     assert model.config.tie_word_embeddings and model.lm_head.weight is model.model.embed_tokens.weight
     same_words = AutoTokenizer.from_pretrained(model_dir).get_vocab()
     assert AutoTokenizer.from_pretrained(tmp_path / "m").get_vocab() == same_words
-
-
-def test_llama_building_is_deterministic_from_the_seed(tmp_path):
-    llama = ModelSize(n_layer=1, n_embd=16, n_head=2, n_positions=64, architecture="llama")
-    a = build_default_model(tmp_path / "a", seed=3, size=llama, words=[])
-    b = build_default_model(tmp_path / "b", seed=3, size=llama, words=[])
-    assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
 
 
 def test_an_unknown_architecture_is_a_user_error(tmp_path):
