@@ -9,6 +9,7 @@ and the argmax accuracy on the positions whose token is a copy of an earlier one
 - ``repeat``: ``length/2`` random characters, then the same again (the copy sits at a fixed offset).
 - ``induct``: random characters with a 16-character string repeated at once, at a random place (an induction head:
   find the earlier occurrence of the current token, read the token after it).
+- ``induct-words``: as ``induct``, with tokens drawn from the whole vocabulary (words, not only characters).
 - ``find``: random vocabulary words, a 10-character code at a random place, more words, then ``click[`` and the
   code again (the code has to be found by its content; WebShop's case, shorter).
 
@@ -42,8 +43,11 @@ def make_batch(task: str, length: int, chars: torch.Tensor, vocab: int, marker: 
         half = chars[torch.randint(len(chars), (BATCH, length // 2), generator=generator)]
         copied[:, length // 2 + 1:] = True
         return torch.cat([half, half], 1), copied
-    if task == "induct":
-        x = chars[torch.randint(len(chars), (BATCH, length), generator=generator)]
+    if task in ("induct", "induct-words"):
+        if task == "induct":
+            x = chars[torch.randint(len(chars), (BATCH, length), generator=generator)]
+        else:
+            x = torch.randint(10, vocab, (BATCH, length), generator=generator)
         for b in range(BATCH):
             a = int(torch.randint(0, length - 2 * REPEAT + 1, (1,), generator=generator))
             x[b, a + REPEAT:a + 2 * REPEAT] = x[b, a:a + REPEAT]
@@ -65,14 +69,15 @@ def make_batch(task: str, length: int, chars: torch.Tensor, vocab: int, marker: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", choices=("repeat", "induct", "find"), default="induct")
+    parser.add_argument("--task", choices=("repeat", "induct", "induct-words", "find"), default="induct")
     parser.add_argument("--length", type=int, default=64, help="tokens a sequence")
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--shift-positions", action="store_true", help="start positions at a random place")
     parser.add_argument("--model", default="default", help="model folder or name (default: the default model)")
     parser.add_argument("--save", help="folder to save the trained model to")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model, tokenizer = load_model(args.model)
     vocab = len(tokenizer)

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from agentgym_bench.envs.webshop.catalog import load_catalog
+from agentgym_bench.envs.webshop.first_hit import FirstHitShopper
 from agentgym_bench.envs.webshop.oracle import OracleShopper, goal_queries
 from agentgym_bench.envs.webshop.session import WebShopSession
 
@@ -61,9 +62,11 @@ def first_hit(query: Callable[[WebShopSession], str], options: bool) -> Callable
     return shop
 
 
-def oracle_episode(session: WebShopSession, budget: int = 9) -> tuple[float, list[str]]:
-    """The oracle's episode, one action a turn within ``budget`` actions: (reward, actions)."""
-    oracle, actions, reward = OracleShopper(session), [], 0.0
+def oracle_episode(session: WebShopSession, budget: int = 9,
+                   shopper: type[OracleShopper] | type[FirstHitShopper] = OracleShopper) -> tuple[float, list[str]]:
+    """The episode of ``shopper`` (default: the oracle), one action a turn within ``budget`` actions:
+    (reward, actions)."""
+    oracle, actions, reward = shopper(session), [], 0.0
     while len(actions) < budget:
         step = oracle.next_actions(budget - len(actions), 1)
         if not step:
@@ -83,6 +86,8 @@ STRATEGIES = {
     "oracle's first query, first hit, its options, buy": first_hit(lambda s: goal_queries(s.goal)[0], True),
     "product type alone, first hit, buy": first_hit(lambda s: goal_queries(s.goal)[-1], False),
     "product type alone, first hit, its options, buy": first_hit(lambda s: goal_queries(s.goal)[-1], True),
+    "the first-hit shopper (the warm start's WebShop demonstrator: the instruction, first hit, its options, buy)":
+        lambda s: oracle_episode(s, shopper=FirstHitShopper)[0],
     "oracle": lambda s: oracle_episode(s)[0],
 }
 

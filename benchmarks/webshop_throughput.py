@@ -91,6 +91,12 @@ def random_reply(env: LLMAgentEnv, rng: np.random.Generator) -> str:
     return format_reply([f"click[{clicks[int(rng.integers(len(clicks)))]}]"])
 
 
+def first_hit_reply(env: LLMAgentEnv, rng: np.random.Generator) -> str:
+    """The first-hit shopper (``agentgym_bench/envs/webshop/first_hit.py``): the whole instruction, the first hit,
+    the option values the instruction names, buy."""
+    return format_reply(env.game.first_hit_turn(env.turns_left, env.actions_left, 1))
+
+
 def policy_scores(policy) -> tuple[float, float]:
     """Success rate and mean return of ``policy`` on the 500 test goals under RAGEN's budgets."""
     env = LLMAgentEnv(WebShopGame(split="test"), max_turns=9, max_actions_per_turn=1, max_actions_per_episode=9)
@@ -143,7 +149,7 @@ def main() -> None:
     print("| policy | success | mean return |")
     print("|---|---:|---:|")
     policies = {"oracle": lambda env, rng: oracle_reply(env), "search, first result, buy": first_result_reply,
-                "search, then random clicks": random_reply}
+                "search, then random clicks": random_reply, "the first-hit shopper": first_hit_reply}
     for name, policy in policies.items():
         success, mean = policy_scores(policy)
         print(f"| {name} | {success:.3f} | {mean:.4f} |")

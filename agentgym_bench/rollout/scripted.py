@@ -7,7 +7,7 @@ They read the agent envs the rollout engine passes alongside the conversations (
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -15,6 +15,9 @@ from agentgym_bench.agent.env import LLMAgentEnv
 from agentgym_bench.agent.parsing import format_reply
 from agentgym_bench.agent.policies import oracle_reply, random_reply
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
+
+DEMONSTRATORS = {"oracle": "oracle_turn", "first-hit": "first_hit_turn"}
+"""Demonstrator name -> the game method that plans its turn (``first-hit``: WebShop only)."""
 
 
 def _agent_envs(envs: Sequence[LLMAgentEnv] | None, n: int, who: str) -> Sequence[LLMAgentEnv]:
@@ -70,23 +73,34 @@ class NoisyOraclePolicy:
         max_oracle_actions: plan at most this many actions a turn (the game's ``oracle_turn`` with this per-turn
             limit, so it replans more often: shorter, closed-loop replies that a small model imitates more easily);
             ``None``: the env's own limit, as :func:`~agentgym_bench.agent.policies.oracle_reply`.
+        demonstrators: env id -> the game's demonstrator to follow instead of its oracle (``"first-hit"``: the
+            game's ``first_hit_turn``, which only ``AgentWebShop-v0`` has); other envs follow their oracle.
     """
 
     def __init__(self, epsilon: float, seed: int = 0, *, max_random_actions: int = 1,
-                 max_oracle_actions: int | None = None):
+                 max_oracle_actions: int | None = None, demonstrators: Mapping[str, str] | None = None):
         if not 0 <= epsilon <= 1:
             raise ValueError(f"epsilon={epsilon} must be in [0, 1]")
         if max_oracle_actions is not None and max_oracle_actions < 1:
             raise ValueError(f"max_oracle_actions={max_oracle_actions} must be >= 1 or None")
+        for env_id, name in (demonstrators or {}).items():
+            if name not in DEMONSTRATORS:
+                raise ValueError(f"demonstrator {name!r} of {env_id} must be one of {DEMONSTRATORS}")
         self.epsilon = float(epsilon)
         self.random = RandomPolicy(seed, max_actions=max_random_actions)
         self.max_oracle_actions = max_oracle_actions
+        self.demonstrators = dict(demonstrators or {})
 
     def _oracle(self, env: LLMAgentEnv) -> str:
-        if self.max_oracle_actions is None:
+        name = self.demonstrators.get(env.spec.id if env.spec else "", "oracle")
+        if self.max_oracle_actions is None and name == "oracle":
             return oracle_reply(env)
-        limit = min(self.max_oracle_actions, env.max_actions_per_turn)
-        actions = env.game.unwrapped.oracle_turn(env.turns_left, env.actions_left, limit)
+        limit = min(self.max_oracle_actions or env.max_actions_per_turn, env.max_actions_per_turn)
+        game = env.game.unwrapped
+        turn = getattr(game, DEMONSTRATORS[name], None)
+        if turn is None:
+            raise ValueError(f"{env.spec.id if env.spec else type(game).__name__} has no {name!r} demonstrator")
+        actions = turn(env.turns_left, env.actions_left, limit)
         return format_reply(list(actions), enable_think=env.enable_think)
 
     def generate(self, conversations: Sequence[list[Message]], envs: Sequence[LLMAgentEnv] | None = None,

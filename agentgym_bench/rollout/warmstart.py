@@ -6,7 +6,8 @@ from scratch, so the warm start gives it both:
 1. Demonstrations: :class:`~agentgym_bench.rollout.scripted.NoisyOraclePolicy` plays each env on training seeds
    (from :data:`~agentgym_bench.seeds.TRAIN_SEED_START`): each turn the oracle's reply planned with at most
    ``oracle_actions`` actions, or with probability ``epsilon`` a random valid action (default 0: clean
-   demonstrations imitate best, ``docs/baselines.md``). Every reply is well formed. The two-player
+   demonstrations imitate best, ``docs/baselines.md``); with ``demonstrators``, another demonstrator on some envs
+   (WebShop's first-hit shopper). Every reply is well formed. The two-player
    ``Bargain-v0`` (:data:`MATCH_ENVS`) has a weak demonstrator instead, so that RL has room: matches between two
    uniformly random, well-formed demands (:class:`~agentgym_bench.multiagent.selfplay.RandomBargainPolicy`), both
    seats' turns kept; its evaluation is the win rate against the random policy, seats alternating, next to the
@@ -50,7 +51,7 @@ from agentgym_bench.benchmark import stats
 from agentgym_bench.paths import expand, model_dir, write_atomic
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import EnvGroups
-from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
+from agentgym_bench.rollout.scripted import DEMONSTRATORS, NoisyOraclePolicy, OraclePolicy, RandomPolicy
 from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 
@@ -88,6 +89,9 @@ class WarmStartConfig:
         history: history window of the prompts (``0``: the current observation only).
         epsilon: probability that a demonstration turn is a random valid action instead of the oracle's.
         oracle_actions: most actions a demonstration turn of the oracle plans (``None``: the env's per-turn limit).
+        demonstrators: env id -> a demonstrator other than the oracle (``{"AgentWebShop-v0": "first-hit"}``: the
+            shopper that searches the instruction, opens the first hit, clicks the options the instruction names and
+            buys, every action a copy from the page; ``agentgym_bench/envs/webshop/first_hit.py``).
         episodes: demonstration episodes per env: one number for every env, or ``{env_id: episodes}`` naming each
             env of ``envs`` (entries of other envs are ignored).
         epochs: passes over the demonstrations.
@@ -109,6 +113,7 @@ class WarmStartConfig:
     history: int | None = 0
     epsilon: float = 0.0
     oracle_actions: int | None = 2
+    demonstrators: dict[str, str] = field(default_factory=dict)
     episodes: int | dict[str, int] = field(default_factory=lambda: dict(DEFAULT_EPISODES))
     epochs: int = 1
     batch_size: int = 128
@@ -129,6 +134,10 @@ class WarmStartConfig:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
         if not self.envs:
             raise ValueError("envs must name at least one env id")
+        for env_id, name in self.demonstrators.items():
+            if env_id not in self.envs or name not in DEMONSTRATORS or env_id in MATCH_ENVS:
+                raise ValueError(f"demonstrators={self.demonstrators}: each must name an env of {list(self.envs)} "
+                                 f"(not a two-player env) and one of {list(DEMONSTRATORS)}")
         if isinstance(self.episodes, dict) and not set(self.envs) <= set(self.episodes):
             raise ValueError(f"episodes={self.episodes} must name every env of {list(self.envs)}")
         for env_id in self.envs:
@@ -161,7 +170,8 @@ def collect_demonstrations(config: WarmStartConfig, *, progress: bool = False) -
     Each env's episodes use seeds ``TRAIN_SEED_START, TRAIN_SEED_START + 1, ...``; the envs come in ``config.envs``
     order.
     """
-    policy = NoisyOraclePolicy(config.epsilon, seed=config.seed, max_oracle_actions=config.oracle_actions)
+    policy = NoisyOraclePolicy(config.epsilon, seed=config.seed, max_oracle_actions=config.oracle_actions,
+                               demonstrators=config.demonstrators)
     out: list[Trajectory] = []
     for env_id in config.envs:
         episodes = config.episodes_of(env_id)
@@ -455,6 +465,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--oracle-actions", type=int, default=d.oracle_actions,
                         help="most actions a demonstration turn of the oracle plans; 0 for the env's per-turn limit "
                         "(default: %(default)s)")
+    parser.add_argument("--demonstrator", action="append", default=[], metavar="ENV=NAME",
+                        help="follow another demonstrator than the oracle on ENV (repeatable); "
+                        "AgentWebShop-v0=first-hit: search the instruction, open the first hit, click the options the "
+                        "instruction names, buy (each action a copy of a string on the page)")
     parser.add_argument("--episodes", nargs="+", default=[f"{k}={v}" for k, v in d.episodes.items()],
                         metavar="N|ENV=N",
                         help="demonstration episodes: one number for every env, or ENV=N for each env "
@@ -498,6 +512,24 @@ def parse_episodes(values: list[str], envs: list[str]) -> int | dict[str, int]:
     return out
 
 
+def parse_demonstrators(values: list[str], envs: list[str]) -> dict[str, str]:
+    """``["AgentWebShop-v0=first-hit"]`` -> ``{"AgentWebShop-v0": "first-hit"}``.
+
+    Raises:
+        UserError: not ``ENV=NAME``, an env not in ``envs`` or named twice, or an unknown demonstrator.
+    """
+    from agentgym_bench.errors import UserError
+
+    out: dict[str, str] = {}
+    for value in values:
+        env_id, _, name = value.partition("=")
+        if not name or env_id in out or env_id not in envs or name not in DEMONSTRATORS:
+            raise UserError(f"--demonstrator {value}: give ENV=NAME once per env, ENV one of --envs "
+                            f"({' '.join(envs)}), NAME one of {', '.join(DEMONSTRATORS)}")
+        out[env_id] = name
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
@@ -509,7 +541,8 @@ def run(args: argparse.Namespace) -> int:
     config = WarmStartConfig(
         model=args.model, output=args.output, envs=tuple(args.envs), prompt=args.prompt,
         history=None if args.history < 0 else args.history, epsilon=args.epsilon,
-        oracle_actions=args.oracle_actions or None, episodes=parse_episodes(args.episodes, args.envs),
+        oracle_actions=args.oracle_actions or None, demonstrators=parse_demonstrators(args.demonstrator, args.envs),
+        episodes=parse_episodes(args.episodes, args.envs),
         epochs=args.epochs, batch_size=args.batch_size, group_by_length=args.group_by_length, lr=args.lr,
         eval_episodes=args.eval_episodes, temperature=args.temperature, max_new_tokens=args.max_new_tokens,
         seed=args.seed)

@@ -234,3 +234,40 @@ def test_fuzzed_replies_never_crash_the_agent_env(seed, replies):
         obs, reward, done, truncated, info = env.step(reply)
         assert obs in env.observation_space
         assert isinstance(reward, float) and truncated is False
+
+
+def test_first_hit_shopper_copies_from_the_page_and_beats_buying_the_first_hit_bare():
+    from agentgym_bench.envs.webshop.first_hit import named_options
+
+    game, rewards = WebShopGame(split="validation"), []
+    for goal_index in range(500, 540):
+        game.reset(options={"goal_index": goal_index})
+        instruction, done, actions = game.backend.session.goal["instruction_text"], False, []
+        while not done:
+            (action,) = game.first_hit_turn(9 - len(actions), 9 - len(actions), 1)
+            if len(actions) == 1:  # on the results page: the first product code it offers
+                codes = [c for c in game._available["clickables"] if c not in ("back to search", "next >")]
+                assert action == f"click[{codes[0]}]"
+            _, reward, done, _, info = game.step(action)
+            assert info["action_is_valid"]
+            actions.append(action)
+        options = game.backend.session.catalog.products[game.backend.session.product]["options"]
+        assert actions[0] == f"search[{instruction}]" and actions[-1] == "click[buy now]"
+        assert actions[2:-1] == [f"click[{v}]" for _, v in named_options(instruction, options)]
+        rewards.append(reward)
+    assert sum(rewards) / len(rewards) > 0.8  # the bare first hit scores ~0.7 (benchmarks/webshop_strategies.py)
+
+
+def test_named_options_follow_the_instruction():
+    from agentgym_bench.envs.webshop.first_hit import named_options
+
+    offered = {"size": ["small", "x-large", "large"], "color": ["black", "navy blue"]}
+    text = "i need a shirt with color: navy blue, and size: large, and price lower than 30.00 dollars"
+    assert named_options(text, offered) == [("color", "navy blue"), ("size", "large")]
+    assert named_options("i need a shirt", offered) == []
+
+
+def test_first_hit_shopper_needs_the_local_backend():
+    g = WebShopGame(backend="http", base_url="http://127.0.0.1:9")
+    with pytest.raises(NotImplementedError, match="first-hit reads the goal"):
+        g.first_hit_turn(9, 9, 1)

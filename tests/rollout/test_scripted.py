@@ -63,3 +63,19 @@ def test_noisy_oracle_can_plan_fewer_actions_a_turn():
     assert all(c == f[:1] for c, f in zip(capped, full, strict=True))  # the toy oracle walks straight to the goal
     with pytest.raises(ValueError, match="max_oracle_actions"):
         NoisyOraclePolicy(0.1, max_oracle_actions=0)
+
+
+def test_noisy_oracle_follows_another_demonstrator_where_named():
+    webshop = gym.make("AgentWebShop-v0", prompt="compact")
+    webshop.reset(seed=10_000)
+    mixed = [webshop.unwrapped, *envs(2)]
+    policy = NoisyOraclePolicy(0.0, max_oracle_actions=1, demonstrators={"AgentWebShop-v0": "first-hit"})
+    replies = [parse_reply(g.text).actions for g in policy.generate([[]] * 3, mixed)]
+    instruction = webshop.unwrapped.game.backend.session.goal["instruction_text"]
+    assert replies[0] == [f"search[{instruction}]"]  # the oracle would search "<type> <attributes>"
+    assert replies[0] != parse_reply(oracle_reply(webshop.unwrapped)).actions
+    assert replies[1:] == [parse_reply(oracle_reply(e)).actions[:1] for e in mixed[1:]]
+    with pytest.raises(ValueError, match="has no 'first-hit' demonstrator"):
+        NoisyOraclePolicy(0.0, demonstrators={TOY_ID: "first-hit"}).generate([[]], envs(1))
+    with pytest.raises(ValueError, match="demonstrator 'best'"):
+        NoisyOraclePolicy(0.0, demonstrators={TOY_ID: "best"})

@@ -11,6 +11,7 @@ from agentgym_bench.rollout.warmstart import (
     collect_demonstrations,
     epoch_batches,
     format_report,
+    parse_demonstrators,
     parse_episodes,
     warm_start,
 )
@@ -127,6 +128,20 @@ def test_bad_episodes_argument_is_a_user_error(values):
 
     with pytest.raises(UserError, match="--episodes"):
         parse_episodes(values, [TOY_ID])
+
+
+def test_demonstrators_argument():
+    from agentgym_bench.errors import UserError
+
+    envs = ["AgentWebShop-v0", TOY_ID]
+    assert parse_demonstrators([], envs) == {}
+    assert parse_demonstrators(["AgentWebShop-v0=first-hit"], envs) == {"AgentWebShop-v0": "first-hit"}
+    for values in (["AgentWebShop-v0"], ["AgentWebShop-v0=best"], ["AgentBandit-v0=first-hit"],
+                   ["AgentWebShop-v0=first-hit", "AgentWebShop-v0=oracle"]):
+        with pytest.raises(UserError, match="--demonstrator"):
+            parse_demonstrators(values, envs)
+    with pytest.raises(ValueError, match="demonstrators="):
+        WarmStartConfig(envs=(TOY_ID,), demonstrators={"AgentWebShop-v0": "first-hit"})
 
 
 def test_seed_ranges_that_meet_the_held_out_test_seeds_or_each_other_are_refused():

@@ -10,6 +10,7 @@ import gymnasium as gym
 from agentgym_bench.envs import arguments
 from agentgym_bench.envs.webshop.catalog import SPLIT_SIZES, load_catalog
 from agentgym_bench.envs.webshop.client import WebShopClient
+from agentgym_bench.envs.webshop.first_hit import FirstHitShopper
 from agentgym_bench.envs.webshop.oracle import OracleShopper
 from agentgym_bench.envs.webshop.pages import SEP
 from agentgym_bench.envs.webshop.session import (
@@ -202,6 +203,8 @@ class WebShopGame(gym.Env):
     ## Oracle
     :meth:`oracle_turn` (local backend only): the planner of ``agentgym_bench/envs/webshop/oracle.py`` searches from
     the goal, and buys the best product it can reach with the goal's options within the budget.
+    :meth:`first_hit_turn` (local backend only): a demonstrator for small models (``first_hit.py``): searches the
+    instruction, opens the first hit, clicks the option values the instruction names, buys.
 
     ## Version History
     - v0: initial version; the default ``split`` became ``"by_seed"`` (it was ``"test"``, under which training
@@ -241,7 +244,7 @@ class WebShopGame(gym.Env):
         self._page, self._available = "", {"has_search_bar": False, "clickables": []}
         self._kind, self._keywords, self._selected = DONE, "", {}
         self._obs, self._done = "", True
-        self._oracle: OracleShopper | None = None
+        self._planners: dict[str, OracleShopper | FirstHitShopper] = {}
 
     def split_range(self, split: str) -> tuple[int, int]:
         """``(start, stop)`` goal indices of ``split`` (an HTTP server's train split reads the bundled store's goal
@@ -356,11 +359,19 @@ class WebShopGame(gym.Env):
 
     def oracle_turn(self, turns_left: int, actions_left: int, max_actions_per_turn: int) -> list[str]:
         """The oracle's actions for this turn, planned within ``min(actions_left, turns_left * per-turn)`` actions."""
+        return self._planned_turn("oracle", turns_left, actions_left, max_actions_per_turn)
+
+    def first_hit_turn(self, turns_left: int, actions_left: int, max_actions_per_turn: int) -> list[str]:
+        """The first-hit shopper's action for this turn (``first_hit.py``: a demonstrator copying from the page)."""
+        return self._planned_turn("first-hit", turns_left, actions_left, max_actions_per_turn)
+
+    def _planned_turn(self, planner: str, turns_left: int, actions_left: int, max_actions_per_turn: int) -> list[str]:
         if not isinstance(self.backend, LocalBackend):
-            raise NotImplementedError("the WebShop oracle reads the goal and catalog, so it needs backend='local'")
+            raise NotImplementedError(f"the WebShop {planner} reads the goal and catalog, so it needs backend='local'")
         if self._done or turns_left <= 0:
             return []
-        if self._oracle is None:
-            self._oracle = OracleShopper(self.backend.session)
+        if planner not in self._planners:
+            shopper = OracleShopper if planner == "oracle" else FirstHitShopper
+            self._planners[planner] = shopper(self.backend.session)
         budget = min(actions_left, turns_left * max_actions_per_turn)
-        return self._oracle.next_actions(budget, min(max_actions_per_turn, actions_left))
+        return self._planners[planner].next_actions(budget, min(max_actions_per_turn, actions_left))
