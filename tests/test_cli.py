@@ -91,6 +91,9 @@ MISTAKES = {
     "init-model with width not divisible by heads": (["init-model", "--path", "{tmp}/m", "--width", "30"],
                                                       ["multiple of --heads"]),
     "warmstart on zero threads": (["warmstart", "--threads", "0"], ["--threads 0 must be >= 1"]),
+    "warmstart with zero epochs": (["warmstart", "--epochs", "0"], ["epochs=0 must be >= 1"]),
+    "warmstart with a demonstrator the env lacks": (["warmstart", "--demonstrator", "AgentSokoban-v0=first-hit"],
+                                                    ["--demonstrator AgentSokoban-v0=first-hit", "WebShop only"]),
 }
 
 

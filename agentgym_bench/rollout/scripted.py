@@ -20,6 +20,17 @@ DEMONSTRATORS = {"oracle": "oracle_turn", "first-hit": "first_hit_turn"}
 """Demonstrator name -> the game method that plans its turn (``first-hit``: WebShop only)."""
 
 
+def has_demonstrator(env_id: str, name: str) -> bool:
+    """Whether the game of the registered agent env ``env_id`` plans turns of demonstrator ``name`` (read from the
+    registration, no env built)."""
+    import gymnasium as gym
+
+    from agentgym_bench.registration import GAMES, load_class
+
+    game = gym.spec(env_id).kwargs.get("game") if env_id in gym.registry else None
+    return name in DEMONSTRATORS and game in GAMES and hasattr(load_class(GAMES[game]), DEMONSTRATORS[name])
+
+
 def _agent_envs(envs: Sequence[LLMAgentEnv] | None, n: int, who: str) -> Sequence[LLMAgentEnv]:
     if envs is None or len(envs) != n:
         raise ValueError(f"{who} reads the envs: pass envs= with one env per conversation")

@@ -43,7 +43,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,13 @@ from agentgym_bench.benchmark import stats
 from agentgym_bench.paths import expand, model_dir, write_atomic
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import EnvGroups
-from agentgym_bench.rollout.scripted import DEMONSTRATORS, NoisyOraclePolicy, OraclePolicy, RandomPolicy
+from agentgym_bench.rollout.scripted import (
+    DEMONSTRATORS,
+    NoisyOraclePolicy,
+    OraclePolicy,
+    RandomPolicy,
+    has_demonstrator,
+)
 from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 
@@ -92,6 +98,10 @@ class WarmStartConfig:
         demonstrators: env id -> a demonstrator other than the oracle (``{"AgentWebShop-v0": "first-hit"}``: the
             shopper that searches the instruction, opens the first hit, clicks the options the instruction names and
             buys, every action a copy from the page; ``agentgym_bench/envs/webshop/first_hit.py``).
+        copy_augment: add this many copy variants of each WebShop demonstration turn whose reply copies from the
+            page (search and results pages), as one-turn episodes: the instruction's words or the product codes
+            replaced by random ones in the page and the reply, so only copying predicts them
+            (``agentgym_bench/envs/webshop/augment.py``; made for ``history`` 0, where a turn's prompt is its page).
         episodes: demonstration episodes per env: one number for every env, or ``{env_id: episodes}`` naming each
             env of ``envs`` (entries of other envs are ignored).
         epochs: passes over the demonstrations.
@@ -114,6 +124,7 @@ class WarmStartConfig:
     epsilon: float = 0.0
     oracle_actions: int | None = 2
     demonstrators: dict[str, str] = field(default_factory=dict)
+    copy_augment: int = 0
     episodes: int | dict[str, int] = field(default_factory=lambda: dict(DEFAULT_EPISODES))
     epochs: int = 1
     batch_size: int = 128
@@ -132,12 +143,14 @@ class WarmStartConfig:
         for name in ("epochs", "batch_size", "eval_episodes", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
+        if self.copy_augment < 0:
+            raise ValueError(f"copy_augment={self.copy_augment} must be >= 0")
         if not self.envs:
             raise ValueError("envs must name at least one env id")
         for env_id, name in self.demonstrators.items():
-            if env_id not in self.envs or name not in DEMONSTRATORS or env_id in MATCH_ENVS:
+            if env_id not in self.envs or env_id in MATCH_ENVS or not has_demonstrator(env_id, name):
                 raise ValueError(f"demonstrators={self.demonstrators}: each must name an env of {list(self.envs)} "
-                                 f"(not a two-player env) and one of {list(DEMONSTRATORS)}")
+                                 f"and a demonstrator its game has (of {list(DEMONSTRATORS)}; first-hit: WebShop)")
         if isinstance(self.episodes, dict) and not set(self.envs) <= set(self.episodes):
             raise ValueError(f"episodes={self.episodes} must name every env of {list(self.envs)}")
         for env_id in self.envs:
@@ -188,6 +201,24 @@ def collect_demonstrations(config: WarmStartConfig, *, progress: bool = False) -
                 bar.update(1)
         groups.close()
         out += mine[:episodes]
+    return out
+
+
+def copy_augmented(trajectories: list[Trajectory], k: int, seed: int) -> list[Trajectory]:
+    """One-turn episodes: ``k`` copy variants of each WebShop turn of ``trajectories`` whose reply copies from the
+    page (:func:`~agentgym_bench.envs.webshop.augment.copy_variants`, drawn from one generator seeded by
+    ``seed``); none for other envs' turns or with ``k`` 0."""
+    if k == 0:
+        return []
+    import numpy as np
+
+    from agentgym_bench.envs.webshop.augment import copy_variants
+
+    rng, out = np.random.default_rng(seed), []
+    for t in trajectories:
+        for turn in t.turns:
+            for observation, reply in copy_variants(turn.observation, turn.reply, k, rng):
+                out.append(replace(t, turns=[replace(turn, observation=observation, reply=reply)]))
     return out
 
 
@@ -383,7 +414,8 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
     output = model_dir("warmstart") if config.output is None else expand(config.output)
     checkpoint = output.with_name(output.name + CHECKPOINT_SUFFIX)
     demonstrations = collect_demonstrations(config, progress=progress)
-    losses, resumed_seconds = finetune(model, tokenizer, demonstrations, config, progress=progress,
+    variants = copy_augmented(demonstrations, config.copy_augment, config.seed)
+    losses, resumed_seconds = finetune(model, tokenizer, demonstrations + variants, config, progress=progress,
                                        checkpoint=checkpoint)
     trained = time.time()
     policy = HFPolicy(model, tokenizer, temperature=config.temperature, max_new_tokens=config.max_new_tokens,
@@ -402,7 +434,8 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
         "rollout": {"prompt": config.prompt, "history": config.history, "max_new_tokens": config.max_new_tokens,
                     "temperature": config.temperature},
         "demonstrations": {"episodes": len(demonstrations), "turns": sum(len(t.turns) for t in demonstrations),
-                           "success": sum(t.success for t in demonstrations) / len(demonstrations)},
+                           "success": sum(t.success for t in demonstrations) / len(demonstrations),
+                           **({"copy_variants": len(variants)} if variants else {})},
         "train": {"steps": len(losses), "first_loss": losses[0], "final_loss": sum(losses[-20:]) / len(losses[-20:]),
                   "seconds": round(trained - started + resumed_seconds, 1),
                   **({"resumed": True} if resumed_seconds else {})},
@@ -469,6 +502,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="follow another demonstrator than the oracle on ENV (repeatable); "
                         "AgentWebShop-v0=first-hit: search the instruction, open the first hit, click the options the "
                         "instruction names, buy (each action a copy of a string on the page)")
+    parser.add_argument("--copy-augment", type=int, default=d.copy_augment, metavar="K",
+                        help="add K copy variants of each WebShop search and results turn: the instruction's words or "
+                        "the product codes replaced by random ones in the page and the reply, so only copying "
+                        "predicts them (default: %(default)s)")
     parser.add_argument("--episodes", nargs="+", default=[f"{k}={v}" for k, v in d.episodes.items()],
                         metavar="N|ENV=N",
                         help="demonstration episodes: one number for every env, or ENV=N for each env "
@@ -523,9 +560,10 @@ def parse_demonstrators(values: list[str], envs: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for value in values:
         env_id, _, name = value.partition("=")
-        if not name or env_id in out or env_id not in envs or name not in DEMONSTRATORS:
+        if not name or env_id in out or env_id not in envs or not has_demonstrator(env_id, name):
             raise UserError(f"--demonstrator {value}: give ENV=NAME once per env, ENV one of --envs "
-                            f"({' '.join(envs)}), NAME one of {', '.join(DEMONSTRATORS)}")
+                            f"({' '.join(envs)}), NAME a demonstrator of its game ({', '.join(DEMONSTRATORS)}; "
+                            "first-hit: WebShop only)")
         out[env_id] = name
     return out
 
@@ -538,14 +576,18 @@ def run(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise UserError(f"--threads {args.threads} must be >= 1")
     torch.set_num_threads(args.threads)
-    config = WarmStartConfig(
-        model=args.model, output=args.output, envs=tuple(args.envs), prompt=args.prompt,
-        history=None if args.history < 0 else args.history, epsilon=args.epsilon,
-        oracle_actions=args.oracle_actions or None, demonstrators=parse_demonstrators(args.demonstrator, args.envs),
-        episodes=parse_episodes(args.episodes, args.envs),
-        epochs=args.epochs, batch_size=args.batch_size, group_by_length=args.group_by_length, lr=args.lr,
-        eval_episodes=args.eval_episodes, temperature=args.temperature, max_new_tokens=args.max_new_tokens,
-        seed=args.seed)
+    demonstrators = parse_demonstrators(args.demonstrator, args.envs)
+    episodes = parse_episodes(args.episodes, args.envs)
+    try:
+        config = WarmStartConfig(
+            model=args.model, output=args.output, envs=tuple(args.envs), prompt=args.prompt,
+            history=None if args.history < 0 else args.history, epsilon=args.epsilon,
+            oracle_actions=args.oracle_actions or None, demonstrators=demonstrators,
+            copy_augment=args.copy_augment, episodes=episodes, epochs=args.epochs, batch_size=args.batch_size,
+            group_by_length=args.group_by_length, lr=args.lr, eval_episodes=args.eval_episodes,
+            temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
+    except ValueError as e:  # a bad argument: one line, not a traceback
+        raise UserError(f"warmstart: {e}") from None
     report = warm_start(config, progress=True)
     print(format_report(report))
     output = model_dir("warmstart") if config.output is None else expand(config.output)
