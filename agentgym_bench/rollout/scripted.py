@@ -96,7 +96,7 @@ class NoisyOraclePolicy:
             raise ValueError(f"max_oracle_actions={max_oracle_actions} must be >= 1 or None")
         for env_id, name in (demonstrators or {}).items():
             if name not in DEMONSTRATORS:
-                raise ValueError(f"demonstrator {name!r} of {env_id} must be one of {DEMONSTRATORS}")
+                raise ValueError(f"demonstrator {name!r} of {env_id} must be one of {list(DEMONSTRATORS)}")
         self.epsilon = float(epsilon)
         self.random = RandomPolicy(seed, max_actions=max_random_actions)
         self.max_oracle_actions = max_oracle_actions
