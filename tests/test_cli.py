@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from agentgym_bench.registration import AGENT_ENVS
 
@@ -103,7 +104,9 @@ def test_ordinary_mistakes_are_one_line_and_exit_code_2(name, empty_home, busy_p
 
     argv, expected = MISTAKES[name]
     argv = [a.format(tmp=empty_home, port=busy_port) for a in argv]
+    threads = torch.get_num_threads()
     assert main(argv) == 2
+    assert torch.get_num_threads() == threads  # a refused command changes nothing (later tests rely on one thread)
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("agentgym-bench: error: "), err

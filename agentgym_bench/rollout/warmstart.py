@@ -575,7 +575,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads < 1:
         raise UserError(f"--threads {args.threads} must be >= 1")
-    torch.set_num_threads(args.threads)
     demonstrators = parse_demonstrators(args.demonstrator, args.envs)
     episodes = parse_episodes(args.episodes, args.envs)
     try:
@@ -588,6 +587,7 @@ def run(args: argparse.Namespace) -> int:
             temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
     except ValueError as e:  # a bad argument: one line, not a traceback
         raise UserError(f"warmstart: {e}") from None
+    torch.set_num_threads(args.threads)  # after every check: a refused command changes nothing
     report = warm_start(config, progress=True)
     print(format_report(report))
     output = model_dir("warmstart") if config.output is None else expand(config.output)
