@@ -25,6 +25,8 @@ import torch
 import agentgym_bench  # noqa: F401  (registers the envs)
 from agentgym_bench.agent.parsing import format_reply
 from agentgym_bench.rollout.default_model import load_model
+from agentgym_bench.rollout.tokens import encode, render
+from agentgym_bench.rollout.trajectory import build_messages
 from agentgym_bench.seeds import VALIDATION_SEED_START
 
 
@@ -37,12 +39,9 @@ def copy_accuracy(path: str, goals: int) -> dict[str, tuple[int, int]]:
     for seed in range(VALIDATION_SEED_START, VALIDATION_SEED_START + goals):
         observation, info = env.reset(seed=seed)
         for kind in ("search", "code"):
-            messages = ([{"role": "system", "content": info["system_prompt"]}] if info.get("system_prompt") else [])
-            messages.append({"role": "user", "content": observation})
-            prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            messages = build_messages(info.get("system_prompt", ""), [], [], observation, history=0)
             reply = format_reply(env.game.unwrapped.first_hit_turn(env.turns_left, env.actions_left, 1))
-            prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-            reply_ids = tokenizer(reply, add_special_tokens=False)["input_ids"]
+            prompt_ids, reply_ids = encode(tokenizer, render(tokenizer, messages)), encode(tokenizer, reply)
             with torch.no_grad():
                 logits = model(torch.tensor([prompt_ids + reply_ids])).logits[0, len(prompt_ids) - 1:-1]
             predicted = logits.argmax(-1).tolist()

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from agentgym_bench.envs.webshop.catalog import load_catalog
-from agentgym_bench.envs.webshop.first_hit import FirstHitShopper
+from agentgym_bench.envs.webshop.first_hit import FirstHitShopper, named_options
 from agentgym_bench.envs.webshop.oracle import OracleShopper, goal_queries
 from agentgym_bench.envs.webshop.session import WebShopSession
 
@@ -51,12 +51,9 @@ def first_hit(query: Callable[[WebShopSession], str], options: bool) -> Callable
             return 0.0
         session.step(f"click[{hits[0]}]")
         if options:
-            text = session.goal["instruction_text"].lower()
-            for name, values in session.catalog.products[session.product]["options"].items():
-                for value in values:
-                    if re.search(rf"{re.escape(name.lower())}: {re.escape(value.lower())}\b", text):
-                        session.step(f"click[{value}]")
-                        break
+            offered = session.catalog.products[session.product]["options"]
+            for _, value in named_options(session.goal["instruction_text"], offered):
+                session.step(f"click[{value}]")
         reward, _, _ = session.step("click[buy now]")
         return reward
     return shop
