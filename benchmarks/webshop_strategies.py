@@ -22,11 +22,9 @@ from collections import Counter
 from collections.abc import Callable
 
 from agentgym_bench.envs.webshop.catalog import load_catalog
-from agentgym_bench.envs.webshop.first_hit import FirstHitShopper, named_options
+from agentgym_bench.envs.webshop.first_hit import NAVIGATION, FirstHitShopper, named_options
 from agentgym_bench.envs.webshop.oracle import OracleShopper, goal_queries
 from agentgym_bench.envs.webshop.session import WebShopSession
-
-NAVIGATION = ("back to search", "next >", "< prev")
 
 
 def instruction(session: WebShopSession) -> str:

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from agentgym_bench.agent import LLMAgentEnv, format_reply, oracle_reply
+from agentgym_bench.envs.webshop.first_hit import NAVIGATION
 from agentgym_bench.envs.webshop.game import WebShopGame
 
 
@@ -78,7 +79,7 @@ def first_result_reply(env: LLMAgentEnv, rng: np.random.Generator) -> str:
     clicks = available["clickables"]
     if "buy now" in clicks:
         return format_reply(["click[buy now]"])
-    products = [c for c in clicks if c not in ("back to search", "next >", "< prev")]
+    products = [c for c in clicks if c not in NAVIGATION]
     return format_reply([f"click[{products[0] if products else clicks[0]}]"])
 
 
