@@ -10,6 +10,9 @@ and the argmax accuracy on the positions whose token is a copy of an earlier one
 - ``induct``: random characters with a 16-character string repeated at once, at a random place (an induction head:
   find the earlier occurrence of the current token, read the token after it).
 - ``induct-words``: as ``induct``, with tokens drawn from the whole vocabulary (words, not only characters).
+- ``induct-spaced``: as ``induct-words`` with a space token after every word, as the default tokenizer spells text
+  (``blue`` `` `` ``shoes`` `` ``): the word to copy next follows the previous word and a space, so a head that only
+  matches the current token (a space, everywhere) cannot find it. Scored on the copied words, not the spaces.
 - ``find``: random vocabulary words, a 10-character code at a random place, more words, then ``click[`` and the
   code again (the code has to be found by its content; WebShop's case, shorter).
 
@@ -19,7 +22,7 @@ learned position embedding is trained (WebShop's pages sit at positions up to ~9
     .venv/bin/python benchmarks/copy_task.py --task induct --length 64 --steps 3000 [--shift-positions]
         [--model default] [--save FOLDER]
 
-One thread (``torch.set_num_threads(1)``), batch 32, AdamW lr 1e-3 after 100 warm-up steps, seed 0.
+One thread (``torch.set_num_threads(1)``), batch 32, AdamW lr 1e-3 after 100 warm-up steps, seed 0 (``--seed``).
 """
 
 from __future__ import annotations
@@ -33,10 +36,11 @@ from agentgym_bench.rollout.default_model import load_model
 
 CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
 BATCH, CODE, REPEAT = 32, 10, 16
+TASKS = ("repeat", "induct", "induct-words", "induct-spaced", "find")
 
 
 def make_batch(task: str, length: int, chars: torch.Tensor, vocab: int, marker: list[int], close: int,
-               generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+               space: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """``(tokens, copied)``, both ``(BATCH, length)``: ``copied`` marks tokens that repeat an earlier string."""
     copied = torch.zeros(BATCH, length, dtype=torch.bool)
     if task == "repeat":
@@ -52,6 +56,15 @@ def make_batch(task: str, length: int, chars: torch.Tensor, vocab: int, marker: 
             a = int(torch.randint(0, length - 2 * REPEAT + 1, (1,), generator=generator))
             x[b, a + REPEAT:a + 2 * REPEAT] = x[b, a:a + REPEAT]
             copied[b, a + REPEAT + 1:a + 2 * REPEAT] = True
+        return x, copied
+    if task == "induct-spaced":
+        words = length // 2
+        x = torch.full((BATCH, 2 * words), space)
+        x[:, 0::2] = torch.randint(10, vocab, (BATCH, words), generator=generator)
+        for b in range(BATCH):
+            a = 2 * int(torch.randint(0, words - 2 * REPEAT + 1, (1,), generator=generator))
+            x[b, a + 2 * REPEAT:a + 4 * REPEAT] = x[b, a:a + 2 * REPEAT]
+            copied[b, a + 2 * REPEAT + 2:a + 4 * REPEAT:2] = True
         return x, copied
     x = torch.empty(BATCH, length, dtype=torch.long)
     for b in range(BATCH):
@@ -69,29 +82,31 @@ def make_batch(task: str, length: int, chars: torch.Tensor, vocab: int, marker: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", choices=("repeat", "induct", "induct-words", "find"), default="induct")
+    parser.add_argument("--task", choices=TASKS, default="induct")
     parser.add_argument("--length", type=int, default=64, help="tokens a sequence")
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--shift-positions", action="store_true", help="start positions at a random place")
     parser.add_argument("--model", default="default", help="model folder or name (default: the default model)")
     parser.add_argument("--save", help="folder to save the trained model to")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random sequences (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     model, tokenizer = load_model(args.model)
     vocab = len(tokenizer)
     chars = torch.tensor([tokenizer.convert_tokens_to_ids(c) for c in CHARACTERS])
     marker = tokenizer("click[", add_special_tokens=False)["input_ids"]
     close = tokenizer.convert_tokens_to_ids("]")
+    space = tokenizer.convert_tokens_to_ids(" ")
     positions = model.config.max_position_embeddings  # GPT-2's n_positions under the common name
-    generator = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(args.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / 100, 1.0))
     model.train()
     began = time.time()
     for step in range(args.steps + 1):
-        x, copied = make_batch(args.task, args.length, chars, vocab, marker, close, generator)
+        x, copied = make_batch(args.task, args.length, chars, vocab, marker, close, space, generator)
         if args.shift_positions:
             start = torch.randint(0, positions - args.length + 1, (BATCH, 1), generator=generator)
         else:
