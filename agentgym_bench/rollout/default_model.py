@@ -22,6 +22,13 @@ Tokenizer:
       so are letters next to digits: a WebShop product code ``b0vw9v1i16`` (which a model must copy into
       ``click[...]``) is spelled out, ``10000mah`` is ``1 0 0 0 0 m a h``.
 
+    ``tokenizer="space-words"`` (``init-model --tokenizer space-words``): the same, except that a word may take the
+    one space before it as part of its token (``" shoes"``), as GPT-2's and Qwen's BPE vocabularies do; the
+    vocabulary adds every word and lower-case letter with a space before it (about 5000 tokens). A sentence is then
+    one token a word, and a copied one (WebShop's ``search[<the instruction>]``) is what one induction head copies;
+    with ``words`` a space token, which occurs everywhere, sits between each two words (``docs/baselines.md``,
+    "WebShop: a demonstrator that copies"). WebShop's pages are about a sixth shorter.
+
     Special tokens: ``<|pad|>``, ``<|unk|>``, ``<|system|>``, ``<|user|>``, ``<|assistant|>``, ``<|end|>`` (end of a
     message; the end-of-sequence token the model emits to stop). Decoding concatenates tokens, so text made of
     known pieces round-trips exactly.
@@ -87,6 +94,12 @@ BASE_WORDS = [
 WORD = r"(?<![0-9A-Za-z])[A-Za-z]*[a-z][A-Za-z]*(?![0-9A-Za-z])"
 PIECE_PATTERN = "|".join(re.escape(t) for t in [*TAGS, ROW_BREAK]) + "|" + WORD + r"|[\s\S]"
 WORD_RE = re.compile(WORD)
+# The "space-words" tokenizer: a word may also be one space and the letter run after it (" shoes").
+SPACE_WORD = r"(?:(?<![0-9A-Za-z])| )[A-Za-z]*[a-z][A-Za-z]*(?![0-9A-Za-z])"
+SPACE_PIECE_PATTERN = "|".join(re.escape(t) for t in [*TAGS, ROW_BREAK]) + "|" + SPACE_WORD + r"|[\s\S]"
+TOKENIZERS = ("words", "space-words")
+"""Tokenizers :func:`build_tokenizer` can build: ``words`` (a space is a token of its own, the default) and
+``space-words`` (a space before a word is part of the word's token, as in GPT-2's and Qwen's vocabularies)."""
 
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
@@ -192,26 +205,34 @@ def bargain_texts() -> list[str]:
     return texts + [rules.describe((n, n, n)) for n in range(rules.MAX_COUNT + 1)]
 
 
-def build_vocab(extra_words: list[str] = ()) -> dict[str, int]:
-    """Token -> id: special tokens first (``<|pad|>`` = 0), then tags, characters of the charset, sorted words."""
+def build_vocab(extra_words: list[str] = (), tokenizer: str = "words") -> dict[str, int]:
+    """Token -> id: special tokens first (``<|pad|>`` = 0), then tags, characters of the charset, sorted words;
+    for the ``space-words`` tokenizer then every word and lower-case letter with a space before it, sorted."""
     from agentgym_bench.spaces import CHARSET
 
     tokens = list(SPECIAL_TOKENS) + list(TAGS) + [ROW_BREAK]
     tokens += sorted(set(CHARSET) - set(tokens))
     words = {w for w in [*BASE_WORDS, *extra_words] if WORD_RE.fullmatch(w) and len(w) > 1}
     tokens += sorted(words - set(tokens))
+    if tokenizer == "space-words":
+        tokens += sorted(" " + w for w in words | set(string.ascii_lowercase))
     assert len(set(tokens)) == len(tokens)
     assert set(string.digits) <= set(tokens)
     return {t: i for i, t in enumerate(tokens)}
 
 
-def build_tokenizer(vocab: dict[str, int]):
-    """A ``PreTrainedTokenizerFast`` over ``vocab`` with the splitting rules and chat template described above."""
+def build_tokenizer(vocab: dict[str, int], tokenizer: str = "words"):
+    """A ``PreTrainedTokenizerFast`` over ``vocab`` with the splitting rules (of ``tokenizer``, one of
+    :data:`TOKENIZERS`) and chat template described above; ``vocab`` from :func:`build_vocab` with the same
+    ``tokenizer``."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
+    if tokenizer not in TOKENIZERS:
+        raise UserError(f"unknown tokenizer {tokenizer!r}; one of {', '.join(TOKENIZERS)}")
+    pattern = SPACE_PIECE_PATTERN if tokenizer == "space-words" else PIECE_PATTERN
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex(PIECE_PATTERN), behavior="isolated")
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
     core.decoder = decoders.Fuse()
     core.add_special_tokens(SPECIAL_TOKENS)
     return PreTrainedTokenizerFast(
@@ -256,23 +277,24 @@ def build_model(vocab_size: int, *, pad_id: int, eos_id: int, size: ModelSize = 
 
 
 def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
-                        size: ModelSize = ModelSize(), words: list[str] | None = None) -> Path:
+                        size: ModelSize = ModelSize(), words: list[str] | None = None,
+                        tokenizer: str = "words") -> Path:
     """Build the tokenizer and model and save them to ``path`` (created; existing files are overwritten).
 
     Args:
         path: the folder (``~`` expanded); ``None``: ``paths.model_dir("default")``.
         words: vocabulary words beyond the base list (default: :func:`env_words`).
+        tokenizer: one of :data:`TOKENIZERS`.
 
     Returns:
         The folder, ready for ``AutoTokenizer.from_pretrained`` / ``AutoModelForCausalLM.from_pretrained``.
     """
     words = env_words()[0] if words is None else words
-    tokenizer = build_tokenizer(build_vocab(words))
-    model = build_model(len(tokenizer), pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id,
-                        size=size, seed=seed)
+    built = build_tokenizer(build_vocab(words, tokenizer), tokenizer)
+    model = build_model(len(built), pad_id=built.pad_token_id, eos_id=built.eos_token_id, size=size, seed=seed)
     path = model_dir("default") if path is None else expand(path)
     path.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(path)
+    built.save_pretrained(path)
     model.save_pretrained(path)
     return path
 
@@ -318,6 +340,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--architecture", choices=ARCHITECTURES, default=ModelSize.architecture,
                         help="gpt2: learned absolute positions; llama: rotary positions, gated MLP of 4x the width, "
                         "RMS norm (default: %(default)s)")
+    parser.add_argument("--tokenizer", choices=TOKENIZERS, default="words",
+                        help="words: a space is a token of its own; space-words: a space before a word is part of "
+                        "the word's token (' shoes'), so a copied sentence is one token a word (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -328,7 +353,7 @@ def run(args: argparse.Namespace) -> int:
     words, skipped = env_words()
     if skipped:
         print(f"note: could not build {', '.join(skipped)}; their words are not in the vocabulary")
-    path = build_default_model(args.path, seed=args.seed, size=size, words=words)
+    path = build_default_model(args.path, seed=args.seed, size=size, words=words, tokenizer=args.tokenizer)
     model, tokenizer = load_model(path)
     params = sum(p.numel() for p in model.parameters())
     print(f"wrote {path}: {type(model).__name__}, {params:,} parameters, vocabulary of {len(tokenizer)} tokens")

@@ -186,13 +186,65 @@ def test_an_unknown_architecture_is_a_user_error(tmp_path):
         build_default_model(tmp_path, size=ModelSize(architecture="bert"), words=[])
 
 
-_TOKENIZER = []
+_TOKENIZERS: dict[str, object] = {}
 
 
-def _tokenizer():
-    if not _TOKENIZER:
-        _TOKENIZER.append(build_tokenizer(build_vocab()))
-    return _TOKENIZER[0]
+def _tokenizer(kind="words"):
+    if kind not in _TOKENIZERS:
+        _TOKENIZERS[kind] = build_tokenizer(build_vocab(default_model.env_words()[0], kind), kind)
+    return _TOKENIZERS[kind]
+
+
+def test_space_words_merge_a_space_into_the_word_after_it_and_nothing_else():
+    words, spaced = _tokenizer("words"), _tokenizer("space-words")
+    text = "i need a blue shoes, 10000mah b0vw9v1i16 and price lower than 40.00 dollars\n#PX_O#\nactions left: 3"
+    tokens = spaced.convert_ids_to_tokens(spaced(text, add_special_tokens=False)["input_ids"])
+    assert tokens[:6] == ["i", " need", " a", " blue", " shoes", ","]
+    assert tokens[6:17] == [" ", *"10000mah", " ", "b"]  # next to a digit: characters, the space its own token
+    assert [*"#PX_O#"] == tokens[tokens.index("\n") + 1:tokens.index("\n") + 7]  # grid rows: one token a cell
+    assert tokens[-5:] == ["actions", " left", ":", " ", "3"]
+    assert spaced.decode(spaced(text, add_special_tokens=False)["input_ids"]) == text
+    assert "".join(tokens) == text
+    reply = format_reply(["Up", "Left"])  # the action separator " || " stays one token
+    assert spaced.convert_ids_to_tokens(spaced(reply, add_special_tokens=False)["input_ids"]) == [
+        "<think>", "</think>", "<answer>", "Up", " || ", "Left", "</answer>"]
+    assert set(words.get_vocab()) < set(spaced.get_vocab())
+    assert len(spaced(text)["input_ids"]) < len(words(text)["input_ids"])
+
+
+def test_space_words_read_a_webshop_episode_without_unknown_words_in_fewer_tokens():
+    from agentgym_bench.agent.policies import oracle_reply
+
+    env = gym.make("AgentWebShop-v0", prompt="compact")
+    obs, _ = env.reset(seed=0)
+    done, counts = False, {"words": 0, "space-words": 0}
+    while not done:
+        for kind in counts:
+            ids = _tokenizer(kind)(obs, add_special_tokens=False)["input_ids"]
+            assert _tokenizer(kind).unk_token_id not in ids
+            counts[kind] += len(ids)
+        obs, _, done, _, _ = env.step(oracle_reply(env.unwrapped))
+    assert counts["space-words"] < 0.9 * counts["words"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab Up left#_\n1.,"), max_size=60))
+def test_space_words_round_trip_known_text(text):
+    tokenizer = _tokenizer("space-words")
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    if tokenizer.unk_token_id not in ids:
+        assert tokenizer.decode(ids) == text
+
+
+def test_init_model_builds_the_space_words_tokenizer(tmp_path, capsys):
+    from agentgym_bench.cli import main
+
+    assert main(["init-model", "--path", str(tmp_path / "m"), "--layers", "1", "--width", "16", "--heads", "2",
+                 "--tokenizer", "space-words"]) == 0
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "m")
+    assert tokenizer.convert_ids_to_tokens(tokenizer("blue shoes")["input_ids"]) == ["blue", " shoes"]
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "m")
+    assert model.get_input_embeddings().weight.shape[0] == len(tokenizer)
 
 
 def test_models_load_by_name_under_the_home_and_by_a_tilde_path(model_dir, tmp_path, monkeypatch):
