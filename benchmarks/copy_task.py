@@ -58,11 +58,10 @@ def make_batch(task: str, length: int, chars: torch.Tensor, vocab: int, marker: 
             copied[b, a + REPEAT + 1:a + 2 * REPEAT] = True
         return x, copied
     if task == "induct-spaced":
-        words = length // 2
-        x = torch.full((BATCH, 2 * words), space)
-        x[:, 0::2] = torch.randint(10, vocab, (BATCH, words), generator=generator)
+        x = torch.full((BATCH, length), space)
+        x[:, 0::2] = torch.randint(10, vocab, (BATCH, (length + 1) // 2), generator=generator)
         for b in range(BATCH):
-            a = 2 * int(torch.randint(0, words - 2 * REPEAT + 1, (1,), generator=generator))
+            a = 2 * int(torch.randint(0, (length - 4 * REPEAT) // 2 + 1, (1,), generator=generator))
             x[b, a + 2 * REPEAT:a + 4 * REPEAT] = x[b, a:a + 2 * REPEAT]
             copied[b, a + 2 * REPEAT + 2:a + 4 * REPEAT:2] = True
         return x, copied

@@ -91,15 +91,17 @@ BASE_WORDS = [
 ]
 
 # A piece is a tag, a word (a letter run holding a lower-case letter), or any single character.
-WORD = r"(?<![0-9A-Za-z])[A-Za-z]*[a-z][A-Za-z]*(?![0-9A-Za-z])"
-PIECE_PATTERN = "|".join(re.escape(t) for t in [*TAGS, ROW_BREAK]) + "|" + WORD + r"|[\s\S]"
+LETTER_RUN = r"[A-Za-z]*[a-z][A-Za-z]*(?![0-9A-Za-z])"
+WORD = r"(?<![0-9A-Za-z])" + LETTER_RUN
 WORD_RE = re.compile(WORD)
-# The "space-words" tokenizer: a word may also be one space and the letter run after it (" shoes").
-SPACE_WORD = r"(?:(?<![0-9A-Za-z])| )[A-Za-z]*[a-z][A-Za-z]*(?![0-9A-Za-z])"
-SPACE_PIECE_PATTERN = "|".join(re.escape(t) for t in [*TAGS, ROW_BREAK]) + "|" + SPACE_WORD + r"|[\s\S]"
-TOKENIZERS = ("words", "space-words")
-"""Tokenizers :func:`build_tokenizer` can build: ``words`` (a space is a token of its own, the default) and
-``space-words`` (a space before a word is part of the word's token, as in GPT-2's and Qwen's vocabularies)."""
+PIECE_PATTERNS = {
+    name: "|".join(re.escape(t) for t in [*TAGS, ROW_BREAK]) + "|" + word + r"|[\s\S]"
+    for name, word in [("words", WORD), ("space-words", r"(?:(?<![0-9A-Za-z])| )" + LETTER_RUN)]
+}
+"""Tokenizer name -> the regex splitting text into pieces: ``words`` (a space is a token of its own, the default)
+and ``space-words`` (a word may also be one space and the letter run after it, ``" shoes"``, as in GPT-2's and
+Qwen's vocabularies)."""
+TOKENIZERS = tuple(PIECE_PATTERNS)
 
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
@@ -228,11 +230,10 @@ def build_tokenizer(vocab: dict[str, int], tokenizer: str = "words"):
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    if tokenizer not in TOKENIZERS:
+    if tokenizer not in PIECE_PATTERNS:
         raise UserError(f"unknown tokenizer {tokenizer!r}; one of {', '.join(TOKENIZERS)}")
-    pattern = SPACE_PIECE_PATTERN if tokenizer == "space-words" else PIECE_PATTERN
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    core.pre_tokenizer = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(PIECE_PATTERNS[tokenizer]), behavior="isolated")
     core.decoder = decoders.Fuse()
     core.add_special_tokens(SPECIAL_TOKENS)
     return PreTrainedTokenizerFast(
