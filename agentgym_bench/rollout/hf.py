@@ -3,11 +3,13 @@
 The sampling loop is written here rather than calling ``model.generate``: it draws from an owned
 ``torch.Generator`` (``generate`` uses the global RNG), reports the log-probability of every sampled token, and
 stays small. It works for any causal LM whose forward takes ``input_ids``, ``attention_mask``, ``position_ids``
-and ``past_key_values`` — GPT-2 (the default model), Qwen2, Llama, ...
+and a KV cache (``cache`` from transformers 5.24, ``past_key_values`` before: :func:`cache_argument`) — GPT-2 (the
+default model), Qwen2, Llama, ...
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -15,6 +17,14 @@ from typing import Any
 import torch
 
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
+
+
+def cache_argument(model: Any) -> str:
+    """The name ``model``'s forward takes and returns its KV cache under: ``"cache"`` (transformers >= 5.24, which
+    warns on the old name and drops it in 5.40) or ``"past_key_values"`` (earlier versions). A PEFT wrapper passes
+    keyword arguments on to its base model, which decides."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
 def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:
@@ -186,9 +196,10 @@ class HFPolicy:
         """
         batch = input_ids.shape[0]
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        cache_name = cache_argument(self.model)
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                          use_cache=True)
-        cache, logits = out.past_key_values, out.logits[:, -1, :]
+        cache, logits = getattr(out, cache_name), out.logits[:, -1, :]
         next_position = position_ids[:, -1:] + 1
         stop_ids = torch.tensor(self.stop_ids, device=self.device)
         tokens = torch.full((batch, self.max_new_tokens), self.pad_id, dtype=torch.long, device=self.device)
@@ -210,8 +221,8 @@ class HFPolicy:
                 cache.batch_select_indices(keep)
             attention_mask = torch.cat([attention_mask, torch.ones_like(attention_mask[:, :1])], dim=1)
             out = self.model(input_ids=token[:, None], attention_mask=attention_mask, position_ids=next_position,
-                             past_key_values=cache, use_cache=True)
-            cache, logits = out.past_key_values, out.logits[:, -1, :]
+                             use_cache=True, **{cache_name: cache})
+            cache, logits = getattr(out, cache_name), out.logits[:, -1, :]
             next_position = next_position + 1
         return tokens[:, :steps], logprobs[:, :steps]
 

@@ -113,3 +113,25 @@ def test_a_qwen2_architecture_takes_the_same_path(model_and_tokenizer):
     convs = conversations()
     batch = policy.generate(convs)
     assert [g.token_ids for g in batch] == [policy.generate([c])[0].token_ids for c in convs]
+
+
+@pytest.mark.parametrize("architecture", ["gpt2", "llama"])
+def test_generation_uses_the_cache_argument_without_a_deprecation_warning(model_and_tokenizer, architecture):
+    """transformers 5.24 renamed ``past_key_values`` to ``cache`` (warning on every eval, removal in 5.40): the
+    sampler passes whichever name the installed version's forward takes, so no FutureWarning reaches users."""
+    import warnings
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    model, tokenizer = model_and_tokenizer
+    if architecture == "llama":
+        config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                             num_attention_heads=4, max_position_embeddings=512,
+                             eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            model = LlamaForCausalLM(config).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        generations = HFPolicy(model, tokenizer, temperature=0, max_new_tokens=4).generate(conversations(3))
+    assert all(len(g.token_ids) >= 1 for g in generations)
