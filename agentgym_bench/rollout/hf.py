@@ -3,7 +3,7 @@
 The sampling loop is written here rather than calling ``model.generate``: it draws from an owned
 ``torch.Generator`` (``generate`` uses the global RNG), reports the log-probability of every sampled token, and
 stays small. It works for any causal LM whose forward takes ``input_ids``, ``attention_mask``, ``position_ids``
-and a KV cache (``cache`` from transformers 5.24, ``past_key_values`` before: :func:`cache_argument`) — GPT-2 (the
+and a KV cache (``cache`` in recent transformers, ``past_key_values`` before: :func:`cache_argument`) — GPT-2 (the
 default model), Qwen2, Llama, ...
 """
 
@@ -20,7 +20,7 @@ from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 
 def cache_argument(model: Any) -> str:
-    """The name ``model``'s forward takes and returns its KV cache under: ``"cache"`` (transformers >= 5.24, which
+    """The name ``model``'s forward takes and returns its KV cache under: ``"cache"`` (recent transformers; 5.24
     warns on the old name and drops it in 5.40) or ``"past_key_values"`` (earlier versions). A PEFT wrapper passes
     keyword arguments on to its base model, which decides."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model

@@ -117,7 +117,7 @@ def test_a_qwen2_architecture_takes_the_same_path(model_and_tokenizer):
 
 @pytest.mark.parametrize("architecture", ["gpt2", "llama"])
 def test_generation_uses_the_cache_argument_without_a_deprecation_warning(model_and_tokenizer, architecture):
-    """transformers 5.24 renamed ``past_key_values`` to ``cache`` (warning on every eval, removal in 5.40): the
+    """transformers renamed ``past_key_values`` to ``cache`` (5.24 warns on every eval, 5.40 drops it): the
     sampler passes whichever name the installed version's forward takes, so no FutureWarning reaches users."""
     import warnings
 
