@@ -146,12 +146,13 @@ def play_matches(env_id: str, seeds: Sequence[int], learner: Policy, opponent: P
         matches.append(_Match(env, int(seed), seat, trajectories))
     with progress_bar(len(matches), "matches", "match", enabled=progress, leave=False) as bar:
         finished = 0
-        for _ in range(max_ticks):
+        for tick in range(max_ticks):
             waiting = [m for m in matches if _advance(m)]
             bar.update(len(matches) - len(waiting) - finished)
             finished = len(matches) - len(waiting)
             if not waiting:
                 return [_result(m) for m in matches]
+            bar.set_postfix_str(f"round {tick + 1}, {len(waiting)} playing")  # matches run in lockstep: all end late
             _act(waiting, learner, opponent, history, key_tag)
     raise RuntimeError(f"matches of {env_id} still running after max_ticks={max_ticks} policy rounds")
 

@@ -145,3 +145,18 @@ def test_a_learner_that_never_moved_still_gets_its_win():
     assert result.learner_trajectory.turns == []  # player_0 lost by two invalid moves before player_1's turn
     assert result.rewards == {"player_0": -1.0, "player_1": 1.0} and result.outcome == "win"
     assert result.trajectories["player_0"].episode_reward == -1.0
+
+
+def test_progress_lines_say_which_round_the_matches_are_in(monkeypatch, capsys):
+    """Matches run in lockstep, so the finished count stays at 0 until the last round: the lines say the round."""
+    import functools
+
+    from agentgym_bench import progress
+    from agentgym_bench.multiagent import selfplay
+
+    monkeypatch.setattr(selfplay, "progress_bar", functools.partial(progress.progress, interval=0.0))
+    policy = RandomBargainPolicy(3)
+    play_matches("Bargain-v0", range(4), policy, policy, progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert any(line.startswith("matches: 0/4 matches") and ", round 1, 4 playing" in line for line in lines), lines
+    assert lines[-1].startswith("matches: 4/4 matches (100%)")
