@@ -265,6 +265,10 @@ def test_named_options_follow_the_instruction():
     text = "i need a shirt with color: navy blue, and size: large, and price lower than 30.00 dollars"
     assert named_options(text, offered) == [("color", "navy blue"), ("size", "large")]
     assert named_options("i need a shirt", offered) == []
+    shoes = {"color": ["rose", "rose gold"], "size": ["6", "6.5", "7"]}  # a value that starts another one
+    text = "i need shoes with color: rose gold, and size: 6.5, and price lower than 50.00 dollars"
+    assert named_options(text, shoes) == [("color", "rose gold"), ("size", "6.5")]
+    assert named_options("i need shoes with size: 6", shoes) == [("size", "6")]
 
 
 def test_first_hit_shopper_needs_the_local_backend():
