@@ -1,8 +1,10 @@
 """WebShop: what a model's replies did, read from ``agentgym-bench eval`` results files.
 
 For each file (an eval of a WebShop entry, ``--out FILE``): successes, mean return, how many ``click[...]`` actions
-executed (named something on the page) and what share of the words the model searched are words of the oracle's
-first query on the same goal — the columns of docs/baselines.md's table of WebShop imitation runs.
+executed (named something on the page), split into product codes and the rest (options, buttons), how the episodes
+ended (bought; opened a product but never bought; never opened one) and what share of the words the model searched
+are words of the oracle's first query on the same goal — the columns of docs/baselines.md's tables of WebShop
+imitation runs.
 
     .venv/bin/python benchmarks/webshop_replies.py RESULTS.json.gz [MORE.json.gz ...]
 """
@@ -18,6 +20,8 @@ import agentgym_bench  # noqa: F401  (registers the envs)
 from agentgym_bench.agent.policies import oracle_reply
 from agentgym_bench.benchmark.results import read_results
 
+CODE_CLICK = re.compile(r"click\[b0[a-z0-9]{8}\]")
+
 
 def read(path: str) -> dict:
     """The counts of one results file's WebShop entry (its first entry whose env id names WebShop)."""
@@ -25,18 +29,25 @@ def read(path: str) -> dict:
     if entry is None:
         raise SystemExit(f"{path}: no WebShop entry")
     env = gym.make(entry.env_id, **{**entry.env_kwargs, "prompt": "compact"})
-    counts = dict(episodes=0, successes=0, total_return=0.0, clicks=0, executed=0, words=0, oracle_words=0)
+    counts = dict(episodes=0, successes=0, total_return=0.0, clicks=0, executed=0, code_clicks=0, codes_executed=0,
+                  bought=0, opened=0, words=0, oracle_words=0)
     for episode in entry.episodes:
         counts["episodes"] += 1
         counts["successes"] += episode.success
         counts["total_return"] += episode.return_
         env.reset(seed=episode.seed)
         query = set(re.search(r"search\[(.*?)\]", oracle_reply(env)).group(1).split())
+        executed = [a for turn in episode.turns for a in turn.executed_actions]
+        counts["bought"] += "click[buy now]" in executed
+        counts["opened"] += any(CODE_CLICK.fullmatch(a) for a in executed)
         for turn in episode.turns:
             for action in turn.actions:
                 if action.startswith("click["):
                     counts["clicks"] += 1
                     counts["executed"] += action in turn.executed_actions
+                    if CODE_CLICK.fullmatch(action):
+                        counts["code_clicks"] += 1
+                        counts["codes_executed"] += action in turn.executed_actions
                 elif action.startswith("search[") and action.endswith("]"):
                     words = action[len("search["):-1].split()
                     counts["words"] += len(words)
@@ -49,12 +60,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", help="results files of agentgym-bench eval on a WebShop entry")
     args = parser.parse_args()
-    print("| results | success | mean return | `click[...]` that executed | search words in the oracle's query |")
-    print("|---|---:|---:|---:|---:|")
+    print("| results | success | mean return | `click[...]` that executed: codes / others | episodes: bought / "
+          "opened a product, not bought / never opened one | search words in the oracle's query |")
+    print("|---|---:|---:|---:|---:|---:|")
     for path in args.results:
         c = read(path)
+        others, others_executed = c["clicks"] - c["code_clicks"], c["executed"] - c["codes_executed"]
         print(f"| {path} | {c['successes']}/{c['episodes']} | {c['total_return'] / c['episodes']:.3f} | "
-              f"{c['executed']} of {c['clicks']} | {c['oracle_words'] / max(1, c['words']):.0%} |")
+              f"{c['codes_executed']} of {c['code_clicks']} / {others_executed} of {others} | "
+              f"{c['bought']} / {c['opened'] - c['bought']} / {c['episodes'] - c['opened']} | "
+              f"{c['oracle_words'] / max(1, c['words']):.0%} |")
 
 
 if __name__ == "__main__":
