@@ -99,11 +99,9 @@ class WarmStartConfig:
             shopper that searches the instruction, opens the first hit, clicks the options the instruction names and
             buys, every action a copy from the page; ``agentgym_bench/envs/webshop/first_hit.py``).
         copy_augment: add this many copy variants of each WebShop demonstration turn whose reply copies from the
-            page, as one-turn episodes: on search and results pages the instruction's words or the product codes
-            replaced by random ones in the page and the reply, so only copying predicts them; on product pages a
-            named option value replaced by another, in the page too or in the instruction only (then the reply is
-            the first-hit shopper's for the page that lacks it) (``agentgym_bench/envs/webshop/augment.py``; made
-            for ``history`` 0, where a turn's prompt is its page).
+            page (search and results pages), as one-turn episodes: the instruction's words or the product codes
+            replaced by random ones in the page and the reply, so only copying predicts them
+            (``agentgym_bench/envs/webshop/augment.py``; made for ``history`` 0, where a turn's prompt is its page).
         episodes: demonstration episodes per env: one number for every env, or ``{env_id: episodes}`` naming each
             env of ``envs`` (entries of other envs are ignored).
         epochs: passes over the demonstrations.
@@ -505,11 +503,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "AgentWebShop-v0=first-hit: search the instruction, open the first hit, click the options the "
                         "instruction names, buy (each action a copy of a string on the page)")
     parser.add_argument("--copy-augment", type=int, default=d.copy_augment, metavar="K",
-                        help="add K copy variants of each WebShop search, results and product-page turn: the "
-                        "instruction's words, the product codes or a named option value replaced by random ones in "
-                        "the page and the reply, so only copying predicts them, or (half the option variants) the "
-                        "value replaced in the instruction only, so the page lacks it and the reply moves on "
-                        "(default: %(default)s)")
+                        help="add K copy variants of each WebShop search and results turn: the instruction's words or "
+                        "the product codes replaced by random ones in the page and the reply, so only copying "
+                        "predicts them (default: %(default)s)")
     parser.add_argument("--episodes", nargs="+", default=[f"{k}={v}" for k, v in d.episodes.items()],
                         metavar="N|ENV=N",
                         help="demonstration episodes: one number for every env, or ENV=N for each env "
