@@ -21,9 +21,9 @@ that names what is wrong:
    token for token (``token_ids`` where recorded, else the text).
 
 A file that passes 1-5 is *replayed*; one that also passes 6 is *reproduced*. A failed re-generation does not reject
-the file (hardware can change the last bit of a logit, and with it a sampled token), it keeps the mark *replayed*
-and the reason is shown on the board. Re-generation is what catches a file whose replies came from another model
-than the one its metadata names.
+the file (other hardware, or on the same machine another batch around a prompt, can change the last bit of a logit,
+and with it a sampled token), it keeps the mark *replayed* and the reason is shown on the board. Re-generation is
+what catches a file whose replies came from another model than the one its metadata names.
 
 Match entries (multi-agent suites) are checked the same way, with what a match adds (:func:`replay_matches`): check
 3 also requires the entry's opponent and check 4 the suite's seat for each seed (``player_{i % 2}`` in match ``i``,
