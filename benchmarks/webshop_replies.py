@@ -19,8 +19,9 @@ import gymnasium as gym
 import agentgym_bench  # noqa: F401  (registers the envs)
 from agentgym_bench.agent.policies import oracle_reply
 from agentgym_bench.benchmark.results import read_results
+from agentgym_bench.envs.webshop.augment import CODE
 
-CODE_CLICK = re.compile(r"click\[b0[a-z0-9]{8}\]")
+CODE_CLICK = re.compile(rf"click\[{CODE.pattern}\]")
 
 
 def read(path: str) -> dict:
