@@ -36,7 +36,7 @@ def main() -> None:
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
-    from agentgym_bench.adapters.trl import EpisodeRollout, env_reward, episode_dataset
+    from agentgym_bench.adapters.trl import EpisodeRollout, checkpointing_off, env_reward, episode_dataset
     from agentgym_bench.rollout.default_model import build_default_model, load_model
     from agentgym_bench.seeds import TRAIN_SEED_START
 
@@ -51,7 +51,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         config = GRPOConfig(output_dir=scratch, use_cpu=not torch.cuda.is_available(), bf16=False, report_to="none",
                             per_device_train_batch_size=args.batch_size, num_generations=args.num_generations,
-                            max_completion_length=512, gradient_checkpointing=False, save_strategy="no",
+                            max_completion_length=512, save_strategy="no", **checkpointing_off(),
                             max_steps=args.max_steps, logging_steps=1, learning_rate=args.lr, seed=0)
         trainer = GRPOTrainer(model=model, reward_funcs=[env_reward], args=config, processing_class=tokenizer,
                               train_dataset=episode_dataset("AgentFrozenLake-v0",

@@ -41,6 +41,21 @@ from agentgym_bench.seeds import check_seeds_disjoint
 require("trl", "trl")
 
 
+def checkpointing_off() -> dict[str, bool]:
+    """``GRPOConfig`` keyword arguments that turn activation checkpointing off (TRL's ``GRPOConfig`` turns it on).
+
+    Newer transformers name the option ``activation_checkpointing`` and warn (``FutureWarning``) on the old name
+    ``gradient_checkpointing``; the transformers releases TRL 1.16 still accepts know only the old name. This picks
+    the name the installed ``TrainingArguments`` has.
+    """
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return {"activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing": False}
+
+
 def episode_prompt(env_id: str, seed: int) -> str:
     """The prompt naming one training episode: ``'{"env_id": "AgentFrozenLake-v0", "seed": 10000}'``.
 

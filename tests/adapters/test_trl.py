@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import pytest
 
@@ -15,6 +16,7 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from agentgym_bench.adapters.trl import (  # noqa: E402
     EpisodeRollout,
+    checkpointing_off,
     completion_view,
     env_reward,
     episode_dataset,
@@ -33,9 +35,20 @@ KWARGS = {"prompt": "compact"}
 def grpo_config(tmp_path, **overrides) -> GRPOConfig:
     settings = dict(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to="none",
                     per_device_train_batch_size=4, num_generations=2, max_completion_length=256,
-                    gradient_checkpointing=False, save_strategy="no", max_steps=2, logging_steps=1, seed=0,
-                    learning_rate=1e-3)
+                    save_strategy="no", max_steps=2, logging_steps=1, seed=0, learning_rate=1e-3,
+                    **checkpointing_off())
     return GRPOConfig(**{**settings, **overrides})
+
+
+def test_checkpointing_off_is_off_without_a_deprecation_warning(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        config = grpo_config(tmp_path)
+    assert config.gradient_checkpointing is False
+    assert getattr(config, "activation_checkpointing", False) is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # TRL's own default sets the old name
+        assert GRPOConfig(output_dir=str(tmp_path / "on"), use_cpu=True, bf16=False).gradient_checkpointing is True
 
 
 def assert_native(trajectory) -> None:
