@@ -25,6 +25,7 @@ Example: ``examples/trl_grpo_frozenlake.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -48,8 +49,6 @@ def checkpointing_off() -> dict[str, bool]:
     ``gradient_checkpointing``; the transformers releases TRL 1.16 still accepts know only the old name. This picks
     the name the installed ``TrainingArguments`` has.
     """
-    import dataclasses
-
     from transformers import TrainingArguments
 
     names = {f.name for f in dataclasses.fields(TrainingArguments)}
