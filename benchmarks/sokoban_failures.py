@@ -23,8 +23,9 @@ from agentgym_bench.envs.sokoban.solver import solve
 
 
 def lost_how(env: gym.Env, episode) -> tuple[int, str | None, int | None]:
-    """(shortest solution's length at the start, None / ``"too slow"`` / ``"dead"``, the 1-based turn after which
-    the room first could not be solved in the actions left) for one recorded episode, re-played in ``env``."""
+    """(shortest solution's length at the start, how it was lost, the 1-based turn after which the room first could
+    not be solved in the actions left) for one recorded episode, re-played in ``env``. How: ``None`` (won),
+    ``"too slow"``, ``"dead"``, or ``"out of turns"`` (still solvable in the actions left when the turns ran out)."""
     env.reset(seed=episode.seed)
     game = env.unwrapped.game
     shortest = len(solve(game.room))
@@ -34,7 +35,7 @@ def lost_how(env: gym.Env, episode) -> tuple[int, str | None, int | None]:
         env.step(turn.reply)
         if solve(game.room, max_depth=max(env.unwrapped.actions_left, 0)) is None:
             return shortest, "dead" if solve(game.room) is None else "too slow", turn_number
-    return shortest, "never lost", None
+    return shortest, "out of turns", None
 
 
 def report(path: str, entry_name: str | None) -> None:
