@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(module_name)
         command_parser = argparse.ArgumentParser(prog=f"agentgym-bench {name}", description=help_text)
         module.configure_parser(command_parser)
-        args = command_parser.parse_args(argv[1:])
+        args = command_parser.parse_intermixed_args(argv[1:])  # options may sit between positionals
         return int(module.run(args) or 0)
     except UserError as err:
         if debug:

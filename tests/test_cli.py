@@ -28,6 +28,14 @@ def test_unknown_command_fails_with_message():
     assert out.returncode != 0 and "invalid choice" in out.stderr
 
 
+def test_options_may_sit_between_positional_arguments(capsys):
+    from agentgym_bench.cli import main
+
+    assert main(["train", "starpo-sokoban", "--print-config", "max_steps=7", "seed=3"]) == 0
+    printed = capsys.readouterr().out
+    assert "max_steps: 7" in printed and "seed: 3" in printed
+
+
 def test_envs_lists_every_id_one_line_each():
     lines = cli("envs").stdout.splitlines()
     assert [line.split()[0] for line in lines] == list(AGENT_ENVS)

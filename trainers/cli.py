@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
     """Parse ``argv`` (without the program name) and run."""
     parser = argparse.ArgumentParser(prog="agentgym-bench train", description=__doc__.splitlines()[0])
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return run(parser.parse_intermixed_args(argv))
 
 
 if __name__ == "__main__":  # what ``torchrun -m trainers.cli`` runs
