@@ -5,7 +5,9 @@ turn the room is solved again (``envs/sokoban/solver.solve``) within the actions
 is *too slow* if its room first stopped being solvable in the actions left while still solvable at all (a detour),
 *dead* if no solution remained (a box pushed where it cannot come back). Printed per entry: success by the shortest
 solution's length at the start, how lost episodes were lost and after which turn — the table of docs/baselines.md's
-"Sokoban 8x8/2 alone".
+"Sokoban 8x8/2 alone" — and how many were lost from a room on the oracle's own path (every move before the losing
+turn the oracle's, so the losing room is one of the kind the demonstrations show) or off it (an earlier move left
+the oracle's path, by another shortest solution or a detour the budget could still absorb).
 
     .venv/bin/python benchmarks/sokoban_failures.py RESULTS.json.gz [--entry sokoban-8x8-2box]
 """
@@ -19,23 +21,36 @@ import gymnasium as gym
 
 import agentgym_bench  # noqa: F401  (registers the envs)
 from agentgym_bench.benchmark.results import read_results
+from agentgym_bench.envs.sokoban.rules import Room, move
 from agentgym_bench.envs.sokoban.solver import solve
 
 
-def lost_how(env: gym.Env, episode) -> tuple[int, str | None, int | None]:
+def oracle_path(room: Room) -> set[Room]:
+    """The rooms the oracle passes through from ``room``: its shortest solution played move by move."""
+    rooms = {room}
+    for action in solve(room) or []:
+        room = move(room, action)
+        rooms.add(room)
+    return rooms
+
+
+def lost_how(env: gym.Env, episode) -> tuple[int, str | None, int | None, bool | None]:
     """(shortest solution's length at the start, how it was lost, the 1-based turn after which the room first could
-    not be solved in the actions left) for one recorded episode, re-played in ``env``. How: ``None`` (won),
-    ``"too slow"``, ``"dead"``, or ``"out of turns"`` (still solvable in the actions left when the turns ran out)."""
+    not be solved in the actions left, whether that turn began on the oracle's path) for one recorded episode,
+    re-played in ``env``. How: ``None`` (won), ``"too slow"``, ``"dead"``, or ``"out of turns"`` (still solvable in
+    the actions left when the turns ran out)."""
     env.reset(seed=episode.seed)
     game = env.unwrapped.game
     shortest = len(solve(game.room))
     if episode.success:
-        return shortest, None, None
+        return shortest, None, None, None
+    path = oracle_path(game.room)
     for turn_number, turn in enumerate(episode.turns, 1):
+        on_path = game.room in path
         env.step(turn.reply)
         if solve(game.room, max_depth=max(env.unwrapped.actions_left, 0)) is None:
-            return shortest, "dead" if solve(game.room) is None else "too slow", turn_number
-    return shortest, "out of turns", None
+            return shortest, "dead" if solve(game.room) is None else "too slow", turn_number, on_path
+    return shortest, "out of turns", None, None
 
 
 def report(path: str, entry_name: str | None) -> None:
@@ -48,8 +63,11 @@ def report(path: str, entry_name: str | None) -> None:
         by_length: dict[int, list[bool]] = defaultdict(list)
         kinds: Counter[str] = Counter()
         turns: Counter[int] = Counter()
+        on_path: Counter[bool] = Counter()
         for episode in entry.episodes:
-            shortest, kind, turn = lost_how(env, episode)
+            shortest, kind, turn, began_on_path = lost_how(env, episode)
+            if began_on_path is not None:
+                on_path[began_on_path] += 1
             by_length[shortest].append(episode.success)
             if kind is not None:
                 kinds[kind] += 1
@@ -65,6 +83,7 @@ def report(path: str, entry_name: str | None) -> None:
         print("lost: " + ", ".join(f"{kind} {n}" for kind, n in kinds.most_common()))
         print("first unsolvable in the actions left after turn: "
               + ", ".join(f"{turn}: {n}" for turn, n in sorted(turns.items())))
+        print(f"that turn began on the oracle's path: {on_path[True]}, off it: {on_path[False]}")
 
 
 def main() -> None:
