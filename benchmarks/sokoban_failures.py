@@ -5,9 +5,9 @@ turn the room is solved again (``envs/sokoban/solver.solve``) within the actions
 is *too slow* if its room first stopped being solvable in the actions left while still solvable at all (a detour),
 *dead* if no solution remained (a box pushed where it cannot come back). Printed per entry: success by the shortest
 solution's length at the start, how lost episodes were lost and after which turn — the table of docs/baselines.md's
-"Sokoban 8x8/2 alone" — and how many were lost from a room on the oracle's own path (every move before the losing
-turn the oracle's, so the losing room is one of the kind the demonstrations show) or off it (an earlier move left
-the oracle's path, by another shortest solution or a detour the budget could still absorb).
+"Sokoban 8x8/2 alone" — and how many losing turns began in a room the oracle's own solution passes through (a room
+of the kind the demonstrations show) or in one off it (an earlier move left that path, by another shortest solution
+or a detour the budget could still absorb).
 
     .venv/bin/python benchmarks/sokoban_failures.py RESULTS.json.gz [--entry sokoban-8x8-2box]
 """
@@ -25,10 +25,10 @@ from agentgym_bench.envs.sokoban.rules import Room, move
 from agentgym_bench.envs.sokoban.solver import solve
 
 
-def oracle_path(room: Room) -> set[Room]:
-    """The rooms the oracle passes through from ``room``: its shortest solution played move by move."""
+def oracle_path(room: Room, solution: list[str]) -> set[Room]:
+    """The rooms the oracle passes through from ``room``: its shortest ``solution`` played move by move."""
     rooms = {room}
-    for action in solve(room) or []:
+    for action in solution:
         room = move(room, action)
         rooms.add(room)
     return rooms
@@ -41,10 +41,11 @@ def lost_how(env: gym.Env, episode) -> tuple[int, str | None, int | None, bool |
     the actions left when the turns ran out)."""
     env.reset(seed=episode.seed)
     game = env.unwrapped.game
-    shortest = len(solve(game.room))
+    solution = solve(game.room)
+    shortest = len(solution)
     if episode.success:
         return shortest, None, None, None
-    path = oracle_path(game.room)
+    path = oracle_path(game.room, solution)
     for turn_number, turn in enumerate(episode.turns, 1):
         on_path = game.room in path
         env.step(turn.reply)
