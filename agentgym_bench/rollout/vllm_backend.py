@@ -3,7 +3,11 @@
 vLLM is imported only when a :class:`VLLMPolicy` is created. Prompts are rendered with the model's own chat
 template (as in :class:`~agentgym_bench.rollout.hf.HFPolicy`) or given as token ids (:meth:`VLLMPolicy.generate_ids`,
 for :class:`~agentgym_bench.rollout.tokens.TokenInTokenOut`) and sent as one ``LLM.generate`` batch; each request
-carries its own seed (``seed + request number``), so a run is reproducible for a fixed batch order.
+carries its own seed: with ``keys`` (keyed sampling, as ``eval`` plays) the conversation's own
+(:func:`~agentgym_bench.rollout.policy.key_seed`), so its draws do not depend on the rest of the batch; without,
+``seed + request number``, reproducible for a fixed batch order. vLLM does not promise batch-invariant numerics, so
+a keyed reply re-generated in another batch can still differ in rare tokens (the leaderboard's re-generation check
+reports such episodes rather than assuming them equal).
 
 For a trainer the engine is *colocated*, following vLLM's documented RL pattern for one engine per training process
 (``examples/offline_inference/torchrun_example.py``; TRL's ``vllm_mode="colocate"``):
@@ -27,7 +31,7 @@ import socket
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from agentgym_bench.rollout.policy import Generation, Message
+from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 INSTALL_HINT = "vLLM is not installed; install the extra with: pip install 'agentgym-bench[vllm]' (needs a CUDA GPU)"
 
@@ -57,6 +61,20 @@ def named_weights(model: Any) -> Iterable[tuple[str, Any]]:
     model = getattr(model, "module", model)
     for name, tensor in model.state_dict().items():
         yield name, tensor.detach()
+
+
+def request_seeds(seed: int, first: int, n: int, keys: Sequence[tuple[int, ...]] | None) -> list[int]:
+    """vLLM's per-request seeds for a batch of ``n`` requests: each key's own seed (``key_seed(seed, key)``), or
+    without keys ``seed + first + i`` (``first``: requests made before this batch).
+
+    Raises:
+        ValueError: ``keys`` is given with another length than ``n``.
+    """
+    if keys is None:
+        return [seed + first + i for i in range(n)]
+    if len(keys) != n:
+        raise ValueError(f"{len(keys)} keys for {n} prompts")
+    return [key_seed(seed, k) for k in keys]
 
 
 class WeightLoaderExtension:
@@ -108,27 +126,30 @@ class VLLMPolicy:
         self.requests_made = 0
         self.sleep_mode, self.asleep = sleep_mode, False
 
-    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None) -> list[Generation]:
-        """Reply to each conversation (``envs`` is ignored)."""
+    def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
+                 keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
+        """Reply to each conversation (``envs`` is ignored); ``keys``: one per conversation, see
+        :mod:`agentgym_bench.rollout.policy`."""
         return self.generate_text([self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True,
-                                                                      tokenize=False) for c in conversations])
+                                                                      tokenize=False) for c in conversations], keys)
 
-    def generate_text(self, prompts: Sequence[str]) -> list[Generation]:
-        """Continue already rendered prompt strings."""
-        return self._generate(list(prompts))
+    def generate_text(self, prompts: Sequence[str], keys: Sequence[tuple[int, ...]] | None = None
+                      ) -> list[Generation]:
+        """Continue already rendered prompt strings; ``keys`` as in :meth:`generate`."""
+        return self._generate(list(prompts), keys)
 
-    def generate_ids(self, prompts: Sequence[Sequence[int]]) -> list[Generation]:
-        """Continue prompts given as token ids (nothing is re-tokenised)."""
-        return self._generate([{"prompt_token_ids": list(ids)} for ids in prompts])
+    def generate_ids(self, prompts: Sequence[Sequence[int]], keys: Sequence[tuple[int, ...]] | None = None
+                     ) -> list[Generation]:
+        """Continue prompts given as token ids (nothing is re-tokenised); ``keys`` as in :meth:`generate`."""
+        return self._generate([{"prompt_token_ids": list(ids)} for ids in prompts], keys)
 
-    def _generate(self, prompts: list[Any]) -> list[Generation]:
+    def _generate(self, prompts: list[Any], keys: Sequence[tuple[int, ...]] | None) -> list[Generation]:
         if self.asleep:
             raise RuntimeError("the vLLM engine is asleep; load_weights wakes it")
-        first = self.requests_made
+        seeds = request_seeds(self.seed, self.requests_made, len(prompts), keys)
         self.requests_made += len(prompts)
         params = [self._vllm.SamplingParams(temperature=self.temperature, top_p=self.top_p,
-                                            max_tokens=self.max_new_tokens, seed=self.seed + first + i, logprobs=0)
-                  for i in range(len(prompts))]
+                                            max_tokens=self.max_new_tokens, seed=s, logprobs=0) for s in seeds]
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         results = []
         for output in outputs:

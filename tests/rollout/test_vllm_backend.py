@@ -4,7 +4,14 @@ import importlib.util
 
 import pytest
 
-from agentgym_bench.rollout.vllm_backend import INSTALL_HINT, VLLMPolicy, named_weights, single_process_launch_env
+from agentgym_bench.rollout.policy import key_seed
+from agentgym_bench.rollout.vllm_backend import (
+    INSTALL_HINT,
+    VLLMPolicy,
+    named_weights,
+    request_seeds,
+    single_process_launch_env,
+)
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
@@ -39,6 +46,21 @@ def test_named_weights_are_the_state_dict_names_unwrapped(model_and_tokenizer):
     wrapped.module = model  # as DDP holds it
     names = [name for name, _ in named_weights(wrapped)]
     assert names == list(model.state_dict()) and all(not t.requires_grad for _, t in named_weights(model))
+
+
+def test_keyed_request_seeds_depend_on_the_key_alone():
+    keys = [(7, 0, 0, 0), (7, 0, 1, 0), (7, 1, 0, 0)]
+    batch = request_seeds(5, 0, 3, keys)
+    assert batch == [key_seed(5, k) for k in keys] and len(set(batch)) == 3
+    assert request_seeds(5, 40, 1, keys[1:2]) == batch[1:2]  # alone, later: the same draws
+    assert request_seeds(6, 0, 3, keys) != batch
+    assert all(0 <= s < 2**63 for s in batch)  # torch.Generator.manual_seed's range
+
+
+def test_unkeyed_request_seeds_count_the_requests_made():
+    assert request_seeds(5, 0, 3, None) == [5, 6, 7] and request_seeds(5, 3, 2, None) == [8, 9]
+    with pytest.raises(ValueError, match="2 keys for 3 prompts"):
+        request_seeds(5, 0, 3, [(1,), (2,)])
 
 
 needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed (pip install 'agentgym-bench[vllm]')")
@@ -83,3 +105,21 @@ def test_vllm_weight_push_changes_the_replies(vllm_policy, model_and_tokenizer):
     assert [g.token_ids for g in vllm_policy.generate(convs)] != before
     vllm_policy.sync_weights(model_and_tokenizer[0])
     assert [g.token_ids for g in vllm_policy.generate(convs)] == before
+
+
+@pytest.mark.gpu
+@needs_vllm
+@needs_cuda
+def test_vllm_keyed_sampling_is_fixed_by_the_keys(vllm_policy):
+    from tests.rollout.test_hf import conversations
+
+    convs = conversations(4)
+    keys = [(1, seed, 0, 0) for seed in range(4)]
+    vllm_policy.temperature = 1.0
+    try:
+        first = [g.token_ids for g in vllm_policy.generate(convs, keys=keys)]
+        assert [g.token_ids for g in vllm_policy.generate(convs, keys=keys)] == first
+        other = [g.token_ids for g in vllm_policy.generate(convs, keys=[(2, *k[1:]) for k in keys])]
+        assert other != first
+    finally:
+        vllm_policy.temperature = 0
