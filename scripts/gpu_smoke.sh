@@ -4,7 +4,8 @@
 # Runs the Qwen2.5-0.5B StarPO-S recipe (trainers/configs/starpo_s-sokoban-qwen2.5-0.5b-gpu.yaml) for 2 iterations
 # with the colocated vLLM engine, then 2 with Hugging Face generation, then the Qwen3 recipe for 2 iterations with
 # vLLM (token-in-token-out), each on one GPU and with small validation sets; then the Qwen2.5 recipe with LoRA
-# adapters (merged weights pushed to vLLM) on one GPU, and with the sharded strategy (FSDP2, torchrun over 2 GPUs;
+# adapters (merged weights pushed to vLLM) on one GPU; evaluates the first run's checkpoint twice with
+# `agentgym-bench eval --policy vllm:...` on 32 rooms; runs the Qwen2.5 recipe with the sharded strategy (FSDP2, torchrun over 2 GPUs;
 # skipped with one GPU) once with HF generation and once with vLLM; and prints what it checked. Needs the vLLM and
 # LoRA extras (pip install -e '.[vllm,lora]') and network access to the Hugging Face hub for the weights.
 #   bash scripts/gpu_smoke.sh [OUTPUT_DIR]
@@ -51,6 +52,25 @@ run qwen2.5-lora-vllm starpo_s-sokoban-qwen2.5-0.5b-gpu generation_backend=vllm 
   learning_rate=1e-5
 test -f "$OUT/qwen2.5-lora-vllm/checkpoint-2/actor_adapter/adapter_config.json"
 echo "ok  qwen2.5-lora-vllm: checkpoint-2/actor_adapter kept beside the merged actor/"
+# eval with the vLLM backend (keyed sampling) on 32 validation rooms, twice: the same seed gives the same file
+cat > "$OUT/sokoban-val32.json" <<'JSON'
+{"name": "sokoban-val32", "version": 1, "split": "validation", "seed_start": 0,
+ "description": "Validation seeds 0..31 of AgentSokoban-v0",
+ "entries": [{"name": "sokoban-6x6", "env_id": "AgentSokoban-v0", "env_kwargs": {}, "prompts": ["ragen"],
+              "episodes": 32, "oracle_success": 0.9}]}
+JSON
+for i in 1 2; do
+  $PY -m agentgym_bench.cli eval --policy "vllm:$OUT/qwen2.5-vllm/checkpoint-2/actor" --suite "$OUT/sokoban-val32.json" \
+    --history 0 --max-new-tokens 128 --out "$OUT/eval-vllm-$i.json.gz"
+done
+$PY - "$OUT" <<'PY'
+import gzip, json, sys
+a, b = (json.loads(gzip.open(f"{sys.argv[1]}/eval-vllm-{i}.json.gz").read()) for i in (1, 2))
+replies = [[[t["reply"] for t in e["turns"]] for e in r["entries"][0]["episodes"]] for r in (a, b)]
+same = sum(x == y for x, y in zip(*replies))
+print(f"ok  eval --policy vllm: 32 episodes played twice, {same}/32 identical (keyed sampling; vLLM does not promise "
+      "batch-invariant numerics, so a few may differ)")
+PY
 GPUS=$($PY -c 'import torch; print(torch.cuda.device_count())')
 if [ "$GPUS" -ge 2 ]; then  # FSDP2 shards over processes: one process per GPU, bfloat16 mixed precision
   TORCHRUN="$(dirname "$(command -v "$PY")")/torchrun --standalone --nproc_per_node 2 -m trainers.cli"
