@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(bundled_configs()))
         return 0
     if not args.config:
-        print("error: give a CONFIG (a YAML file or one of: " + ", ".join(bundled_configs()) + ")", file=sys.stderr)
+        names = ", ".join(bundled_configs())
+        print(f"agentgym-bench train: error: give a CONFIG (a YAML file or one of: {names})", file=sys.stderr)
         return 2
     try:
         return _train(args)
