@@ -5,8 +5,8 @@
 # with the colocated vLLM engine, then 2 with Hugging Face generation, then the Qwen3 recipe for 2 iterations with
 # vLLM (token-in-token-out), each on one GPU and with small validation sets; then the Qwen2.5 recipe with LoRA
 # adapters (merged weights pushed to vLLM) on one GPU; evaluates the first run's checkpoint twice with
-# `agentgym-bench eval --policy vllm:...` on 32 rooms; runs the Qwen2.5 recipe with the sharded strategy (FSDP2, torchrun over 2 GPUs;
-# skipped with one GPU) once with HF generation and once with vLLM; and prints what it checked. Needs the vLLM and
+# `agentgym-bench eval --policy vllm:...` on 32 rooms; runs the Qwen2.5 recipe with the sharded strategy (FSDP2,
+# torchrun over 2 GPUs; skipped with one GPU) once with HF generation and once with vLLM; and prints what it checked. Needs the vLLM and
 # LoRA extras (pip install -e '.[vllm,lora]') and network access to the Hugging Face hub for the weights.
 #   bash scripts/gpu_smoke.sh [OUTPUT_DIR]
 set -euo pipefail

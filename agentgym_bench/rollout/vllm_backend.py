@@ -6,8 +6,8 @@ for :class:`~agentgym_bench.rollout.tokens.TokenInTokenOut`) and sent as one ``L
 carries its own seed: with ``keys`` (keyed sampling, as ``eval`` plays) the conversation's own
 (:func:`~agentgym_bench.rollout.policy.key_seed`), so its draws do not depend on the rest of the batch; without,
 ``seed + request number``, reproducible for a fixed batch order. vLLM does not promise batch-invariant numerics, so
-a keyed reply re-generated in another batch can still differ in rare tokens (the leaderboard's re-generation check
-reports such episodes rather than assuming them equal).
+a keyed reply re-generated in another batch can still differ in rare tokens (a leaderboard re-generates ``hf``
+policies only, so a ``vllm`` results file goes on a board as *replayed*).
 
 For a trainer the engine is *colocated*, following vLLM's documented RL pattern for one engine per training process
 (``examples/offline_inference/torchrun_example.py``; TRL's ``vllm_mode="colocate"``):
