@@ -50,11 +50,9 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(bundled_configs()))
         return 0
-    if not args.config:
-        names = ", ".join(bundled_configs())
-        print(f"agentgym-bench train: error: give a CONFIG (a YAML file or one of: {names})", file=sys.stderr)
-        return 2
     try:
+        if not args.config:
+            raise UserError(f"give a CONFIG (a YAML file or one of: {', '.join(bundled_configs())})")
         return _train(args)
     except UserError as error:
         print(f"agentgym-bench train: error: {error}", file=sys.stderr)
