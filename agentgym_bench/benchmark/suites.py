@@ -2,7 +2,7 @@
 
 A suite is a JSON data file in ``agentgym_bench/benchmark/data/`` (``<name>.json``)::
 
-    {"name": "agentgym-v1", "version": 1, "split": "test", "seed_start": 1000000000,
+    {"name": "agentgym-v2", "version": 2, "split": "test", "seed_start": 2000000000,
      "description": "...",
      "entries": [{"name": "sokoban-6x6", "env_id": "AgentSokoban-v0", "env_kwargs": {},
                   "prompts": ["ragen", "compact"], "episodes": 400, "oracle_success": 0.9}, ...]}
@@ -15,16 +15,22 @@ each row. (RAGEN and most LLM benchmarks fix one prompt; we allow the compact re
 from scratch with a word-level vocabulary can be scored on the same episodes.) ``oracle_success`` is the oracle's
 success on exactly these episodes, the ceiling that scores are normalised by (checked by a test).
 
-Splits: ``agentgym-v1`` holds the **test** seeds, from :data:`~agentgym_bench.seeds.TEST_SEEDS`, which no
-training, validation, warm start or tuning may use (trainers refuse configs that meet them);
-``agentgym-v1-validation`` holds validation seeds from 0 for tuning and model selection. WebShop entries also name
-the goal split (``split``): seed ``s`` plays goal ``s % size`` of it, so the test entry's 500 seeds are the 500 test
-goals.
+Splits: ``agentgym-v2`` holds the **test** seeds, from :data:`~agentgym_bench.seeds.TEST_SEEDS`, which no
+training, validation, warm start or tuning may use (trainers refuse configs that meet them), and whose episodes are
+held out by content too: a test seed only draws test content (rooms, maps, goals, deals), which no training or
+validation seed ever draws (:mod:`agentgym_bench.seeds`). ``agentgym-v2-validation`` holds validation seeds from 0
+(validation content) for tuning and model selection. WebShop's goals come in fixed splits: seed ``s`` plays goal
+``s % size`` of its seed's split, so the test entry's 500 seeds are the 500 test goals.
 
-Multi-agent suites (``agentgym-ma-v1`` and its twin ``agentgym-ma-v1-validation``) hold **match entries**: a
-two-player env id (:func:`~agentgym_bench.multiagent.selfplay.make_multiagent_env`), fixed kwargs, an ``opponent``
-(one of :data:`OPPONENTS`) and ``episodes`` matches, with no ``prompts`` (the game writes its own text) and no
-``oracle_success``::
+``agentgym-v1`` (test seeds from 1,000,000,000, which drew from all content) is superseded but stays bundled and
+verifiable, so its archived board still replays: its test episodes overlap training content (54% of its Sokoban 6x6
+rooms and 34.5% of its FrozenLake maps occur among 50,000 training episodes). Its validation twin is gone (validation
+seeds now draw validation content only, so its ceilings no longer hold).
+
+Multi-agent suites (``agentgym-ma-v2`` and its twin ``agentgym-ma-v2-validation``; the archived ``agentgym-ma-v1``)
+hold **match entries**: a two-player env id (:func:`~agentgym_bench.multiagent.selfplay.make_multiagent_env`),
+fixed kwargs, an ``opponent`` (one of :data:`OPPONENTS`) and ``episodes`` matches, with no ``prompts`` (the game
+writes its own text) and no ``oracle_success``::
 
     {"name": "bargain-vs-scripted", "env_id": "Bargain-v0", "env_kwargs": {"max_rounds": 5},
      "opponent": "scripted", "episodes": 400}
@@ -45,8 +51,8 @@ from typing import Any
 from agentgym_bench.errors import UserError
 
 SUITES_PACKAGE = "agentgym_bench.benchmark.data"
-DEFAULT_SUITE = "agentgym-v1"
-MULTIAGENT_SUITE = "agentgym-ma-v1"
+DEFAULT_SUITE = "agentgym-v2"
+MULTIAGENT_SUITE = "agentgym-ma-v2"
 OPPONENTS = ("random", "scripted", "self")
 """Opponents of match entries: uniformly random demands and the scripted bargainer, both fixed by the suite (the
 same replies for every submission), and ``self``, the evaluated policy on both seats."""

@@ -14,6 +14,7 @@ from agentgym_bench.envs.frozen_lake_rules import (
     step_position,
     transition_matrices,
 )
+from agentgym_bench.seeds import seed_content_split
 from agentgym_bench.spaces import text_space
 
 LEGEND = "P: player, _: frozen ice, O: hole, G: goal, X: player in a hole, √: player on the goal"
@@ -67,6 +68,15 @@ class FrozenLakeGame(gym.Env):
     - ``render_mode=None``: ``"ansi"`` (the grid text) or ``"rgb_array"`` (32-pixel cells: ice light blue, holes dark
       blue, goal gold, player a red disc).
 
+    ## Splits
+    A map with its start and goal (:func:`~agentgym_bench.envs.frozen_lake_rules.map_text`) belongs to one content
+    split by its hash (:func:`agentgym_bench.seeds.content_split`): 10% of maps are test maps, 10% validation maps,
+    80% training maps, and a seed draws only maps of its own split (held-out test seeds: test maps; validation seeds
+    0..9,999: validation maps; the rest: training maps), slippery or not, so the slippery and no-slip envs share
+    their test maps. ``reset()`` without a seed keeps the split of the last seeded reset (training maps before any).
+    agentgym-v1's retired test seeds (1,000,000,000..1,000,999,999) draw any map, as all seeds did before. A size
+    whose split holds no solvable map (possible at 2x2) raises ``RuntimeError`` at reset.
+
     ## Oracle
     :meth:`oracle_turn` plays optimally under the slip model and the agent's budgets: each turn the agent commits to
     up to ``max_actions_per_turn`` actions executed open-loop, with ``turns_left`` turns and ``actions_left`` actions
@@ -76,7 +86,9 @@ class FrozenLakeGame(gym.Env):
 
     ## Version History
     - v0: initial version (RAGEN's random maps, symbols and slip model; instructions with RAGEN's typos fixed;
-      ``info["variant"]`` names slippery ice, so a prompt without the instructions still tells the two apart).
+      ``info["variant"]`` names slippery ice, so a prompt without the instructions still tells the two apart); maps
+      were made content-disjoint by split (before, every seed drew any map: test maps of agentgym-v1 also occurred
+      among training seeds). Episodes of agentgym-v1's test seeds are unchanged.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -105,6 +117,7 @@ class FrozenLakeGame(gym.Env):
         self.desc: tuple[str, ...] = ()
         self.pos = (0, 0)
         self._planners: dict[int, OpenLoopPlanner] = {}
+        self.content_split: str | None = "train"  # the split of the maps reset draws (seeds.seed_content_split)
 
     # ----- game -----------------------------------------------------------------------------------------------
 
@@ -120,7 +133,8 @@ class FrozenLakeGame(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         super().reset(seed=seed)
-        self.desc, self.pos = generate_map(self.size, self.p, self.np_random)
+        self.content_split = seed_content_split(seed, self.content_split)
+        self.desc, self.pos = generate_map(self.size, self.p, self.np_random, self.content_split)
         self._planners = {}
         info = self._info()
         info["instructions"] = self.instructions()

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from agentgym_bench.seeds import in_split
+
+MAX_MAP_DRAWS = 100_000
+"""Maps :func:`generate_map` draws before it gives up (only reached when a split holds no solvable map of a tiny size,
+e.g. 2x2)."""
+
 ACTIONS = ("Left", "Down", "Right", "Up")
 _DELTAS = ((0, -1), (1, 0), (0, 1), (-1, 0))
 
@@ -57,14 +63,19 @@ def has_path(desc: tuple[str, ...], start: tuple[int, int], goal: tuple[int, int
     return False
 
 
-def generate_map(size: int, p: float, rng: np.random.Generator) -> tuple[tuple[str, ...], tuple[int, int]]:
+def generate_map(size: int, p: float, rng: np.random.Generator,
+                 split: str | None = None) -> tuple[tuple[str, ...], tuple[int, int]]:
     """A random solvable map and its start, RAGEN style: each tile frozen w.p. ``p`` (else a hole), start and goal at
-    two distinct uniformly random cells (overwriting the tile there), resampled until a path joins them.
+    two distinct uniformly random cells (overwriting the tile there), resampled until a path joins them and the map
+    belongs to ``split`` (:func:`map_text`, :func:`agentgym_bench.seeds.content_split`; ``None``: any map).
 
     Returns:
         ``(desc, start)``: the rows (with one ``S`` and one ``G``) and the start position.
+
+    Raises:
+        RuntimeError: no such map in :data:`MAX_MAP_DRAWS` draws.
     """
-    while True:
+    for _ in range(MAX_MAP_DRAWS):
         frozen = rng.random((size, size)) < p
         start_idx, goal_idx = rng.choice(size * size, size=2, replace=False)
         start, goal = divmod(int(start_idx), size), divmod(int(goal_idx), size)
@@ -72,8 +83,16 @@ def generate_map(size: int, p: float, rng: np.random.Generator) -> tuple[tuple[s
         rows[start[0]][start[1]] = "S"
         rows[goal[0]][goal[1]] = "G"
         desc = tuple("".join(row) for row in rows)
-        if has_path(desc, start, goal):
+        if has_path(desc, start, goal) and in_split(map_text(desc), split):
             return desc, start
+    raise RuntimeError(f"no solvable {size}x{size} map of the {split} split with p={p} in {MAX_MAP_DRAWS} draws; "
+                       "the content space of this size is too small to split (use a larger size)")
+
+
+def map_text(desc: tuple[str, ...]) -> str:
+    """The canonical text of a map with its start and goal, whose hash decides its content split:
+    ``"frozenlake SFFF/FHFH/FFFH/HFFG"``."""
+    return "frozenlake " + "/".join(desc)
 
 
 def transition_matrices(desc: tuple[str, ...], is_slippery: bool, success_rate: float) -> np.ndarray:

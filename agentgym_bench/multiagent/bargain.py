@@ -18,6 +18,7 @@ from agentgym_bench.multiagent.seats import (
     observation_space,
     read_move,
 )
+from agentgym_bench.seeds import seed_content_split
 
 AGENTS = ("player_0", "player_1")
 
@@ -47,8 +48,8 @@ class BargainEnv(ParallelEnv):
         ``Dict({"text": Text})``, private to each player. ``player_0`` after ``reset(seed=0)`` reads (lines
         wrapped here)::
 
-            Bargain: you and the other player split a pool of 1 book, 1 hat, 1 ball.
-            Your values: book 1, hat 0, ball 9 (the whole pool is worth 10 to you). The other player's values are
+            Bargain: you and the other player split a pool of 3 books, 2 hats, 2 balls.
+            Your values: book 2, hat 0, ball 2 (the whole pool is worth 10 to you). The other player's values are
             private and may differ.
             Each round you both state at the same time how many of each item you want. If the two demands fit in
             the pool together, you each get what you asked for and the game ends; otherwise the next round starts.
@@ -82,11 +83,20 @@ class BargainEnv(ParallelEnv):
     Scripted opponent:
         :func:`scripted_reply` (:func:`~agentgym_bench.multiagent.bargain_rules.scripted_demand`): asks for all it
         values, then concedes towards half the pool's worth, taking any fitting bundle that meets its aspiration.
-        Two of them reach a deal in at least 98% of seeds 0-299 (tested); against uniformly random demands it
-        wins 0.61 [0.56, 0.65] of 400 matches (``docs/multiagent.md``, with the command).
+        Two of them reach a deal in at least 95% of seeds 0-299 (290 of 300; tested); against uniformly random
+        demands it wins 0.61 [0.56, 0.65] of 400 matches (``docs/multiagent.md``, with the command).
+
+    Splits:
+        A deal (pool and both value vectors, seats unordered; :func:`~agentgym_bench.multiagent.bargain_rules.
+        deal_text`) belongs to one content split by its hash (:func:`agentgym_bench.seeds.content_split`): 10% of
+        deals are test deals, 10% validation deals, 80% training deals, and a seed draws only deals of its own
+        split (held-out test seeds: test deals; validation seeds 0..9,999: validation deals; the rest: training
+        deals). ``reset()`` without a seed keeps the split of the last seeded reset. agentgym-ma-v1's retired test
+        seeds (from 1,000,000,000) draw any deal, as all seeds did before.
 
     Version History:
-        * v0: initial version.
+        * v0: initial version; deals were made content-disjoint by split (before, every seed drew any deal, and
+          the space is small: agentgym-ma-v1's test deals also occurred among training seeds).
     """
 
     metadata = {"name": "bargain_v0", "render_modes": ["ansi"]}
@@ -103,6 +113,7 @@ class BargainEnv(ParallelEnv):
         self.agents: list[str] = []
         self._observation_space, self._action_space = observation_space(max_observation_length), action_space()
         self._seeds = np.random.default_rng()
+        self.content_split: str | None = "train"  # the split of the deals reset draws (seeds.seed_content_split)
         self.counts: rules.Bundle = (0, 0, 0)
         self.values: dict[str, rules.Bundle] = {}
         self.history: list[dict[str, rules.Bundle | None]] = []
@@ -164,8 +175,9 @@ class BargainEnv(ParallelEnv):
         seed)."""
         if seed is not None:
             self._seeds = np.random.default_rng(seed)
+        self.content_split = seed_content_split(seed, self.content_split)
         rng = np.random.default_rng(self._seeds.integers(2**63)) if seed is None else np.random.default_rng(seed)
-        self.counts, values_0, values_1 = rules.sample_deal(rng)
+        self.counts, values_0, values_1 = rules.sample_deal(rng, self.content_split)
         self.values = {AGENTS[0]: values_0, AGENTS[1]: values_1}
         self.history, self.final, self.done = [], None, False
         self.agents = list(AGENTS)

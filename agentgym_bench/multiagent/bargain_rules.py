@@ -20,6 +20,8 @@ import re
 
 import numpy as np
 
+from agentgym_bench.seeds import in_split
+
 ITEMS = ("book", "hat", "ball")
 TOTAL_VALUE = 10
 MAX_COUNT = 4
@@ -47,18 +49,27 @@ def fits(a: Bundle, b: Bundle, counts: Bundle) -> bool:
     return all(x + y <= c for x, y, c in zip(a, b, counts, strict=True))
 
 
-def sample_deal(rng: np.random.Generator) -> tuple[Bundle, Bundle, Bundle]:
+def sample_deal(rng: np.random.Generator, split: str | None = None) -> tuple[Bundle, Bundle, Bundle]:
     """``(counts, values_0, values_1)``: counts uniform in 1..MAX_COUNT per type; each player's values uniform over
-    the integer vectors worth ``TOTAL_VALUE`` in all, redrawn until every type is worth something to someone and the
-    two players' values differ (so there is something to bargain about). Draws only from ``rng``."""
+    the integer vectors worth ``TOTAL_VALUE`` in all, redrawn until every type is worth something to someone, the
+    two players' values differ (so there is something to bargain about) and the deal belongs to ``split``
+    (:func:`deal_text`, :func:`agentgym_bench.seeds.content_split`; ``None``: any deal). Draws only from ``rng``."""
     while True:  # ends: for any counts, most value pairs pass (e.g. counts (1, 1, 1) has 66 vectors)
         counts: Bundle = tuple(int(c) for c in rng.integers(1, MAX_COUNT + 1, size=3))  # type: ignore[assignment]
         options = value_vectors(counts)
         if len(options) < 2:
             continue
         a, b = (options[int(i)] for i in rng.integers(0, len(options), size=2))
-        if a != b and all(x + y > 0 for x, y in zip(a, b, strict=True)):
+        if a != b and all(x + y > 0 for x, y in zip(a, b, strict=True)) and in_split(deal_text(counts, a, b), split):
             return counts, a, b  # type: ignore[return-value]
+
+
+def deal_text(counts: Bundle, values_0: Bundle, values_1: Bundle) -> str:
+    """The canonical text of a deal, whose hash decides its content split; the two value vectors are sorted, so a
+    deal and its seat swap (which an evaluation plays from both seats anyway) share a split:
+    ``"bargain counts=1,1,1 values=1,0,9|5,5,0"``."""
+    values = "|".join(",".join(map(str, v)) for v in sorted((values_0, values_1)))
+    return f"bargain counts={','.join(map(str, counts))} values={values}"
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""The two-player suites (agentgym-ma-v1 and its validation twin) and their evaluation into match records."""
+"""The two-player suites (agentgym-ma-v2 and its validation twin) and their evaluation into match records."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.benchmark.conftest import suite_of
 
 
 def test_the_test_suite_holds_held_out_seeds_disjoint_from_the_single_agent_suite():
-    ma, single = load_suite("agentgym-ma-v1"), load_suite("agentgym-v1")
+    ma, single = load_suite("agentgym-ma-v2"), load_suite("agentgym-v2")
     assert ma.multiagent and not single.multiagent and ma.split == "test"
     single_seeds = {s for e in single.entries for s in e.seeds}
     for e in ma.entries:
@@ -33,7 +33,7 @@ def test_the_test_suite_holds_held_out_seeds_disjoint_from_the_single_agent_suit
 
 
 def test_the_validation_twin_has_the_same_entries_on_validation_seeds():
-    ma, val = load_suite("agentgym-ma-v1"), load_suite("agentgym-ma-v1-validation")
+    ma, val = load_suite("agentgym-ma-v2"), load_suite("agentgym-ma-v2-validation")
     assert val.split == "validation"
     assert [(e.name, e.env_id, e.env_kwargs, e.opponent, e.episodes) for e in ma.entries] == [
         (e.name, e.env_id, e.env_kwargs, e.opponent, e.episodes) for e in val.entries]
@@ -43,7 +43,7 @@ def test_the_validation_twin_has_the_same_entries_on_validation_seeds():
 
 
 def test_seats_alternate_by_seed():
-    entry = load_suite("agentgym-ma-v1").entries[0]
+    entry = load_suite("agentgym-ma-v2").entries[0]
     seats = [entry.learner_seat(s) for s in entry.seeds]
     assert seats[:4] == ["player_0", "player_1", "player_0", "player_1"]
     assert seats.count("player_0") == seats.count("player_1") == 200
@@ -70,7 +70,7 @@ def test_a_suite_cannot_mix_single_agent_and_match_entries():
 
 
 def ma_suite_data(matches: int) -> dict:
-    full = load_suite("agentgym-ma-v1")
+    full = load_suite("agentgym-ma-v2")
     return {"name": "tiny-ma", "version": 2, "split": "test", "seed_start": full.seed_start, "description": "tiny",
             "entries": [{"name": e.name, "env_id": e.env_id, "env_kwargs": e.env_kwargs, "opponent": e.opponent,
                          "episodes": matches} for e in full.entries]}

@@ -3,12 +3,14 @@ import pytest
 from agentgym_bench.benchmark import stats
 from agentgym_bench.benchmark.suites import available_suites, load_suite, oracle_success, parse_suite
 from agentgym_bench.errors import UserError
-from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START
+from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, V1_TEST_SEEDS
 
 
 def test_bundled_suites():
-    assert {"agentgym-v1", "agentgym-v1-validation"} <= set(available_suites())
-    test, val = load_suite("agentgym-v1"), load_suite("agentgym-v1-validation")
+    assert {"agentgym-v2", "agentgym-v2-validation", "agentgym-v1"} <= set(available_suites())
+    assert "agentgym-v1-validation" not in available_suites()  # its validation seeds now draw validation content
+    test, val = load_suite("agentgym-v2"), load_suite("agentgym-v2-validation")
+    assert load_suite() == test and test.version == val.version == 2
     assert test.split == "test" and val.split == "validation"
     assert [e.env_id for e in test.entries] == [e.env_id for e in val.entries]
     for entry in test.entries:
@@ -20,8 +22,11 @@ def test_bundled_suites():
     for entry in val.entries:
         assert entry.seeds.stop <= TRAIN_SEED_START and entry.seeds.stop <= TEST_SEEDS.start
     webshop = test.entry("webshop")
-    assert webshop.env_kwargs == {"split": "test"} and webshop.episodes == 500  # seed s plays test goal s % 500
-    assert val.entry("webshop").env_kwargs == {"split": "validation"}
+    assert webshop.env_kwargs == {} and webshop.episodes == 500  # by seed: test seed s plays test goal s % 500
+    assert val.entry("webshop").env_kwargs == {}
+    v1 = load_suite("agentgym-v1")  # the archived suite: its retired seeds, its entries
+    assert [e.env_id for e in v1.entries] == [e.env_id for e in test.entries]
+    assert all(e.seeds.start in V1_TEST_SEEDS and e.seeds.stop - 1 in V1_TEST_SEEDS for e in v1.entries)
 
 
 def test_prompts_and_errors():
@@ -45,7 +50,7 @@ def test_prompts_and_errors():
 
 @pytest.mark.parametrize("name", ["frozenlake", "frozenlake-noslip", "bandit", "bandit-heldout-arms"])
 def test_oracle_ceilings_are_recomputed(name):
-    for suite in ("agentgym-v1", "agentgym-v1-validation"):
+    for suite in ("agentgym-v2", "agentgym-v2-validation", "agentgym-v1"):
         entry = load_suite(suite).entry(name)
         assert oracle_success(entry) == pytest.approx(entry.oracle_success, abs=5e-7)
 
@@ -53,6 +58,6 @@ def test_oracle_ceilings_are_recomputed(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["sokoban-6x6", "sokoban-8x8-2box", "webshop"])
 def test_oracle_ceilings_are_recomputed_slow(name):
-    for suite in ("agentgym-v1", "agentgym-v1-validation"):
+    for suite in ("agentgym-v2", "agentgym-v2-validation", "agentgym-v1"):
         entry = load_suite(suite).entry(name)
         assert oracle_success(entry) == pytest.approx(entry.oracle_success, abs=5e-7)

@@ -14,7 +14,7 @@ RAGEN_BUDGET = {"max_turns": 9, "max_actions_per_turn": 1, "max_actions_per_epis
 
 @pytest.fixture(scope="module")
 def game():
-    return WebShopGame(split="test")
+    return WebShopGame(split="validation")
 
 
 def agent_env(**kwargs):
@@ -55,28 +55,31 @@ def test_reset_info_and_first_observation(game):
     assert "valid_actions" not in info
     assert info["available_actions"] == ["search[<content>]"] and info["page"] == "search"
     assert "click[buy now]" in info["instructions"] and info["legend"] == "" and info["success"] is False
-    assert info["goal_index"] == 7 and info["split"] == "test" and obs in game.observation_space
+    assert info["goal_index"] == 507 and info["split"] == "validation" and obs in game.observation_space
 
 
 def test_same_seed_same_goal_and_pages():
-    a, b = WebShopGame(split="test"), WebShopGame(split="test")
+    a, b = WebShopGame(split="validation"), WebShopGame(split="validation")
     for seed in (0, 3, 499, 500, 12345):
         obs_a, info_a = a.reset(seed=seed)
         obs_b, info_b = b.reset(seed=seed)
         assert (obs_a, info_a) == (obs_b, info_b)
         for action in ["search[shoes]", "click[next >]", "click[< prev]"]:
             assert a.step(action) == b.step(action)
-    assert a.reset(seed=3)[1]["goal_index"] == a.reset(seed=503)[1]["goal_index"] == 3
+    assert a.reset(seed=3)[1]["goal_index"] == a.reset(seed=1003)[1]["goal_index"] == 503
 
 
 def test_splits_map_seeds_to_disjoint_goals():
+    from agentgym_bench.seeds import TEST_SEED_START
+
     seen = {}
     for split, (start, stop) in {"test": (0, 500), "validation": (500, 1500), "train": (1500, None)}.items():
         g = WebShopGame(split=split)
-        indices = {g.reset(seed=s)[1]["goal_index"] for s in range(0, 3000, 7)}
+        offset = TEST_SEED_START if split == "test" else 0  # only held-out test seeds play test goals
+        indices = {g.reset(seed=offset + s)[1]["goal_index"] for s in range(0, 3000, 7)}
         assert min(indices) >= start and (stop is None or max(indices) < stop)
         seen[split] = indices
-        assert g.reset(options={"goal_index": 2})[1]["goal_index"] == start + 2
+        assert g.reset(seed=offset, options={"goal_index": 2})[1]["goal_index"] == start + 2
     assert not seen["test"] & seen["validation"] and not seen["validation"] & seen["train"]
 
 
@@ -98,8 +101,25 @@ def test_by_seed_the_seed_range_picks_the_split_and_the_suites_episodes_stay_the
         by_seed.reset(options={"goal_index": 2})
 
 
+@pytest.mark.parametrize("split", ["test", "by_seed"])
+def test_test_goals_need_a_held_out_test_seed(split):
+    from agentgym_bench.seeds import TEST_SEED_START, TRAIN_SEED_START, V1_TEST_SEEDS
+
+    g = WebShopGame(split=split)
+    assert g.reset(seed=TEST_SEED_START + 3)[1]["goal_index"] == 3
+    assert g.reset(seed=V1_TEST_SEEDS.start + 3)[1]["goal_index"] == 3  # agentgym-v1's episodes replay
+    if split == "test":
+        for seed in (None, 0, 9_999, TRAIN_SEED_START, 5 * 10**9):
+            with pytest.raises(ValueError, match="test goals are held out.*seed is"):
+                g.reset(seed=seed)
+        with pytest.raises(ValueError, match="test goals are held out"):
+            g.reset(options={"goal_index": 3})
+    else:
+        assert [g.reset(seed=s)[1]["split"] for s in (None, 0, TRAIN_SEED_START)] == ["train", "validation", "train"]
+
+
 def test_seedless_reset_draws_from_np_random():
-    g = WebShopGame(split="test")
+    g = WebShopGame(split="validation")
     g.reset(seed=11)
     first = [g.reset()[1]["goal_index"] for _ in range(5)]
     g.reset(seed=11)
@@ -121,7 +141,7 @@ def test_bad_arguments_name_the_argument(kwargs, match):
 
 def test_bad_goal_index_option(game):
     with pytest.raises(ValueError, match="goal_index"):
-        game.reset(options={"goal_index": 500})
+        game.reset(options={"goal_index": 1000})
 
 
 INVALID = [

@@ -66,7 +66,7 @@ def test_docstring_example_is_the_real_first_observation():
     obs, _ = BargainEnv().reset(seed=0)
     text = obs["player_0"]["text"]
     doc = BargainEnv.__doc__
-    for line in ["split a pool of 1 book, 1 hat, 1 ball.", "Your values: book 1, hat 0, ball 9",
+    for line in ["split a pool of 3 books, 2 hats, 2 balls.", "Your values: book 2, hat 0, ball 2",
                  "Round 1 of 5. Answer with three numbers, books hats balls, e.g. <answer>1 0 1</answer>."]:
         assert line in text and line in doc
 
@@ -139,4 +139,4 @@ def test_two_scripted_bargainers_almost_always_deal():
             _, rewards, _, _, infos = env.step({a: scripted_reply(env, a) for a in env.agents})
         deals += infos["player_0"]["deal"]
         payoffs += list(rewards.values())
-    assert deals >= 0.98 * 300 and np.mean(payoffs) > 0.6
+    assert deals >= 0.95 * 300 and np.mean(payoffs) > 0.6

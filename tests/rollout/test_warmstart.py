@@ -145,8 +145,8 @@ def test_demonstrators_argument():
 
 
 def test_seed_ranges_that_meet_the_held_out_test_seeds_or_each_other_are_refused():
-    with pytest.raises(ValueError, match=r"demonstration seeds of AgentBandit-v0 10000\.\.1000000009 meet the "
-                                         r"benchmark's held-out test seeds 1000000000\.\.1000999999"):
+    with pytest.raises(ValueError, match=r"demonstration seeds of AgentBandit-v0 10000\.\.1000000009 meet "
+                                         r"agentgym-v1's retired test seeds 1000000000\.\.1000999999"):
         WarmStartConfig(envs=("AgentBandit-v0",), episodes=1_000_000_000 - TRAIN_SEED_START + 10)
     with pytest.raises(ValueError, match=r"validation seeds 0\.\.10004 meet the demonstration \(training\) seeds"):
         WarmStartConfig(envs=("AgentBandit-v0",), episodes=100, eval_episodes=TRAIN_SEED_START + 5)

@@ -90,9 +90,11 @@ def test_unknown_keys_and_values_name_the_fix(data, message):
     ({"reward_normalization": {"norm_mean_type": "batch", "norm_std_type": "group"}}, "same scope"),
     ({"train_env_manager": {"tags": ["AgentFrozenLak-v0"]}}, "not a registered env id; did you mean "
                                                              "AgentFrozenLake-v0"),
-    ({"train_seed_start": 999_999_500}, r"training seeds 999999500..1000000299 meet the benchmark.s held-out "
+    ({"train_seed_start": 999_999_500}, r"training seeds 999999500..1000000299 meet agentgym-v1.s retired "
                                         "test seeds 1000000000..1000999999"),
-    ({"val_seed_start": 1_000_000_010}, "validation seeds 1000000010..1000000073 meet the benchmark's held-out"),
+    ({"train_seed_start": 1_999_999_900}, r"training seeds 1999999900..2000000699 meet the benchmark.s held-out "
+                                          "test seeds 2000000000..2000999999"),
+    ({"val_seed_start": 2_000_000_010}, "validation seeds 2000000010..2000000073 meet the benchmark's held-out"),
     ({"top_p": 0}, "top_p"),
 ])
 def test_inconsistent_values_fail_at_start_with_a_fix(data, message):

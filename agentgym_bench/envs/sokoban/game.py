@@ -8,6 +8,7 @@ import gymnasium
 import numpy as np
 
 from agentgym_bench.envs import arguments
+from agentgym_bench.seeds import seed_content_split
 from agentgym_bench.spaces import text_space
 
 from .generator import MIN_MOVES, check_feasible, generate_room
@@ -83,6 +84,15 @@ class SokobanGame(gymnasium.Env):
     ``reset(options={"room": text})`` starts from the given grid (written in this env's vocabulary) instead of a
     generated room.
 
+    ## Splits
+    A room's layout (walls and targets; :func:`~agentgym_bench.envs.sokoban.generator.layout_text`) belongs to one
+    content split by its hash (:func:`agentgym_bench.seeds.content_split`): 10% of layouts are test layouts, 10%
+    validation layouts, 80% training layouts, and a seed draws only layouts of its own split (held-out test seeds:
+    test layouts; validation seeds 0..9,999: validation layouts; the rest: training layouts). So no start position
+    of a test room, in any vocabulary, is ever played by a training or validation seed. ``reset()`` without a seed
+    keeps the split of the last seeded reset (training layouts before any). agentgym-v1's retired test seeds
+    (1,000,000,000..1,000,999,999) draw any layout, as all seeds did before, so that suite's episodes are unchanged.
+
     ## Oracle
     ``oracle_turn(turns_left, actions_left, max_actions_per_turn)`` runs a breadth-first solver (optimal in moves)
     from the true state and returns the next ``min(actions_left, max_actions_per_turn)`` moves of a shortest
@@ -91,7 +101,8 @@ class SokobanGame(gymnasium.Env):
     dead corner) it returns one move that changes the state, if any.
 
     ## Version History
-    - v0: initial version.
+    - v0: initial version; layouts were made content-disjoint by split (before, every seed drew any layout: test
+      rooms of agentgym-v1 also occurred among training seeds). Episodes of agentgym-v1's test seeds are unchanged.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -128,6 +139,7 @@ class SokobanGame(gymnasium.Env):
         self.observation_space = text_space(height * (width + 1))
         self.action_space = text_space(MAX_ACTION_LENGTH)
         self.room: Room | None = None
+        self.content_split: str | None = "train"  # the split of the layouts reset draws (seeds.seed_content_split)
         self._plans: dict[Room, list[str] | None] = {}  # oracle: shortest solutions found this episode
         self._text_of: Room | None = None  # the room whose grid text is in self._text
         self._text = ""
@@ -135,12 +147,14 @@ class SokobanGame(gymnasium.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start a new episode: a fresh generated room, or ``options["room"]`` (grid text in this env's vocabulary)."""
         super().reset(seed=seed)
+        self.content_split = seed_content_split(seed, self.content_split)
         if options and "room" in options:
             room = Room.from_text(options["room"], self.vocab)
             if (room.height, room.width) != self.dim_room:
                 raise ValueError(f"options['room'] is {room.height}x{room.width}, but dim_room={self.dim_room}")
         else:
-            room = generate_room(self.np_random, *self.dim_room, self.num_boxes, self.search_depth)
+            room = generate_room(self.np_random, *self.dim_room, self.num_boxes, self.search_depth,
+                                 self.content_split)
         self.room = room
         self._plans = {}
         info = self._info()

@@ -2,7 +2,9 @@
 
 1. Topology: a random walk stamps small floor masks into a walled grid (gym-sokoban's ``room_topology_generation``,
    ``int(1.7 * (height + width))`` steps, direction change probability 0.35).
-2. Targets: ``num_boxes`` distinct floor cells.
+2. Targets: ``num_boxes`` distinct floor cells. The floor and the targets decide the room's content split
+   (:func:`layout_text`, :func:`agentgym_bench.seeds.content_split`): a layout of another split than the one asked
+   for is redrawn before any search, so every start position of a layout belongs to that layout's split.
 3. Reverse play: a breadth-first search *backwards* from the solved room — boxes on their targets, the player on any
    other floor cell — where the player walks or pulls the box behind it. Every state reached after ``k`` backward
    moves can be solved in exactly ``k`` forward moves and no fewer, so the search yields every start position up to
@@ -28,6 +30,8 @@ are counts, not clocks, so whether a seed generates does not depend on the machi
 from __future__ import annotations
 
 import numpy as np
+
+from agentgym_bench.seeds import in_split
 
 from .rules import Room
 
@@ -86,7 +90,8 @@ _MASKS = (
 _DIRECTIONS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 
 
-def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: int, search_depth: int) -> Room:
+def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: int, search_depth: int,
+                  split: str | None = None) -> Room:
     """Draw a solvable room.
 
     Args:
@@ -95,6 +100,8 @@ def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: 
         width: Columns, border included.
         num_boxes: Boxes (and targets).
         search_depth: Longest optimal solution, in moves, a generated room may have.
+        split: The content split the room's layout must belong to (``"train"``, ``"validation"``, ``"test"``), or
+            ``None`` for any layout. A layout of another split counts as a topology tried.
 
     Returns:
         A room whose optimal solution takes between ``MIN_MOVES`` and ``search_depth`` moves.
@@ -110,6 +117,8 @@ def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: 
             continue
         cells = sorted(floor)
         targets = [int(c) for c in rng.choice(cells, size=num_boxes, replace=False)]
+        if not in_split(layout_text(height, width, floor, targets), split):
+            continue
         layers, seen = _reverse_search(height, width, floor, targets, search_depth)
         explored += seen
         total = sum(depth * len(layers[depth]) for depth in range(MIN_MOVES, len(layers)))
@@ -121,11 +130,19 @@ def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: 
                 boxes, player = divmod(layers[depth][draw // depth], height * width)
                 return Room(height, width, frozenset(floor), frozenset(targets), frozenset(_bits(boxes)), player)
             draw -= depth * len(layers[depth])
+    where = "" if split is None else f" of the {split} split"
     raise GenerationError(
-        f"no solvable {height}x{width} room with {num_boxes} boxes and an optimal solution of {MIN_MOVES}.."
+        f"no solvable {height}x{width} room{where} with {num_boxes} boxes and an optimal solution of {MIN_MOVES}.."
         f"{search_depth} moves in {tries} topologies ({explored:,} search states; the bounds are {MAX_TRIES} "
         f"topologies and {MAX_TOTAL_STATES:,} states); use fewer boxes, a smaller room or a larger search_depth"
     )
+
+
+def layout_text(height: int, width: int, floor: set[int] | frozenset[int], targets: list[int] | frozenset[int]) -> str:
+    """The canonical text of a room's layout (walls and targets), whose hash decides its content split:
+    ``"sokoban 6x6 floor=7,8,... targets=9"`` (flat cell indices, ascending)."""
+    cells = ",".join(map(str, sorted(floor)))
+    return f"sokoban {height}x{width} floor={cells} targets={','.join(map(str, sorted(targets)))}"
 
 
 def random_topology(rng: np.random.Generator, height: int, width: int) -> set[int]:

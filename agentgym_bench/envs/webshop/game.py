@@ -29,7 +29,7 @@ from agentgym_bench.envs.webshop.session import (
     WebShopSession,
     parse_action,
 )
-from agentgym_bench.seeds import seed_split
+from agentgym_bench.seeds import TEST_SEEDS, seed_split
 from agentgym_bench.spaces import sanitize, text_space
 
 MAX_OBSERVATION_LENGTH = 16_384
@@ -186,11 +186,14 @@ class WebShopGame(gym.Env):
     - ``split="by_seed"``: which goals seeds map to. ``"test"`` (500 goals), ``"validation"`` (1,000) or ``"train"``
       (the rest): ``reset(seed=s)`` plays goal ``s % len(split)`` of the split (RAGEN's mapping);
       ``reset(options={"goal_index": i})`` plays goal ``i`` of the split. ``"by_seed"``: the seed's range picks the
-      split (:func:`agentgym_bench.seeds.seed_split`): a held-out test seed (from 1,000,000,000) plays the test
-      goals, a validation seed (0..9,999) the validation goals, a training seed the training goals, each as above
-      (so the test and validation suites' seeds give the same episodes as ``split="test"`` and
-      ``"validation"``); ``goal_index`` needs a named split. No seed draws a goal of the split (``"by_seed"``: of
-      the training goals) from ``np_random``. ``info["split"]`` says which split the episode's goal is from.
+      split (:func:`agentgym_bench.seeds.seed_split`): a held-out test seed (agentgym-v2's from 2,000,000,000,
+      agentgym-v1's retired ones from 1,000,000,000) plays the test goals, a validation seed (0..9,999) the
+      validation goals, a training seed the training goals, each as above (so the test and validation suites'
+      seeds give the same episodes as ``split="test"`` and ``"validation"``); ``goal_index`` needs
+      a named split. No seed draws a goal of the split (``"by_seed"``: of the training goals) from ``np_random``.
+      ``info["split"]`` says which split the episode's goal is from. The test goals are held out: with any split, a
+      reset that would play a test goal without a held-out test seed (a training or validation seed, or none) raises
+      ``ValueError``.
     - ``backend="local"``: ``"local"`` or ``"http"``.
     - ``base_url=None``: the server for ``backend="http"`` (required then, e.g. ``"http://127.0.0.1:36001"``).
     - ``timeout=10.0``, ``retries=2``: seconds allowed for one HTTP request attempt (connect to last byte) and retries
@@ -208,7 +211,8 @@ class WebShopGame(gym.Env):
 
     ## Version History
     - v0: initial version; the default ``split`` became ``"by_seed"`` (it was ``"test"``, under which training
-      seeds played test goals); episodes of test and validation seeds are unchanged.
+      seeds played test goals); episodes of test and validation seeds are unchanged; test goals refuse non-test
+      seeds (``split="test"`` let any seed play them).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
@@ -305,6 +309,10 @@ class WebShopGame(gym.Env):
         split = self.split
         if split == BY_SEED:
             split = "train" if seed is None else seed_split(seed)
+        if split == "test" and (seed is None or seed_split(seed) != "test"):
+            raise ValueError(f"the test goals are held out: only a held-out test seed plays them (reset(seed=s), s "
+                             f"from {TEST_SEEDS.start:,}); this reset's seed is {seed!r}. Train and tune on the "
+                             "default split='by_seed' with training and validation seeds")
         start, stop = self.split_range(split)
         size = stop - start
         if options and "goal_index" in options:
