@@ -1,13 +1,19 @@
-"""Where agentgym-bench keeps what it builds: one home directory, ``$AGENTGYM_BENCH_HOME``.
+"""Where agentgym-bench keeps what it builds: one home directory, ``$AGENTGYM_BENCH_HOME``; and where a repository's
+root is.
 
 ``AGENTGYM_BENCH_HOME`` defaults to ``~/.cache/agentgym-bench``; models live in ``<home>/models/<name>``
 (``default``: the freshly built local model, ``warmstart``: it after supervised warm start). The variable is read at
 call time, so setting it in a running process (or a test) moves everything.
+
+A *repository* is a folder that holds a ``leaderboards/`` folder (a clone of agentgym-bench, or any folder laid out
+like one): :func:`repository_root`. Results files name a model folder inside a repository by its path relative to
+that root, so the name means the same folder in every clone; :func:`is_machine_path` tells the names that do not.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from agentgym_bench.errors import UserError
@@ -30,6 +36,24 @@ def model_dir(name: str = "default") -> Path:
 def expand(path: str | os.PathLike) -> Path:
     """``path`` with ``~`` and ``$VARIABLES`` expanded."""
     return Path(os.path.expandvars(os.path.expanduser(os.fspath(path))))
+
+
+def repository_root(start: str | os.PathLike) -> Path | None:
+    """The nearest of ``start`` and its parents (absolute, symbolic links resolved) that holds a ``leaderboards/``
+    folder; ``None`` if none does."""
+    folder = Path(start).resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / "leaderboards").is_dir():
+            return candidate
+    return None
+
+
+def is_machine_path(name: str) -> bool:
+    """Whether a model name only means something on one machine: an absolute path (``/...``, ``C:\\...``, ``\\...``),
+    or one that holds ``~``, ``$`` or a ``..`` part (it leaves the folder it is relative to)."""
+    parts = name.replace("\\", "/").split("/")
+    return (name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:[\\/]", name) is not None or "~" in name
+            or "$" in name or ".." in parts)
 
 
 def write_atomic(path: Path, data: bytes) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.errors import UserError
-from agentgym_bench.paths import resolve_model
+from agentgym_bench.paths import is_machine_path, model_dir, resolve_model
 
 SPEC_HELP = ("oracle, random, hf:PATH (a model folder, a trainer run folder (its last checkpoint) or a hub id), "
              "openai:MODEL@URL, vllm:PATH")
@@ -48,6 +48,30 @@ def model_sha256(path: str | os.PathLike) -> str | None:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
+
+
+def sampling_of(policy: dict[str, Any]) -> Sampling:
+    """The :class:`Sampling` of a recorded ``metadata.policy``."""
+    s = policy["sampling"]
+    return Sampling(s["temperature"], s["top_p"], s["max_new_tokens"], s["seed"])
+
+
+def locate_model(name: str | None, root: str | os.PathLike | None = None) -> str | None:
+    """The local folder a results file's ``model`` names, or ``None`` if it is not on this machine.
+
+    A relative path resolves under ``root`` (the repository root; default: the current directory); a bare name that
+    is not a folder there is looked up under the home's ``models/`` (``warmstart``); a machine path (absolute, ``~``,
+    ``$``: only in archived results files) as :func:`local_model_path` finds it. A trainer run folder gives its last
+    checkpoint (:func:`model_path`).
+    """
+    if not name:
+        return None
+    if is_machine_path(name):
+        return local_model_path(name)
+    folder = Path(root if root is not None else Path.cwd()) / name
+    if not folder.is_dir() and "/" not in name:
+        folder = model_dir(name)
+    return local_model_path(str(folder)) if folder.is_dir() else None
 
 
 def model_path(target: str) -> str:
