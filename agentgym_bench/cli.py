@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "submit": ("agentgym_bench.commands.submit", "verify a results file and put it on a leaderboard"),
     "board": ("agentgym_bench.commands.board", "re-render a leaderboard from its stored submissions"),
     "reproduce": ("agentgym_bench.commands.reproduce", "re-run a leaderboard submission and compare the numbers"),
+    "publish-model": ("agentgym_bench.commands.publish_model", "put a model's weights (bfloat16) beside a board for "
+                      "its entry"),
     "baselines": ("agentgym_bench.commands.baselines", "the main job: every reference baseline evaluated and put on a "
                   "leaderboard"),
 }

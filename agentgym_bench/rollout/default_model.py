@@ -304,7 +304,9 @@ def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtyp
     """Load ``(model, tokenizer)`` from a Hugging Face folder or hub id, exactly as for any causal LM.
 
     ``path`` goes through :func:`agentgym_bench.paths.resolve_model`: a folder (``~`` expanded), a name under
-    ``$AGENTGYM_BENCH_HOME/models`` (``"default"``, ``"warmstart"``) or a hub id.
+    ``$AGENTGYM_BENCH_HOME/models`` (``"default"``, ``"warmstart"``) or a hub id. ``dtype=None`` on a CPU computes
+    in float32 whatever the checkpoint stores (the boards' published models store bfloat16, which converts exactly);
+    elsewhere it keeps the checkpoint's dtype, as transformers does.
 
     Raises:
         UserError: a built model name or local path that does not exist (the message says what to run), or a folder
@@ -313,6 +315,10 @@ def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtyp
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model(path)
+    if dtype is None and str(device) == "cpu":
+        import torch
+
+        dtype = torch.float32
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
