@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agentgym_bench.benchmark.suites import SuiteEntry
-from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
+from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, seed_split
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,13 @@ def content_reader(entry: SuiteEntry):
     game = gym.make(entry.env_id, **entry.make_kwargs()).unwrapped.game.unwrapped
     if isinstance(game, BanditGame):
         return None
-    if isinstance(game, WebShopGame):
-        return lambda seed: f"webshop goal {game.reset(seed=seed)[1]['goal_index']}"
+    if isinstance(game, WebShopGame):  # training and validation seeds play the default split (agentgym-v1's: "test")
+        by_seed = WebShopGame()
+
+        def goal(seed: int) -> str:
+            player = game if seed_split(seed) == "test" else by_seed
+            return f"webshop goal {player.reset(seed=seed)[1]['goal_index']}"
+        return goal
     return lambda seed: game.reset(seed=seed)[0]
 
 

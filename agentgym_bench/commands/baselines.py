@@ -10,7 +10,7 @@ takes two threads and two of the cores (``warmstart.DEFAULT_THREADS``, at most `
 3. StarPO, StarPO-S and GiGPO from the warm start (``train``), each evaluated;
 4. each results file submitted to the board (verified by replay, and re-generation for the local models), the board
    rendered, and each baseline compared with the committed board's entry of the same name on the same seeds;
-5. the two-player suite (``--ma-suite``, default ``agentgym-ma-v1``): the random and scripted Bargain policies and
+5. the two-player suite (``--ma-suite``, default ``agentgym-ma-v2``): the random and scripted Bargain policies and
    the warm-started model (the starting point of self-play training; the RL baselines are not trained on Bargain
    either, and 1,200 matches of a model take minutes), each evaluated and submitted to a second board
    (``--ma-board``), compared the same way.
@@ -19,8 +19,8 @@ Recipes: ``reference`` (the default) is the reference recipe — a warm start wi
 defaults, then a second and a third stage, each from the one before (``SECOND_STAGE``, ``THIRD_STAGE`` in
 agentgym_bench/commands/baselines.py), and the bundled ``trainers/configs/baseline-*.yaml`` as they are
 (docs/baselines.md) — about three hours on 2 CPU cores, more on slower ones; the committed board in
-``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each entry can also
-be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its numbers mean
+``leaderboards/`` holds (or, for agentgym-v2 while it is re-made, will hold) its runs, so the comparison printed at
+the end is a reproduction check (each entry can also be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its numbers mean
 nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo
 it), and a warm-start or training step stopped part-way resumes from its last checkpoint when the job is run again.
 """

@@ -2,7 +2,7 @@
 
 Examples::
 
-    agentgym-bench board                              leaderboards/agentgym-v1
+    agentgym-bench board                              leaderboards/agentgym-v2
     agentgym-bench board --board runs/board
 """
 

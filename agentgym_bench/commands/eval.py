@@ -5,10 +5,10 @@ Examples::
     agentgym-bench eval --policy oracle
     agentgym-bench eval --policy hf:warmstart --prompt compact --history 0 --out runs/warmstart.json.gz
     agentgym-bench eval --policy openai:my-model@http://127.0.0.1:8000/v1 --max-new-tokens 256
-    agentgym-bench eval --suite agentgym-ma-v1 --policy scripted --out runs/scripted-ma.json.gz
-    agentgym-bench eval --suite agentgym-ma-v1 --policy hf:warmstart --out runs/warmstart-ma.json.gz
+    agentgym-bench eval --suite agentgym-ma-v2 --policy scripted --out runs/scripted-ma.json.gz
+    agentgym-bench eval --suite agentgym-ma-v2 --policy hf:warmstart --out runs/warmstart-ma.json.gz
 
-On the two-player suites (agentgym-ma-v1, agentgym-ma-v1-validation) the policy plays Bargain against the suite's
+On the two-player suites (agentgym-ma-v2, agentgym-ma-v2-validation) the policy plays Bargain against the suite's
 opponents and itself; `random` and `scripted` are Bargain's model-free policies there, there is no `oracle`, and no
 --prompt (the game writes its own text).
 """
