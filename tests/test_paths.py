@@ -53,3 +53,43 @@ def test_hub_ids_pass_through(home, hub_id):
 def test_an_empty_name_is_a_user_error(home):
     with pytest.raises(UserError):
         resolve_model("  ")
+
+
+@pytest.mark.parametrize("name, machine", [
+    ("/tmp/fc3/home/models/warmstart", True), ("~/models/x", True), ("$HOME/x", True), ("../outside", True),
+    ("models/../../x", True), ("C:\\models\\x", True), ("\\\\server\\x", True),
+    ("leaderboards/agentgym-v2/models/sft", False), ("warmstart", False), ("Qwen/Qwen2.5-0.5B-Instruct", False),
+    ("runs/baselines-reference/runs/starpo", False), ("a..b/c", False),
+])
+def test_machine_paths_are_told_from_portable_names(name, machine):
+    from agentgym_bench.paths import is_machine_path
+
+    assert is_machine_path(name) is machine
+
+
+def test_a_repository_root_is_the_nearest_folder_holding_leaderboards(tmp_path):
+    from agentgym_bench.paths import repository_root
+
+    (tmp_path / "repo" / "leaderboards" / "b" / "models" / "m").mkdir(parents=True)
+    assert repository_root(tmp_path / "repo" / "leaderboards" / "b" / "models" / "m") == (tmp_path / "repo").resolve()
+    assert repository_root(tmp_path / "repo" / "leaderboards" / "not-yet") == (tmp_path / "repo").resolve()
+    assert repository_root(tmp_path / "elsewhere") is None
+
+
+def test_a_model_is_recorded_by_its_repository_relative_path_or_its_home_name(home, monkeypatch):
+    from agentgym_bench.rollout.specs import locate_model, model_name
+
+    repo = home / "repo"
+    (repo / "leaderboards" / "b" / "models" / "m").mkdir(parents=True)
+    (home / "bench" / "models" / "warmstart").mkdir(parents=True)
+    (home / "loose").mkdir()
+    monkeypatch.chdir(repo / "leaderboards")
+    assert model_name(str(repo / "leaderboards" / "b" / "models" / "m")) == "leaderboards/b/models/m"
+    assert model_name("b/models/m") == "leaderboards/b/models/m"  # as the command line named it, from here
+    assert model_name(str(home / "bench" / "models" / "warmstart")) == "warmstart"
+    assert model_name("warmstart") == "warmstart" and model_name("Qwen/Qwen2.5-0.5B") == "Qwen/Qwen2.5-0.5B"
+    assert model_name(str(home / "loose")) == str(home / "loose")  # outside any repository: as given
+    assert locate_model("leaderboards/b/models/m", repo) == str(repo / "leaderboards" / "b" / "models" / "m")
+    assert locate_model("leaderboards/b/models/m", home) is None  # only under the root given
+    assert locate_model("warmstart", repo) == str(home / "bench" / "models" / "warmstart")
+    assert locate_model("Qwen/Qwen2.5-0.5B", repo) is None

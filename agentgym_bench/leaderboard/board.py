@@ -18,6 +18,15 @@ seconds), the index is re-read, the name checked, everything rendered into a sta
 the files renamed into place one by one, ``board.json`` last. A rejected submission leaves the folder byte for byte
 as it was. A name is taken if its slug is: submitting it again is refused unless ``replace``.
 
+A board in a repository's ``leaderboards/`` folder (a published board) also refuses a file whose
+``metadata.policy.model`` is a path on the machine that evaluated it (:func:`check_model_name`): absolute, or with
+``~``, ``$`` or ``..``. Its files name a model folder by its path relative to the repository root (what ``eval``
+records for a folder inside a repository), so every clone finds the same weights. Files already on the board are
+exempt (the archived agentgym-v1 board holds build-machine paths): the rule is about what comes in, so a stored
+file re-submitted byte for byte (``--replace``, to refresh its mark) is accepted, and :func:`rebuild` never checks
+it. A board anywhere else (``runs/board``, the main job's work folder) is private to the machine that made it and
+takes such paths.
+
 :func:`rebuild` re-renders a board from its stored submissions (checking each file's SHA-256 against the index);
 the verification marks stay those found when each file was submitted.
 """
@@ -43,7 +52,7 @@ from agentgym_bench.benchmark.results import Results, Summary, summarize
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.verify import EpisodeText, Verified, check_name, replay_entry
-from agentgym_bench.paths import write_atomic
+from agentgym_bench.paths import is_machine_path, write_atomic
 
 BOARD_FORMAT = "agentgym-bench-board"
 INDEX, LOCK = "board.json", ".lock"
@@ -162,21 +171,44 @@ def check_free(index: dict[str, Any] | None, name: str, suite: Suite, replace: b
                         "pass --replace to replace that submission")
 
 
+def published(folder: str | os.PathLike) -> bool:
+    """Whether a board folder is a repository's published board: it sits in a ``leaderboards/`` folder."""
+    return Path(folder).resolve().parent.name == "leaderboards"
+
+
+def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, verified: Verified) -> None:
+    """Refuse, on a published board, a file whose ``metadata.policy.model`` is a machine path
+    (:func:`~agentgym_bench.paths.is_machine_path`), unless the file is already on the board (its SHA-256 is in the
+    index). See the module docstring."""
+    model = verified.results.metadata["policy"]["model"]
+    if not model or not is_machine_path(model) or not published(folder):
+        return
+    if verified.sha256 in {r["sha256"] for r in (index or {}).get("submissions", [])}:
+        return
+    raise UserError(f"metadata.policy.model {model!r} is a path on the machine that evaluated it; board {folder} "
+                    "takes models named by their path relative to the repository root: put the model folder in the "
+                    f"repository (e.g. {Path(folder).as_posix()}/models/<name>/) and evaluate it there")
+
+
 def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace: bool = False,
            summary: Summary | None = None, progress: bool = False) -> dict[str, Any]:
     """Put a verified results file on the board in ``folder`` and re-render it; returns its index record.
     ``summary``: the file's :func:`~agentgym_bench.benchmark.results.summarize`, if already computed.
 
-    Raises :class:`UserError` (the board untouched) for a bad or taken name or a board of another suite.
+    Raises :class:`UserError` (the board untouched) for a bad or taken name, a board of another suite, or a model
+    named by a machine path on a published board (:func:`check_model_name`).
     """
     folder = Path(folder)
     name = check_name(name)
     if not slugify(name):
         raise UserError(f"submission name {name!r} has no letters or digits")
-    check_free(read_index(folder), name, verified.suite, replace)  # before the lock: a refusal creates nothing
+    index = read_index(folder)  # before the lock: a refusal creates nothing
+    check_free(index, name, verified.suite, replace)
+    check_model_name(index, folder, verified)
     with locked(folder):
         index = read_index(folder)
         check_free(index, name, verified.suite, replace)
+        check_model_name(index, folder, verified)
         records = [r for r in (index or {}).get("submissions", []) if r["slug"] != slugify(name)]
         record = record_of(verified, name, datetime.now(timezone.utc).isoformat(timespec="seconds"), summary)
         records.append(record)

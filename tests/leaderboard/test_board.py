@@ -233,8 +233,12 @@ def test_reproduce_agrees_with_recorded_random_and_default_model_runs(tmp_path, 
     for name in ("random", "model"):
         assert main(["reproduce", name, "--board", str(board)]) == 0
         out = capsys.readouterr().out
-        assert "2 of 2 entries agree" in out
-        assert "   12/12    " in out and "    8/8     " in out  # every episode replied identically
+        assert "scores agree: 2 of 2 entries and the suite score" in out and "(100.0%) identical" in out
+        rows = {line.split()[0]: line.split() for line in out.splitlines()
+                if line.startswith(("bandit ", "sokoban-6x6 "))}
+        assert rows["bandit"][-3:] == ["(100.0%)", "12/12", "agrees"]  # every reply, every episode identical
+        assert rows["sokoban-6x6"][-3:] == ["(100.0%)", "8/8", "agrees"]
+        assert "+0.000 [+0.000, +0.000]" in " ".join(rows["bandit"])
     assert main(["reproduce", "nobody", "--board", str(board)]) == 2
 
 

@@ -212,7 +212,7 @@ def test_submit_board_and_reproduce_on_a_two_player_board(tmp_path, ma_suite, ma
     assert json.loads((board / "board.json").read_text())["submissions"][0]["summary"] == record["summary"]
     for name in ("scripted", "random", "default model"):
         assert main(["reproduce", name, "--board", str(board)]) == 0
-    assert "3 of 3 entries agree" in capsys.readouterr().out
+    assert "scores agree: 3 of 3 entries and the suite score" in capsys.readouterr().out
 
 
 COMMITTED = Path(__file__).resolve().parents[2] / "leaderboards" / "agentgym-ma-v1"

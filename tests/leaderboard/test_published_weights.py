@@ -1,0 +1,124 @@
+"""Published weights, end to end: a model folder at ``leaderboards/<board>/models/<slug>/`` of a repository is
+recorded by its path relative to the repository root and its hash, submitted to that board, and reproduced from a
+copy of the repository elsewhere (a fresh clone): from the recorded weights, with ``--model`` pointing at the same
+weights and at other ones. A published board refuses a model named by a machine path, except a file already on it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentgym_bench.benchmark.results import loads
+from agentgym_bench.cli import main
+from agentgym_bench.rollout.specs import model_sha256
+from tests.leaderboard.conftest import tree_digest
+
+MODEL = "leaderboards/tiny/models/default-model"
+
+
+def identical_share(out: str) -> float:
+    """The overall share of identical replies that ``reproduce`` printed, in percent."""
+    return float(re.search(r"replies: \d+/\d+ \(([\d.]+)%\) identical", out).group(1))
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory, suite_file) -> Path:
+    """A repository with the default model published beside its board, evaluated (from another folder), submitted,
+    then copied elsewhere with the original removed: only the copy's weights exist."""
+    tmp = tmp_path_factory.mktemp("published")
+    repo = tmp / "repo"
+    assert main(["init-model", "--path", str(repo / MODEL), "--seed", "0"]) == 0
+    results = repo / "results.json.gz"
+    assert main(["eval", "--policy", f"hf:{repo / MODEL}", "--suite", str(suite_file), "--prompt", "compact",
+                 "--history", "0", "--max-new-tokens", "8", "--seed", "3", "--out", str(results)]) == 0
+    assert main(["submit", str(results), "--name", "default model", "--board", str(repo / "leaderboards" / "tiny"),
+                 "--suite", str(suite_file), "--sample", "4"]) == 0
+    shutil.copytree(repo, tmp / "clone")
+    shutil.rmtree(repo)
+    return tmp / "clone"
+
+
+def test_eval_records_the_repository_relative_path_and_the_weights_hash(clone):
+    policy = loads((clone / "results.json.gz").read_bytes()).metadata["policy"]
+    assert policy["model"] == MODEL
+    assert policy["model_sha256"] == model_sha256(clone / MODEL)
+    record = json.loads((clone / "leaderboards" / "tiny" / "board.json").read_text())["submissions"][0]
+    assert record["model"] == MODEL and record["mark"] == "reproduced", record["regeneration"]
+
+
+def test_reproduce_from_the_clone_with_the_recorded_same_and_other_weights(clone, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # anywhere: the path resolves against the board's repository, not here
+    board = str(clone / "leaderboards" / "tiny")
+    capsys.readouterr()
+    assert main(["reproduce", "default model", "--board", board, "--sample", "3"]) == 0
+    out = capsys.readouterr().out
+    assert f"weights {clone / MODEL}: sha256 {model_sha256(clone / MODEL)}, the recorded one" in out
+    assert "the first 3 seeds of every entry: 6 of 20 episodes" in out
+    assert identical_share(out) == 100.0 and "scores agree: 2 of 2 entries and the suite score" in out
+
+    same = tmp_path / "same"
+    shutil.copytree(clone / MODEL, same)
+    assert main(["reproduce", "default model", "--board", board, "--sample", "3", "--model", str(same)]) == 0
+    out = capsys.readouterr().out
+    assert f"--model {same}: sha256 {model_sha256(same)}, the recorded one" in out
+    assert identical_share(out) == 100.0
+
+    other = tmp_path / "other"
+    assert main(["init-model", "--path", str(other), "--seed", "1"]) == 0
+    capsys.readouterr()
+    code = main(["reproduce", "default model", "--board", board, "--sample", "3", "--model", str(other)])
+    out = capsys.readouterr().out
+    assert code in (0, 1)  # untrained models can score alike; their replies cannot be alike
+    assert f"other weights than the recorded {model_sha256(clone / MODEL)}" in out
+    assert identical_share(out) < 50.0
+
+
+def test_changed_weights_at_the_recorded_path_are_an_error_without_model(clone, tmp_path, capsys):
+    board = tmp_path / "repo" / "leaderboards" / "tiny"
+    shutil.copytree(clone / "leaderboards" / "tiny", board)
+    assert main(["init-model", "--path", str(tmp_path / "repo" / MODEL), "--seed", "2"]) == 0
+    capsys.readouterr()
+    assert main(["reproduce", "default model", "--board", str(board), "--sample", "1"]) == 2
+    assert "are not the ones the submission recorded (model_sha256 " in capsys.readouterr().err
+    shutil.rmtree(tmp_path / "repo" / MODEL)
+    assert main(["reproduce", "default model", "--board", str(board), "--sample", "1"]) == 2
+    assert f"model '{MODEL}' is not on this machine" in capsys.readouterr().err
+
+
+def test_a_published_board_refuses_machine_paths_but_keeps_its_archive(clone, tmp_path, suite_file, hf_bytes,
+                                                                       capsys):
+    """hf_bytes names its model by an absolute path (a folder outside any repository). A private board takes it;
+    moved into a repository's leaderboards/ it is an archived entry: re-submitting those bytes and re-rendering
+    work, a new file naming a machine path is refused and nothing changes."""
+    path = tmp_path / "absolute.json.gz"
+    path.write_bytes(hf_bytes)
+    assert loads(hf_bytes).metadata["policy"]["model"].startswith("/")
+    published = clone / "leaderboards" / "tiny"
+    before = tree_digest(published)
+    assert main(["submit", str(path), "--name", "absolute", "--board", str(published), "--sample", "0"]) == 2
+    assert "metadata.policy.model '/" in capsys.readouterr().err
+    assert main(["submit", str(path), "--name", "absolute", "--board", str(published), "--check"]) == 2
+    assert tree_digest(published) == before
+
+    private = tmp_path / "private"
+    assert main(["submit", str(path), "--name", "absolute", "--board", str(private), "--suite", str(suite_file),
+                 "--sample", "0"]) == 0
+    archive = tmp_path / "repo" / "leaderboards" / "archive"
+    shutil.copytree(private, archive)
+    assert main(["submit", str(path), "--name", "absolute", "--board", str(archive), "--sample", "0",
+                 "--replace"]) == 0
+    assert main(["board", "--board", str(archive)]) == 0
+    relabelled = tmp_path / "other.json.gz"
+    data = loads(hf_bytes)
+    data.metadata["policy"]["model"] = "~/models/mine"
+    from agentgym_bench.benchmark.results import dumps
+
+    relabelled.write_bytes(dumps(data))
+    before = tree_digest(archive)
+    assert main(["submit", str(relabelled), "--name", "other", "--board", str(archive), "--sample", "0"]) == 2
+    assert "metadata.policy.model '~/models/mine' is a path on the machine" in capsys.readouterr().err
+    assert tree_digest(archive) == before
