@@ -78,6 +78,10 @@ class AdaptersOff:
         with self.model.disable_adapter():
             return self.model(*args, **kwargs)
 
+    def get_output_embeddings(self) -> torch.nn.Module:
+        """The model's output head (for :func:`agentgym_bench.rollout.heads.logits_at`)."""
+        return self.model.get_output_embeddings()
+
 
 def layer_scales(model: torch.nn.Module) -> dict[str, tuple[float, bool]]:
     """``{module name in the state dict: (alpha / r, fan_in_fan_out)}`` of every LoRA layer of a ``peft`` model

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from agentgym_bench.rollout.heads import logits_at
 from trainers import fsdp
 from trainers.advantages import (
     clip_advantages,
@@ -54,27 +55,22 @@ def _rows(samples: Samples, rows: torch.Tensor, device: torch.device) -> tuple[t
 
 def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                    temperature: float, with_entropy: bool,
-                   mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(b, L-1) log-probs of tokens 1..L-1 given their prefix, and the entropies of those predictions.
+                   mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(b, L-1) log-probs of tokens 1..L-1 given their prefix, and the entropies of those predictions, at the
+    positions of the (b, L-1) bool ``mask``; 0 elsewhere.
 
-    Logits are divided by the rollout temperature, as verl does, so the trained policy is the sampled one. With a
-    (b, L-1) ``mask`` only those positions are computed (softmax over the vocabulary is the costly part with a large
-    one); the others are 0.
+    Only the masked positions reach the output head and the softmax over the vocabulary
+    (:func:`~agentgym_bench.rollout.heads.logits_at`, as the warm start's loss): with a large vocabulary and short
+    replies they are most of the cost. Logits are divided by the rollout temperature, as verl does, so the trained
+    policy is the sampled one.
     """
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
-    targets = input_ids[:, 1:]
-    if mask is not None:
-        logits, targets = logits[mask], targets[mask]
-    logits = logits.float()
+    logits = logits_at(model, input_ids, attention_mask, mask).float()  # (M, V)
     if temperature != 1:
         logits = logits / temperature
-    logprob = logprobs_from_logits(logits, targets)
-    entropy = entropy_from_logits(logits) if with_entropy else None
-    if mask is None:
-        return logprob, entropy
+    logprob = logprobs_from_logits(logits, input_ids[:, 1:][mask])  # (M,)
     full = torch.zeros(mask.shape, dtype=logprob.dtype, device=logprob.device)
-    return (full.masked_scatter(mask, logprob),
-            None if entropy is None else torch.zeros_like(full).masked_scatter(mask, entropy))
+    entropy = torch.zeros_like(full).masked_scatter(mask, entropy_from_logits(logits)) if with_entropy else None
+    return full.masked_scatter(mask, logprob), entropy
 
 
 def token_values(critic: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:

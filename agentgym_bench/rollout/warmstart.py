@@ -236,18 +236,19 @@ def match_demonstrations(env_id: str, matches: int, config: WarmStartConfig) -> 
 def reply_loss(model: Any, batch: dict[str, Any]) -> Any:
     """Mean next-token cross-entropy over the tokens of ``batch["loss_mask"]`` (the replies).
 
-    The output head (``model.get_output_embeddings()``) runs only on the positions that predict a reply token, not
-    on the prompts: with a vocabulary of thousands of words and replies of a few tokens that is most of the head's
-    cost saved. The same value as ``model(...).logits`` followed by a masked mean.
+    The output head runs only on the positions that predict a reply token, not on the prompts
+    (:func:`~agentgym_bench.rollout.heads.logits_at`): with a vocabulary of thousands of words and replies of a few
+    tokens that is most of the head's cost saved. The same value as ``model(...).logits`` followed by a masked mean.
 
     Args:
         batch: ``input_ids``, ``attention_mask``, ``loss_mask``, each ``(B, T)``.
     """
     import torch
 
-    hidden = model.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    from agentgym_bench.rollout.heads import logits_at
+
     predicts = batch["loss_mask"][:, 1:].bool()  # (B, T-1): position t predicts token t+1
-    logits = model.get_output_embeddings()(hidden[:, :-1][predicts])  # (M, V)
+    logits = logits_at(model, batch["input_ids"], batch["attention_mask"], predicts)  # (M, V)
     return torch.nn.functional.cross_entropy(logits.float(), batch["input_ids"][:, 1:][predicts])
 
 
