@@ -4,7 +4,8 @@ The sampling loop is written here rather than calling ``model.generate``: it dra
 ``torch.Generator`` (``generate`` uses the global RNG), reports the log-probability of every sampled token, and
 stays small. It works for any causal LM whose forward takes ``input_ids``, ``attention_mask``, ``position_ids``
 and a KV cache (``cache`` in recent transformers, ``past_key_values`` before: :func:`cache_argument`) — GPT-2 (the
-default model), Qwen2, Llama, ...
+default model), Qwen2, Llama, ... Where the forward takes ``logits_to_keep`` (:func:`logits_argument`) the output
+head runs on the last position only, the prompt's included.
 """
 
 from __future__ import annotations
@@ -25,6 +26,15 @@ def cache_argument(model: Any) -> str:
     keyword arguments on to its base model, which decides."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+
+
+def logits_argument(model: Any) -> str | None:
+    """The name ``model``'s forward takes the number of last positions to compute logits for under:
+    ``"logits_to_keep"`` (recent transformers, GPT-2 and Llama among them), ``"num_logits_to_keep"`` (the older
+    name, on the models that had it), or ``None`` (logits on every position)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    parameters = inspect.signature(base.forward).parameters
+    return next((name for name in ("logits_to_keep", "num_logits_to_keep") if name in parameters), None)
 
 
 def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:
@@ -94,6 +104,7 @@ class HFPolicy:
         self.stop_ids = stop_token_ids(model, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
+        self.logits_argument = logits_argument(model)  # None: the head runs on every position of the prompt
         self.device = next(model.parameters()).device
         self.seed = seed
         self.generator = torch.Generator(device=self.device)
@@ -192,13 +203,15 @@ class HFPolicy:
         """Sample ``(B, N)`` token ids and their log-probs, ``N <= max_new_tokens``; rows past their stop hold pad.
         ``generators``: one per row (keyed sampling), else the shared :attr:`generator`.
 
-        Finished rows leave the batch (and the KV cache, ``Cache.batch_select_indices``) so they cost nothing.
+        Finished rows leave the batch (and the KV cache, ``Cache.batch_select_indices``) so they cost nothing. The
+        output head runs on each row's last position only (:func:`logits_argument`), the prompt's included.
         """
         batch = input_ids.shape[0]
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         cache_name = cache_argument(self.model)
+        last = {self.logits_argument: 1} if self.logits_argument else {}
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                         use_cache=True)
+                         use_cache=True, **last)
         cache, logits = getattr(out, cache_name), out.logits[:, -1, :]
         next_position = position_ids[:, -1:] + 1
         stop_ids = torch.tensor(self.stop_ids, device=self.device)
@@ -221,7 +234,7 @@ class HFPolicy:
                 cache.batch_select_indices(keep)
             attention_mask = torch.cat([attention_mask, torch.ones_like(attention_mask[:, :1])], dim=1)
             out = self.model(input_ids=token[:, None], attention_mask=attention_mask, position_ids=next_position,
-                             use_cache=True, **{cache_name: cache})
+                             use_cache=True, **{cache_name: cache}, **last)
             cache, logits = getattr(out, cache_name), out.logits[:, -1, :]
             next_position = next_position + 1
         return tokens[:, :steps], logprobs[:, :steps]

@@ -135,3 +135,34 @@ def test_generation_uses_the_cache_argument_without_a_deprecation_warning(model_
         warnings.simplefilter("error", FutureWarning)
         generations = HFPolicy(model, tokenizer, temperature=0, max_new_tokens=4).generate(conversations(3))
     assert all(len(g.token_ids) >= 1 for g in generations)
+
+
+@pytest.mark.parametrize("architecture", ["gpt2", "llama"])
+def test_logits_on_the_last_position_only_give_the_same_keyed_replies(model_and_tokenizer, architecture):
+    """The output head runs on the last position only, the prompt's included (``logits_to_keep``); keyed sampling
+    gives the same replies as with every position's logits. The default model, and its Llama form."""
+    from agentgym_bench.rollout.default_model import ModelSize, build_model
+
+    model, tokenizer = model_and_tokenizer
+    if architecture == "llama":
+        model = build_model(len(tokenizer), pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id,
+                            size=ModelSize(architecture="llama")).eval()
+    convs, keys = conversations(24), [(k, 7) for k in range(24)]
+
+    def generate(every_position):
+        policy = HFPolicy(model, tokenizer, max_new_tokens=12, seed=4)
+        if every_position:
+            policy.logits_argument = None  # as before: the head on every position of the prompt
+        widths = []  # positions the head ran on, per forward pass
+        head = model.get_output_embeddings()
+        hook = head.register_forward_hook(lambda _module, args, _out: widths.append(args[0].shape[1]))
+        try:
+            return policy.generate(convs, keys=keys), widths
+        finally:
+            hook.remove()
+
+    (replies, widths), (want, want_widths) = generate(False), generate(True)
+    assert widths == [1] * 12 and want_widths[0] > 1 and want_widths[1:] == [1] * 11  # prefill, then 11 steps
+    assert [g.token_ids for g in replies] == [g.token_ids for g in want]
+    for g, w in zip(replies, want, strict=True):
+        assert g.logprobs == pytest.approx(w.logprobs, abs=1e-5)
