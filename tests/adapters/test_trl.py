@@ -117,6 +117,12 @@ def test_prompts_that_name_no_episode_are_clear_errors(trainer):
     assert parse_episode_prompt([{"role": "user", "content": episode_prompt(ENV, 4)}]) == (ENV, 4)
 
 
+def test_training_seeds_cannot_play_webshop_test_goals(trainer):
+    rollout = EpisodeRollout(env_kwargs={"split": "test"}, max_new_tokens=8)
+    with pytest.raises(ValueError, match="test goals are held out"):
+        rollout([episode_prompt("AgentWebShop-v0", 10_000)], trainer)
+
+
 def test_completion_view_without_logprobs_fills_zeros(trainer):
     rollout = EpisodeRollout(env_kwargs=KWARGS, max_new_tokens=8)
     rollout([episode_prompt(ENV, 10_002)], trainer)

@@ -111,6 +111,13 @@ def test_demonstrations_use_training_seeds_and_epsilon(tmp_path, small_model):
     assert sum(t.success for t in clean) > sum(t.success for t in noisy)
 
 
+def test_demonstrations_never_play_webshop_test_goals(tmp_path, small_model):
+    webshop = WarmStartConfig(model=str(small_model), output=str(tmp_path / "w"), envs=("AgentWebShop-v0",),
+                              episodes=2, env_kwargs={"split": "test"})
+    with pytest.raises(ValueError, match="test goals are held out"):
+        collect_demonstrations(webshop)
+
+
 def test_episodes_per_env(tmp_path, small_model):
     episodes = {TOY_ID: 7, "AgentBandit-v0": 3}
     cfg = config(tmp_path, small_model, "x", envs=(TOY_ID, "AgentBandit-v0"), episodes=episodes)
