@@ -71,6 +71,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trained-by", metavar="FOLDER", default=None,
                         help="record how the model was trained: a trainer run folder (its config, cost and curves: "
                         "config.yaml, summary.json, metrics.jsonl) or a warm-start folder (warmstart.json)")
+    parser.add_argument("--selection", metavar="TEXT", default=None,
+                        help="with --trained-by: which checkpoint this is and how it was chosen, decided on "
+                        "validation before reading the test suite (e.g. 'the final checkpoint of the recipe')")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("need --max-new-tokens >= 1, --temperature >= 0 and 0 < --top-p <= 1")
     suite = load_suite(args.suite)
     trainer, training = training_record(args.trained_by) if args.trained_by else (None, None)
+    if args.selection is not None:
+        if trainer is None:
+            raise UserError("--selection describes how the trained model was chosen: give --trained-by too")
+        trainer["selection"] = args.selection
     sampling = Sampling(args.temperature, args.top_p, args.max_new_tokens, args.seed)
     policy, record = suite_policy(args.policy, suite, sampling, device=args.device, timeout=args.timeout,
                                   max_concurrency=args.max_concurrency)

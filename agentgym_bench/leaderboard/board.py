@@ -112,9 +112,11 @@ def record_of(verified: Verified, name: str, submitted: str, summary: Summary | 
 
 def training_json(metadata: dict[str, Any]) -> dict[str, Any]:
     """What the board shows of how a model was trained, as its results file reports it: the trainer's config
-    (``trainer_config``, ``None`` if not reported) and training curves (``curves``: metric -> [[step, value]])."""
+    (``trainer_config``, ``None`` if not reported), training curves (``curves``: metric -> [[step, value]]) and how
+    the evaluated checkpoint was chosen (``selection``, ``None`` if not reported)."""
     trainer = metadata["trainer"] or {}
-    return {"trainer_config": trainer.get("config"), "curves": trainer.get("curves", {})}
+    return {"trainer_config": trainer.get("config"), "curves": trainer.get("curves", {}),
+            "selection": trainer.get("selection")}
 
 
 def summary_json(s: Summary) -> dict[str, Any]:

@@ -3,7 +3,7 @@ import json
 from agentgym_bench.benchmark.suites import Suite, load_suite, parse_suite
 
 
-def suite_of(names: list[str] | None, episodes: int, suite: str = "agentgym-v1") -> Suite:
+def suite_of(names: list[str] | None, episodes: int, suite: str = "agentgym-v2") -> Suite:
     """The bundled suite cut to the named entries (all if None) and the first ``episodes`` seeds of each."""
     full = load_suite(suite)
     data = {"name": full.name, "version": full.version, "split": full.split, "seed_start": full.seed_start,

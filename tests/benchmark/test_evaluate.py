@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from agentgym_bench.benchmark.evaluate import entry_prompts, evaluate, play_suite
@@ -71,3 +73,26 @@ def test_a_prompt_the_model_cannot_read_is_an_invalid_turn_not_a_crash(tmp_path)
     with pytest.raises(ValueError, match="exceeds"):
         strict = HFPolicy(policy.model, policy.tokenizer, max_new_tokens=8)
         play_suite(strict, suite_of(["webshop"], 1))
+
+
+def test_eval_records_how_the_checkpoint_was_chosen(tmp_path, capsys):
+    from agentgym_bench.benchmark.results import loads
+    from agentgym_bench.cli import main
+
+    suite_file = tmp_path / "tiny.json"
+    tiny = suite_of(["bandit"], 4)
+    suite_file.write_text(json.dumps({"name": tiny.name, "version": tiny.version, "split": tiny.split,
+                                      "seed_start": tiny.seed_start, "entries": [
+                                          {"name": "bandit", "env_id": "AgentBandit-v0", "prompts": ["ragen"],
+                                           "episodes": 4, "oracle_success": 1.0}]}))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("preset: starpo\nmax_steps: 3\nrollout_batch_size: 8\n")
+    out = tmp_path / "r.json.gz"
+    rule = "the final checkpoint of the reference recipe, fixed before the test read"
+    args = ["eval", "--suite", str(suite_file), "--policy", "random", "--out", str(out)]
+    assert main([*args, "--trained-by", str(run), "--selection", rule]) == 0
+    assert loads(out.read_bytes()).metadata["trainer"]["selection"] == rule
+    capsys.readouterr()
+    assert main([*args, "--selection", rule]) == 2
+    assert "give --trained-by too" in capsys.readouterr().err

@@ -58,7 +58,8 @@ def random_bytes(suite) -> bytes:
 TRAINER = {"algorithm": "gigpo", "config": {"preset": "gigpo", "learning_rate": 1e-4, "max_steps": 3},
            "curves": {"reward/success": [[1, 0.25], [2, 0.5], [3, 0.5]], "val/success": [[0, 0.25], [3, 0.75]],
                       "val/AgentBandit-v0/success": [[0, 0.5], [3, 1.0]],
-                      "loss/entropy": [[1, 2.0], [2, 1.5], [3, 1.0]]}}
+                      "loss/entropy": [[1, 2.0], [2, 1.5], [3, 1.0]]},
+           "selection": "the final checkpoint, fixed before the test read"}
 """A trainer record as ``agentgym-bench eval --trained-by`` writes it (benchmark.provenance.training_record)."""
 
 

@@ -213,6 +213,7 @@ def test_the_board_keeps_how_a_model_was_trained_and_a_rebuild_fills_it_in(board
     records = {r["name"]: r for r in json.loads((board / "board.json").read_text())["submissions"]}
     assert records["trained"]["trainer"] == "gigpo" and records["trained"]["curves"] == TRAINER["curves"]
     assert records["trained"]["trainer_config"] == TRAINER["config"]
+    assert records["trained"]["selection"] == TRAINER["selection"] and records["oracle"]["selection"] is None
     assert records["oracle"]["curves"] == {} and records["oracle"]["trainer_config"] is None
     index = json.loads((board / "board.json").read_text())
     for r in index["submissions"]:  # a board written before these fields existed
