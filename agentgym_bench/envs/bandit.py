@@ -67,6 +67,11 @@ class BanditGame(gym.Env):
     ## Oracle
     :meth:`oracle_turn` pulls the high-risk arm: it maximises success and, with the defaults, expected reward.
 
+    ## Splits
+    No generated content: every episode of an id is the same two arms, and a seed draws only the arm order and the
+    payout, so there is nothing to hold out by content (:mod:`agentgym_bench.seeds`); the held-out test of
+    generalisation is the other arm names (``AgentBanditTest-v0``), which no training config of ours uses.
+
     ## Version History
     - v0: initial version (paper payoffs: low 0.15, high 1.0 w.p. 0.25).
     """
