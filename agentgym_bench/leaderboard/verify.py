@@ -20,7 +20,7 @@ that names what is wrong:
    (keyed sampling). Once an episode has replayed (its replay checks come first), each of its replies must be
    string-identical to the re-generated one (these policies record no tokens); the first that is not rejects the
    file, naming the entry, seed and turn. It costs what evaluating the policy costs (the full agentgym-v1 oracle
-   file: about 7 s on one core, against 1 s for replay alone);
+   file: 7.5-10 s on one core, against about 1 s for replay alone);
 7. **re-generation of a sample** (:func:`regenerate`), for ``hf`` policies where it can run here: the model folder
    is found (:func:`~agentgym_bench.rollout.specs.locate_model`: a relative path under the repository root
    ``root``) with the recorded weights hash, and sampling was keyed. A seeded sample of episodes (default
@@ -142,14 +142,14 @@ def model_free_policy(results: Results, suite: Suite) -> ModelFree | None:
     two-player suite, ``scripted`` on a single-agent one)."""
     from agentgym_bench.benchmark.matches import suite_policy
     from agentgym_bench.errors import UserError
-    from agentgym_bench.rollout.specs import Sampling
+    from agentgym_bench.rollout.specs import sampling_of
 
     record = results.metadata["policy"]
     kind, s = record["kind"], record["sampling"]
     if kind not in MODEL_FREE:
         return None
     try:
-        policy, _ = suite_policy(kind, suite, Sampling(s["temperature"], s["top_p"], s["max_new_tokens"], s["seed"]))
+        policy, _ = suite_policy(kind, suite, sampling_of(record))
     except UserError as e:
         raise ResultsError(f"metadata.policy.kind {kind!r} cannot be re-generated on suite {suite.name}: "
                            f"{e}") from None
