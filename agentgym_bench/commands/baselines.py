@@ -21,8 +21,8 @@ agentgym_bench/commands/baselines.py), and the bundled ``trainers/configs/baseli
 (docs/baselines.md) — about three hours on 2 CPU cores, more on slower ones; the committed board in
 ``leaderboards/`` holds (or, for agentgym-v2 while it is re-made, will hold) its runs, so the comparison printed at
 the end is a reproduction check (each entry can also be re-evaluated with ``agentgym-bench reproduce``). ``smoke``
-checks the pipeline in minutes (its numbers mean nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo
-it), and a warm-start or training step stopped part-way resumes from its last checkpoint when the job is run again.
+checks the pipeline in minutes (its numbers mean nothing). Logs of every step are in ``<work>/logs/``; a step whose
+output exists is not run again (delete it to redo it), and a warm-start or training step stopped part-way resumes from its last checkpoint when the job is run again.
 """
 
 from __future__ import annotations

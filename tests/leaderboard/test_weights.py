@@ -23,7 +23,8 @@ def test_published_weights_are_the_source_rounded_to_bfloat16_and_load_in_float3
     assert {p.dtype for p in published.parameters()} == {torch.float32}
     for (name, a), (_, b) in zip(original.state_dict().items(), published.state_dict().items(), strict=True):
         assert torch.equal(a.to(torch.bfloat16).float(), b), name
-    assert any(not torch.equal(a, b) for a, b in zip(original.parameters(), published.parameters(), strict=True))  # it rounds
+    rounded = [not torch.equal(a, b) for a, b in zip(original.parameters(), published.parameters(), strict=True)]
+    assert any(rounded)  # bfloat16 changes some weights
     assert tokenizer("Up").input_ids == load_model(source)[1]("Up").input_ids
 
 
