@@ -18,11 +18,12 @@ takes two threads and two of the cores (``warmstart.DEFAULT_THREADS``, at most `
 Recipes: ``reference`` (the default) is the reference recipe — a warm start with ``agentgym-bench warmstart``'s
 defaults, then a second and a third stage, each from the one before (``SECOND_STAGE``, ``THIRD_STAGE`` in
 agentgym_bench/commands/baselines.py), and the bundled ``trainers/configs/baseline-*.yaml`` as they are
-(docs/baselines.md) — about three hours on 2 CPU cores, more on slower ones; the committed board in
-``leaderboards/`` holds (or, for agentgym-v2 while it is re-made, will hold) its runs, so the comparison printed at
-the end is a reproduction check (each entry can also be re-evaluated with ``agentgym-bench reproduce``). ``smoke``
-checks the pipeline in minutes (its numbers mean nothing). Logs of every step are in ``<work>/logs/``; a step whose
-output exists is not run again (delete it to redo it), and a warm-start or training step stopped part-way resumes from its last checkpoint when the job is run again.
+(docs/baselines.md) — about three hours on 2 CPU cores, more on slower ones; the committed board in ``leaderboards/``
+holds (or, for agentgym-v2 while it is re-made, will hold) its runs, so the comparison printed at the end is a
+reproduction check (each entry can also be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the
+pipeline in minutes (its numbers mean nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists
+is not run again (delete it to redo it), and a warm-start or training step stopped part-way resumes from its last
+checkpoint when the job is run again.
 """
 
 from __future__ import annotations
