@@ -183,6 +183,11 @@ def schema() -> dict[str, Any]:
     return json.loads(resources.files("agentgym_bench.benchmark").joinpath("results.schema.json").read_text())
 
 
+ONE_LINE = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]*$"
+"""The schema's pattern of one-line text fields (the model, the trainer's algorithm, versions, dates, hardware): no
+line breaks or control characters, so no field can add a line to a board's table."""
+
+
 def validate(data: Any) -> None:
     """Raise :class:`ResultsError` naming the first offending field (as a JSON path) if ``data`` breaks the schema."""
     import jsonschema
@@ -191,7 +196,10 @@ def validate(data: Any) -> None:
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path) or "(top level)"
-        raise ResultsError(f"results file: field {where.lstrip('.')}: {error.message[:300]}")
+        message = error.message[:300]
+        if error.validator == "pattern" and error.validator_value == ONE_LINE:
+            message = f"{error.instance[:100]!r} holds a line break or a control character (one line of text only)"
+        raise ResultsError(f"results file: field {where.lstrip('.')}: {message}")
 
 
 def _no_constants(name: str) -> Any:

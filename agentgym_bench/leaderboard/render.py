@@ -26,7 +26,10 @@ submission (about 0.1-0.5 MB of script per submission, see ``docs/leaderboard.md
 
 from __future__ import annotations
 
+import html as html_text
 import json
+import re
+import unicodedata
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -143,6 +146,22 @@ def score_legend(suite: Suite) -> str:
                                      "graded reward that success counts only at 1" if graded else "") + ".")
 
 
+MARKDOWN_ESCAPED = re.compile(r"([\\`*_~\[\]!|:@#.])")
+"""ASCII punctuation that can start inline Markdown in a table cell: code, emphasis, links and images, autolinks
+(``http:``, ``www.``, ``a@b``), GitHub's references (``@user``, ``#12``), a cell boundary (``|``), and the backslash
+itself."""
+
+
+def markdown_cell(value: Any) -> str:
+    """``value`` as the text of one Markdown table cell that cannot add rows, cells or markup: every run of white
+    space (newlines included) is one space, other control and format characters (bidirectional overrides, zero
+    widths) are U+FFFD, ``& < >`` are HTML entities and :data:`MARKDOWN_ESCAPED` characters are backslash-escaped.
+    The cell renders as the original text, shown literally."""
+    text = " ".join(str(value).split())
+    text = "".join("\ufffd" if unicodedata.category(c) in ("Cc", "Cf") else c for c in text)
+    return MARKDOWN_ESCAPED.sub(r"\\\1", html_text.escape(text, quote=False))
+
+
 def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
     """The board as a Markdown table, best score first."""
     columns = entry_columns(suite)
@@ -159,7 +178,8 @@ def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
              "|---:|---|---|---|---|" + "---|" * len(columns) + "---:|---:|---:|"]
     for rank, r in zip(ranks(records), records, strict=True):
         s = r["summary"]
-        cells = [str(rank), r["name"], r["kind"] + (f" ({r['trainer']})" if r["trainer"] else ""), r["mark"],
+        kind = r["kind"] + (f" ({r['trainer']})" if r["trainer"] else "")
+        cells = [str(rank), markdown_cell(r["name"]), markdown_cell(kind), markdown_cell(r["mark"]),
                  _interval(*s["score"])]
         cells += [cell(s["entries"][name]) for name, _, cell in columns]
         c = r["compute"]
@@ -231,7 +251,7 @@ def html(suite: Suite, records: list[dict[str, Any]], comparisons: dict[str, dic
             "submissions": [{**r, "rank": k} for k, r in zip(ranks(records), records, strict=True)],
             "comparisons": comparisons}
     template = resources.files("agentgym_bench.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
-    title = f"{suite.name} v{suite.version} leaderboard"
+    title = html_text.escape(f"{suite.name} v{suite.version} leaderboard")
     return template.replace("{{TITLE}}", title).replace("{{DATA}}", _script_json(data))
 
 
