@@ -19,7 +19,27 @@ from agentgym_bench.errors import UserError
 
 
 def training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(trainer, training_compute)`` of a trainer run folder or a warm-start model folder."""
+    """``(trainer, training_compute)`` of a trainer run folder or a warm-start model folder; paths of this machine
+    in the config are reduced to their last part (:func:`local_paths_hidden`)."""
+    trainer, compute = _training_record(folder)
+    trainer["config"] = local_paths_hidden(trainer["config"])
+    return trainer, compute
+
+
+def local_paths_hidden(value: Any) -> Any:
+    """``value`` with every string that is an absolute or home-relative path (``/...``, ``~...``) replaced by
+    ``<local>/<its last part>``, recursively: a results file names no folder of the machine that made it (a model in
+    the repository is recorded by its relative path elsewhere, :func:`~agentgym_bench.rollout.specs.model_name`)."""
+    if isinstance(value, dict):
+        return {k: local_paths_hidden(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [local_paths_hidden(v) for v in value]
+    if isinstance(value, str) and value.startswith(("/", "~")):
+        return f"<local>/{Path(value).name}"
+    return value
+
+
+def _training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     path = Path(folder)
     if (path / "config.yaml").is_file():
         config = yaml.safe_load((path / "config.yaml").read_text()) or {}

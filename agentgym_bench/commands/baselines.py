@@ -5,8 +5,10 @@ number of CPU cores), each process on one torch thread except the warm start, wh
 takes two threads and two of the cores (``warmstart.DEFAULT_THREADS``, at most ``--jobs``):
 
 1. the oracle and a random agent on the suite (the ceiling and the floor);
-2. the small local default model (``init-model``), warm-started on oracle demonstrations (``warmstart``, in the
-   recipe's stages), evaluated;
+2. the warm start, evaluated: the **published checkpoint** (the committed board's "default model + SFT" weights,
+   ``leaderboards/<suite>/models/default-model-sft``, hash-checked against that entry: our "pretrained model", as
+   Qwen2.5-0.5B-Instruct is RAGEN's), or with ``--from-scratch`` (or where no checkpoint is published yet) the small
+   local default model (``init-model``) warm-started on oracle demonstrations in the recipe's stages (hours);
 3. StarPO, StarPO-S and GiGPO from the warm start (``train``), each evaluated;
 4. each results file submitted to the board (verified by replay, and re-generation for the local models), the board
    rendered, and each baseline compared with the committed board's entry of the same name on the same seeds;
@@ -39,7 +41,6 @@ from typing import Any
 
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE
 from agentgym_bench.errors import UserError
-from agentgym_bench.paths import model_dir
 from agentgym_bench.rollout.warmstart import DEFAULT_THREADS
 
 
@@ -52,14 +53,11 @@ class Recipe:
             starts from the default model, each later one from the model of the stage before.
         train: algorithm name on the board -> (bundled config, ``key=value`` overrides).
         model_eval: ``agentgym-bench eval`` arguments for the default model and its trained versions.
-        warmstart_in_home: put the warm-started model at ``$AGENTGYM_BENCH_HOME/models/warmstart``, where the
-            bundled configs' ``pretrain: warmstart`` finds it (else ``<work>/warmstart``).
     """
 
     warmstart: tuple[tuple[str, ...], ...]
     train: dict[str, tuple[str, tuple[str, ...]]]
     model_eval: tuple[str, ...] = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16")
-    warmstart_in_home: bool = False
     ma_model_eval: tuple[str, ...] = ("--max-new-tokens", "16")
     """``agentgym-bench eval`` arguments of the models on the two-player suite (full history: Bargain states the
     player's values in the first observation only)."""
@@ -93,7 +91,7 @@ rate. On the validation suite it scored +0.040 over the second stage (8x8/2 0.00
 RECIPES: dict[str, Recipe] = {
     "reference": Recipe(warmstart=((), SECOND_STAGE, THIRD_STAGE),
                         train={name: (config, ()) for name, config in TRAINED.items()},
-                        warmstart_in_home=True, ma_models=("warmstart",)),
+                        ma_models=("warmstart",)),
     "smoke": Recipe(warmstart=(("--episodes", "40", "--epochs", "1", "--eval-episodes", "8"),
                                ("--episodes", "20", "--epochs", "1", "--eval-episodes", "8")),
                     train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=8",
@@ -130,18 +128,73 @@ def cli(*args: str) -> list[str]:
 
 
 def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | None = None,
-         ma_suite: str | None = None, max_parallel: int = 2) -> list[Job]:
+         ma_suite: str | None = None, max_parallel: int = 2, checkpoint: Path | None = None) -> list[Job]:
     """The jobs of the main job, in a valid order; with ``ma_suite``, also the two-player suite's onto ``ma_board``.
-    The warm start takes ``min(DEFAULT_THREADS, max_parallel)`` threads (a warm start on one thread, ``--jobs 1``,
-    is another model: :data:`agentgym_bench.rollout.warmstart.DEFAULT_THREADS`)."""
-    threads = min(DEFAULT_THREADS, max_parallel)
+
+    With ``checkpoint`` (the published warm start, :func:`published_checkpoint`) the trainers start from it; without,
+    from scratch: ``init-model`` and the recipe's warm-start stages make ``<work>/warmstart`` first. Either way the
+    warm start is evaluated as "default model + SFT". The warm start takes ``min(DEFAULT_THREADS, max_parallel)``
+    threads (a warm start on one thread, ``--jobs 1``, is another model:
+    :data:`agentgym_bench.rollout.warmstart.DEFAULT_THREADS`)."""
     results = work / "results"
-    warm = model_dir("warmstart") if recipe.warmstart_in_home else work / "warmstart"
-    default = work / "default-model"
     jobs = [Job(f"eval {name}", cli("eval", "--policy", name, "--suite", suite,
                                     "--out", str(results / f"{name}.json.gz")), results / f"{name}.json.gz")
             for name in ("oracle", "random")]
-    jobs.append(Job("init-model", cli("init-model", "--path", str(default)), default / "config.json"))
+    if checkpoint is None:
+        warm_jobs, warm = warm_start_jobs(recipe, work, min(DEFAULT_THREADS, max_parallel))
+        jobs += warm_jobs
+        made_by = ["warmstart"]
+    else:
+        warm, made_by = checkpoint, []
+    trained_by = ("--trained-by", str(warm)) if (warm / "warmstart.json").is_file() or checkpoint is None else ()
+    jobs += [
+        Job("eval warmstart", cli("eval", "--policy", f"hf:{warm}", "--suite", suite, *recipe.model_eval,
+                                  *trained_by, "--out", str(results / "warmstart.json.gz")),
+            results / "warmstart.json.gz", after=made_by),
+    ]
+    for name, (config, overrides) in recipe.train.items():
+        run = work / "runs" / name
+        jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
+                                             "resume_from_checkpoint=auto", *overrides),
+                        run / "summary.json", after=made_by))
+        jobs.append(Job(f"eval {name}", cli("eval", "--policy", f"hf:{run}", "--suite", suite,
+                                            *recipe.model_eval, "--trained-by", str(run),
+                                            "--out", str(results / f"{name}.json.gz")),
+                        results / f"{name}.json.gz", after=[f"train {name}"]))
+    previous: list[str] = []  # one submit at a time: each re-renders the board
+    for stem in ("oracle", "random", "warmstart", *recipe.train):
+        jobs.append(Job(f"submit {stem}", cli("submit", str(results / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
+                                              "--board", str(board), "--suite", suite, "--replace"),
+                        None, after=[f"eval {stem}", *previous]))
+        previous = [f"submit {stem}"]
+    if ma_suite is None:
+        return jobs
+    assert ma_board is not None
+    ma = work / "results-ma"
+    models = {"warmstart": (warm, made_by),
+              **{name: (work / "runs" / name, [f"train {name}"]) for name in recipe.train}}
+    models = {k: v for k, v in models.items() if recipe.ma_models is None or k in recipe.ma_models}
+    jobs += [Job(f"eval-ma {name}", cli("eval", "--policy", name, "--suite", ma_suite,
+                                        "--out", str(ma / f"{name}.json.gz")), ma / f"{name}.json.gz")
+             for name in ("random", "scripted")]
+    jobs += [Job(f"eval-ma {name}", cli("eval", "--policy", f"hf:{model}", "--suite", ma_suite, *recipe.ma_model_eval,
+                                        *(trained_by if name == "warmstart" else ("--trained-by", str(model))),
+                                        "--out", str(ma / f"{name}.json.gz")),
+                 ma / f"{name}.json.gz", after=after) for name, (model, after) in models.items()]
+    previous = []
+    for stem in ("random", "scripted", *models):
+        jobs.append(Job(f"submit-ma {stem}", cli("submit", str(ma / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
+                                                 "--board", str(ma_board), "--suite", ma_suite, "--replace"),
+                        None, after=[f"eval-ma {stem}", *previous]))
+        previous = [f"submit-ma {stem}"]
+    return jobs
+
+
+def warm_start_jobs(recipe: Recipe, work: Path, threads: int) -> tuple[list[Job], Path]:
+    """``init-model`` and the recipe's warm-start stages, each from the model of the one before; the last one's
+    folder, ``<work>/warmstart`` (the main job's models stay in its work folder, apart from a user's own)."""
+    default, warm = work / "default-model", work / "warmstart"
+    jobs = [Job("init-model", cli("init-model", "--path", str(default)), default / "config.json")]
     start, made_by = default, "init-model"
     for stage, arguments in enumerate(recipe.warmstart, 1):
         last = stage == len(recipe.warmstart)
@@ -151,46 +204,34 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
                                   str(threads), *arguments), output / "warmstart.json", after=[made_by],
                         threads=threads))
         start, made_by = output, name
-    jobs += [
-        Job("eval warmstart", cli("eval", "--policy", f"hf:{warm}", "--suite", suite, *recipe.model_eval,
-                                  "--trained-by", str(warm), "--out", str(results / "warmstart.json.gz")),
-            results / "warmstart.json.gz", after=["warmstart"]),
-    ]
-    for name, (config, overrides) in recipe.train.items():
-        run = work / "runs" / name
-        jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
-                                             "resume_from_checkpoint=auto", *overrides),
-                        run / "summary.json", after=["warmstart"]))
-        jobs.append(Job(f"eval {name}", cli("eval", "--policy", f"hf:{run}", "--suite", suite,
-                                            *recipe.model_eval, "--trained-by", str(run),
-                                            "--out", str(results / f"{name}.json.gz")),
-                        results / f"{name}.json.gz", after=[f"train {name}"]))
-    previous: list[str] = []  # one submit at a time: each re-renders the board
-    for stem in ("oracle", "random", "warmstart", *recipe.train):
-        jobs.append(Job(f"submit {stem}", cli("submit", str(results / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
-                                              "--board", str(board), "--replace"),
-                        None, after=[f"eval {stem}", *previous]))
-        previous = [f"submit {stem}"]
-    if ma_suite is None:
-        return jobs
-    assert ma_board is not None
-    ma = work / "results-ma"
-    models = {"warmstart": (warm, "warmstart"),
-              **{name: (work / "runs" / name, f"train {name}") for name in recipe.train}}
-    models = {k: v for k, v in models.items() if recipe.ma_models is None or k in recipe.ma_models}
-    jobs += [Job(f"eval-ma {name}", cli("eval", "--policy", name, "--suite", ma_suite,
-                                        "--out", str(ma / f"{name}.json.gz")), ma / f"{name}.json.gz")
-             for name in ("random", "scripted")]
-    jobs += [Job(f"eval-ma {name}", cli("eval", "--policy", f"hf:{model}", "--suite", ma_suite, *recipe.ma_model_eval,
-                                        "--trained-by", str(model), "--out", str(ma / f"{name}.json.gz")),
-                 ma / f"{name}.json.gz", after=[made_by]) for name, (model, made_by) in models.items()]
-    previous = []
-    for stem in ("random", "scripted", *models):
-        jobs.append(Job(f"submit-ma {stem}", cli("submit", str(ma / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
-                                                 "--board", str(ma_board), "--replace"),
-                        None, after=[f"eval-ma {stem}", *previous]))
-        previous = [f"submit-ma {stem}"]
-    return jobs
+    return jobs, warm
+
+
+def published_checkpoint(committed_root: Path, suite: str) -> Path | None:
+    """The published warm start the main job trains from: the committed board's "default model + SFT" weights,
+    ``<committed_root>/<suite>/models/default-model-sft``, checked against the SHA-256 its results file records;
+    ``None`` if the board has no such entry with its weights (then the main job makes its own, from scratch).
+
+    Raises:
+        UserError: weights that are not the ones the board scored (the message says how to start from scratch).
+    """
+    from agentgym_bench.leaderboard.board import read_index
+    from agentgym_bench.leaderboard.weights import published_path
+    from agentgym_bench.rollout.specs import model_sha256
+
+    name = BOARD_NAMES["warmstart"]
+    board = committed_root / suite
+    folder = published_path(board, name)
+    instead = "or run the whole recipe with --from-scratch"
+    index = read_index(board) if board.is_dir() else None
+    record = next((r for r in (index or {}).get("submissions", []) if r["name"] == name), None)
+    if record is None or not folder.is_dir():
+        return None
+    found = model_sha256(folder)
+    if found != record["model_sha256"]:
+        raise UserError(f"the weights in {folder} (sha256 {found}) are not the ones {board} scored as {name!r} "
+                        f"(sha256 {record['model_sha256']}); restore them (git checkout), {instead}")
+    return folder
 
 
 def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float = 30.0) -> None:
@@ -275,8 +316,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="cores to use: steps run at once, one core each (the warm start two) "
                         "(default: the CPU count, %(default)s)")
-    parser.add_argument("--committed", default="leaderboards", help="folder of the committed boards to compare "
-                        "with (default: %(default)s)")
+    parser.add_argument("--committed", default="leaderboards", help="folder of the committed boards: the published "
+                        "checkpoint and the entries to compare with (default: %(default)s)")
+    parser.add_argument("--from-scratch", action="store_true",
+                        help="make the warm start too (init-model and the recipe's warm-start stages, hours on a CPU) "
+                        "instead of starting from the published checkpoint")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -287,9 +331,18 @@ def run(args: argparse.Namespace) -> int:
     board = Path(args.board) if args.board else work / "leaderboard"
     ma_suite = None if args.ma_suite == "none" else args.ma_suite
     ma_board = Path(args.ma_board) if args.ma_board else work / "leaderboard-ma"
-    jobs = plan(recipe, work, board, args.suite, ma_board, ma_suite, max_parallel=args.jobs)
+    from agentgym_bench.benchmark.suites import load_suite
+
+    suite_name = load_suite(args.suite).name
+    checkpoint = None if args.from_scratch else published_checkpoint(Path(args.committed), suite_name)
+    if checkpoint is None and not args.from_scratch:
+        print(f"[baselines] {Path(args.committed) / suite_name} has no published checkpoint (an entry "
+              f"{BOARD_NAMES['warmstart']!r} with its weights in models/): making the warm start too, as with "
+              "--from-scratch", flush=True)
+    jobs = plan(recipe, work, board, args.suite, ma_board, ma_suite, max_parallel=args.jobs, checkpoint=checkpoint)
     started = time.monotonic()
-    print(f"[baselines] recipe {args.recipe}: {len(jobs)} steps, {args.jobs} at a time, work folder {work}",
+    start = "from scratch" if checkpoint is None else f"from the published checkpoint {checkpoint} (sha256 checked)"
+    print(f"[baselines] recipe {args.recipe}, {start}: {len(jobs)} steps, {args.jobs} at a time, work folder {work}",
           flush=True)
     run_jobs(jobs, work, args.jobs)
     print(f"[baselines] all steps done in {(time.monotonic() - started) / 60:.1f} min", flush=True)

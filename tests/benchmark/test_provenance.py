@@ -62,3 +62,14 @@ def test_results_with_curves_round_trip_and_bad_curves_are_refused(tmp_path):
 def test_a_folder_that_is_no_run_is_named(tmp_path):
     with pytest.raises(UserError, match="neither a trainer run folder"):
         provenance.training_record(tmp_path)
+
+
+def test_a_record_names_no_folder_of_the_machine_that_trained(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(f"preset: starpo\nmax_steps: 2\npretrain: {tmp_path}/models/warm\n"
+                                     "output_dir: ~/runs/starpo\ntrain_env_manager: {tags: [AgentBandit-v0]}\n")
+    trainer, _ = provenance.training_record(run)
+    assert trainer["config"]["pretrain"] == "<local>/warm" and trainer["config"]["output_dir"] == "<local>/starpo"
+    assert trainer["config"]["train_env_manager"] == {"tags": ["AgentBandit-v0"]}
+    assert str(tmp_path) not in json.dumps(trainer)

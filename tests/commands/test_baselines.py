@@ -1,9 +1,10 @@
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from agentgym_bench.commands.baselines import RECIPES, Job, plan, run_jobs
+from agentgym_bench.commands.baselines import RECIPES, Job, plan, published_checkpoint, run_jobs
 from agentgym_bench.errors import UserError
 
 
@@ -12,7 +13,7 @@ def py(code: str) -> list[str]:
 
 
 def test_plan_orders_every_step_after_what_it_needs(tmp_path):
-    jobs = plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v1")
+    jobs = plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v2")
     names = [j.name for j in jobs]
     assert names[:2] == ["eval oracle", "eval random"]
     stages = [next(j for j in jobs if j.name == n) for n in ("warmstart stage 1", "warmstart stage 2", "warmstart")]
@@ -55,7 +56,7 @@ def test_a_two_thread_step_runs_alone_on_two_cores_and_gets_two_threads(tmp_path
     assert log.read_text().splitlines() == ["a 1 start", "a 1 end", "wide 2 start", "wide 2 end", "b 1 start",
                                             "b 1 end"]
     for max_parallel, threads in ((2, "2"), (1, "1"), (8, "2")):  # the warm start: two threads, at most --jobs
-        warm = next(j for j in plan(RECIPES["reference"], tmp_path, tmp_path / "b", "agentgym-v1",
+        warm = next(j for j in plan(RECIPES["reference"], tmp_path, tmp_path / "b", "agentgym-v2",
                                     max_parallel=max_parallel) if j.name == "warmstart")
         assert warm.argv[warm.argv.index("--threads") + 1] == threads and warm.threads == int(threads)
 
@@ -76,7 +77,8 @@ def test_smoke_recipe_end_to_end(tmp_path):
     from agentgym_bench.cli import main
     from agentgym_bench.leaderboard.board import read_index
 
-    assert main(["baselines", "--recipe", "smoke", "--work", str(tmp_path / "work"), "--jobs", "2"]) == 0
+    assert main(["baselines", "--recipe", "smoke", "--work", str(tmp_path / "work"), "--jobs", "2",
+                 "--from-scratch"]) == 0
     index = read_index(tmp_path / "work" / "leaderboard")
     names = {r["name"]: r for r in index["submissions"]}
     assert len(names) == 6 and names["oracle"]["summary"]["score"][0] > names["random"]["summary"]["score"][0]
@@ -94,18 +96,40 @@ def test_smoke_recipe_end_to_end(tmp_path):
     assert two_player["default model + SFT"]["mark"] == "reproduced"
 
 
+@pytest.mark.slow
+def test_smoke_recipe_from_the_published_checkpoint_end_to_end(tmp_path, capsys):
+    """The main job as a user runs it from a clone: trainers from the published checkpoint, every result submitted
+    and compared with the committed board."""
+    from agentgym_bench.cli import main
+    from agentgym_bench.leaderboard.board import read_index
+
+    suite_file, checkpoint = committed_board_with_a_checkpoint(tmp_path)
+    capsys.readouterr()
+    assert main(["baselines", "--recipe", "smoke", "--suite", str(suite_file), "--ma-suite", "none", "--work",
+                 str(tmp_path / "work"), "--jobs", "2", "--committed", str(tmp_path / "leaderboards")]) == 0
+    out = capsys.readouterr().out
+    assert f"from the published checkpoint {checkpoint} (sha256 checked)" in out
+    assert not (tmp_path / "work" / "warmstart").exists() and not (tmp_path / "work" / "default-model").exists()
+    names = {r["name"]: r for r in read_index(tmp_path / "work" / "leaderboard")["submissions"]}
+    assert len(names) == 6 and names["default model + SFT"]["model_sha256"] == read_index(
+        checkpoint.parents[1])["submissions"][0]["model_sha256"]
+    for algo in ("StarPO", "StarPO-S", "GiGPO"):
+        assert names[f"default model + SFT + {algo}"]["trainer_config"]["pretrain"] == "<local>/default-model-sft"
+    assert "default model + SFT: " in out and "agrees" in out  # the same weights, the same seeds: the same episodes
+
+
 def test_plan_also_plays_the_two_player_suite_onto_its_own_board(tmp_path):
     from dataclasses import replace
 
     every_model = replace(RECIPES["reference"], ma_models=None)
-    jobs = plan(every_model, tmp_path / "work", tmp_path / "board", "agentgym-v1", tmp_path / "ma-board",
-                "agentgym-ma-v1")
+    jobs = plan(every_model, tmp_path / "work", tmp_path / "board", "agentgym-v2", tmp_path / "ma-board",
+                "agentgym-ma-v2")
     names = [j.name for j in jobs]
     ma = [j for j in jobs if j.name.startswith("eval-ma")]
     assert [j.name for j in ma] == ["eval-ma random", "eval-ma scripted", "eval-ma warmstart", "eval-ma starpo",
                                     "eval-ma starpo-s", "eval-ma gigpo"]
     for job in ma:
-        assert job.argv[job.argv.index("--suite") + 1] == "agentgym-ma-v1" and "--prompt" not in job.argv
+        assert job.argv[job.argv.index("--suite") + 1] == "agentgym-ma-v2" and "--prompt" not in job.argv
     assert next(j for j in ma if j.name == "eval-ma gigpo").after == ["train gigpo"]
     submits = [j for j in jobs if j.name.startswith("submit-ma")]
     assert len(submits) == 6 and all(j.argv[j.argv.index("--board") + 1] == str(tmp_path / "ma-board")
@@ -113,11 +137,73 @@ def test_plan_also_plays_the_two_player_suite_onto_its_own_board(tmp_path):
     for job in jobs:
         assert all(names.index(a) < names.index(job.name) for a in job.after)
     assert not any(j.name.startswith("eval-ma") for j in plan(RECIPES["smoke"], tmp_path, tmp_path / "b",
-                                                               "agentgym-v1"))
+                                                               "agentgym-v2"))
     for recipe in ("smoke", "reference"):  # the RL baselines are not trained on Bargain: the warm start plays
-        planned = plan(RECIPES[recipe], tmp_path, tmp_path / "b", "agentgym-v1", tmp_path / "m", "agentgym-ma-v1")
+        planned = plan(RECIPES[recipe], tmp_path, tmp_path / "b", "agentgym-v2", tmp_path / "m", "agentgym-ma-v2")
         assert [j.name for j in planned if j.name.startswith("eval-ma")] == ["eval-ma random", "eval-ma scripted",
                                                                              "eval-ma warmstart"]
+
+
+def test_from_the_published_checkpoint_the_trainers_start_from_it_and_nothing_warm_starts(tmp_path):
+    checkpoint = tmp_path / "leaderboards" / "agentgym-v2" / "models" / "default-model-sft"
+    jobs = plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v2", tmp_path / "ma",
+                "agentgym-ma-v2", checkpoint=checkpoint)
+    names = [j.name for j in jobs]
+    assert not [n for n in names if n.startswith(("init-model", "warmstart"))]
+    for job in jobs:
+        assert all(a in names for a in job.after)  # nothing waits for a step that is not there
+    for algo in ("starpo", "starpo-s", "gigpo"):
+        train = next(j for j in jobs if j.name == f"train {algo}")
+        assert f"pretrain={checkpoint}" in train.argv and train.after == []
+    for name in ("eval warmstart", "eval-ma warmstart"):
+        assert f"hf:{checkpoint}" in next(j for j in jobs if j.name == name).argv
+    scratch = [j.name for j in plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v2")]
+    warm = next(j for j in plan(RECIPES["reference"], tmp_path / "work", tmp_path / "b", "agentgym-v2")
+                if j.name == "warmstart")
+    assert "init-model" in scratch and warm.argv[warm.argv.index("--output") + 1] == str(tmp_path / "work" /
+                                                                                       "warmstart")
+
+
+def committed_board_with_a_checkpoint(root: Path) -> tuple[Path, Path]:
+    """``(suite file, checkpoint)``: a tiny suite named agentgym-v2 and, in ``root/leaderboards/agentgym-v2``, a
+    board whose "default model + SFT" entry was scored from the published (untrained) default model."""
+    from agentgym_bench.cli import main
+    from agentgym_bench.leaderboard.weights import publish_model
+    from agentgym_bench.rollout.default_model import build_default_model
+    from agentgym_bench.seeds import TEST_SEEDS
+
+    suite_file = root / "tiny.json"
+    suite_file.write_text(json.dumps({"name": "agentgym-v2", "version": 2, "split": "test",
+                                      "seed_start": TEST_SEEDS.start, "entries": [
+                                          {"name": n, "env_id": e, "prompts": ["ragen", "compact"], "episodes": 4,
+                                           "oracle_success": 1.0}
+                                          for n, e in (("bandit", "AgentBandit-v0"),
+                                                       ("frozenlake-noslip", "AgentFrozenLakeNoSlip-v0"))]}))
+    board = root / "leaderboards" / "agentgym-v2"
+    folder = publish_model(build_default_model(root / "m"), board, "default model + SFT")
+    out = root / "sft.json.gz"
+    assert main(["eval", "--policy", f"hf:{folder}", "--suite", str(suite_file), "--max-new-tokens", "4",
+                 "--out", str(out)]) == 0
+    assert main(["submit", str(out), "--name", "default model + SFT", "--board", str(board), "--suite",
+                 str(suite_file)]) == 0
+    return suite_file, folder
+
+
+def test_the_published_checkpoint_must_be_the_weights_the_board_scored(tmp_path, capsys):
+    from agentgym_bench.cli import main
+    from agentgym_bench.leaderboard.weights import publish_model
+    from agentgym_bench.rollout.default_model import build_default_model
+
+    assert published_checkpoint(tmp_path / "leaderboards", "agentgym-v2") is None  # none: from scratch
+    _, folder = committed_board_with_a_checkpoint(tmp_path)
+    board = folder.parents[1]
+    assert published_checkpoint(tmp_path / "leaderboards", "agentgym-v2") == folder
+    publish_model(build_default_model(tmp_path / "other", seed=5), board, "default model + SFT", replace=True)
+    with pytest.raises(UserError, match="are not the ones .* scored"):
+        published_checkpoint(tmp_path / "leaderboards", "agentgym-v2")
+    capsys.readouterr()
+    assert main(["baselines", "--committed", str(tmp_path / "leaderboards"), "--work", str(tmp_path / "w")]) == 2
+    assert "restore them" in capsys.readouterr().err and not (tmp_path / "w").exists()
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
