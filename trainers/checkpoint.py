@@ -53,9 +53,15 @@ def find_checkpoint(output_dir: Path, resume_from_checkpoint: str | None) -> Pat
     or a path.
 
     Raises:
-        ConfigError: an explicit path that is not a complete checkpoint.
+        ConfigError: an explicit path that is not a complete checkpoint, or a fresh start into an ``output_dir`` that
+            holds a run's checkpoints (it would overwrite them: resume, or choose another folder).
     """
     if resume_from_checkpoint is None:
+        found = checkpoints(output_dir)
+        if found:
+            raise ConfigError(f"output_dir {output_dir} already holds a run (latest: {found[-1].name}); continue it "
+                              "with resume_from_checkpoint=auto, or start over in another output_dir (or delete "
+                              "this one)")
         return None
     if resume_from_checkpoint == "auto":
         found = checkpoints(output_dir)
@@ -96,7 +102,7 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
         torch.save({
             "step": state["step"], "elapsed": state["elapsed"], "numpy_rng": state["numpy_rng"],
             "first_eval": list(state.get("first_eval", [])), "kl_coef": state.get("kl_coef"),
-            "world_size": dist.world_size, "strategy": config.strategy if dist.enabled else "single",
+            "world_size": dist.world_size, "strategy": config.strategy if dist.grouped else "single",
             "optimizers": optimizer_states,
             "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
         }, tmp / "trainer_state.pt")
@@ -136,7 +142,7 @@ def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: di
         raise ConfigError(f"{path} was written by {state['world_size']} process(es); resume it with the same "
                           f"number, not {dist.world_size}")
     written = state.get("strategy", "ddp" if dist.enabled else "single")
-    if written != (strategy if dist.enabled else "single"):
+    if written != (strategy if dist.grouped else "single"):
         raise ConfigError(f"{path} was written with strategy={written}; resume it with the same strategy, "
                           f"not {strategy}")
     for name, optimizer in optimizers.items():

@@ -16,7 +16,7 @@ from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy
 from tests.killing import kill_once_written
 from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict
-from trainers.config import config_from_dict
+from trainers.config import ConfigError, config_from_dict
 from trainers.metrics import read_metrics, success_gain
 from trainers.samples import adjust_batch, step_samples, success_rewards, trajectory_samples
 from trainers.train import main
@@ -96,6 +96,10 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_p
     episodes = summary(killed)["val_episodes"]  # per episode, so two runs can be paired
     assert episodes == summary(straight)["val_episodes"] and len(episodes["before"]) == len(episodes["after"]) == 8
     assert success_gain(episodes["before"], episodes["after"]) == summary(killed)["val"]
+    # a fresh start into the finished run's folder would overwrite it: refused, naming the way to continue
+    with pytest.raises(ConfigError, match=r"already holds a run \(latest: checkpoint-6\).*resume_from_checkpoint="):
+        main(config)
+    assert summary(killed)["val"] == summary(straight)["val"]
 
 
 # ------------------------------------------------------------------------------------------------ rows
