@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -41,7 +42,7 @@ from typing import Any
 
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.warmstart import DEFAULT_THREADS
+from agentgym_bench.rollout.warmstart import CHECKPOINT_SUFFIX, DEFAULT_THREADS
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,14 @@ class Job:
     status: str = "waiting"
     threads: int = 1
     """Torch threads of the step: the cores it takes of ``max_parallel`` (``OMP_NUM_THREADS``)."""
+    resumes_from: Path | None = None
+    """Where a stopped run of the step leaves its checkpoint (a warm start's checkpoint file, a trainer's run
+    folder): if it exists when the step starts, the step continues from it, and the console says so."""
+
+    def resuming(self) -> bool:
+        """Whether the step will continue from a checkpoint of an earlier, stopped run."""
+        marker = self.resumes_from
+        return marker is not None and (marker.is_file() or any(marker.glob("checkpoint-*/trainer_state.pt")))
 
 
 def cli(*args: str) -> list[str]:
@@ -156,7 +165,7 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
         run = work / "runs" / name
         jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
                                              "resume_from_checkpoint=auto", *overrides),
-                        run / "summary.json", after=made_by))
+                        run / "summary.json", after=made_by, resumes_from=run))
         jobs.append(Job(f"eval {name}", cli("eval", "--policy", f"hf:{run}", "--suite", suite,
                                             *recipe.model_eval, "--trained-by", str(run),
                                             "--out", str(results / f"{name}.json.gz")),
@@ -202,7 +211,7 @@ def warm_start_jobs(recipe: Recipe, work: Path, threads: int) -> tuple[list[Job]
         name = "warmstart" if last else f"warmstart stage {stage}"
         jobs.append(Job(name, cli("warmstart", "--model", str(start), "--output", str(output), "--threads",
                                   str(threads), *arguments), output / "warmstart.json", after=[made_by],
-                        threads=threads))
+                        threads=threads, resumes_from=output.with_name(output.name + CHECKPOINT_SUFFIX)))
         start, made_by = output, name
     return jobs, warm
 
@@ -269,13 +278,18 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
                 if busy + job.threads > max_parallel and busy > 0:
                     break
                 threads = str(job.threads)
-                job.log = open(logs / f"{_slug(job.name)}.log", "w")  # noqa: SIM115 - closed when the job ends
+                resuming = job.resuming()
+                job.log = open(logs / f"{_slug(job.name)}.log", "a")  # noqa: SIM115 - closed when the job ends
+                job.log.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')}: {job.name} "
+                              f"{'resumed from its checkpoint' if resuming else 'started'}\n")
+                job.log.flush()
                 job.process = subprocess.Popen(job.argv, stdout=job.log, stderr=subprocess.STDOUT,
                                                stdin=subprocess.DEVNULL,
                                                env={**env, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
                 job.started, job.status = time.monotonic(), "running"
                 busy += job.threads
-                print(f"[baselines] {job.name}: started (log: {logs / _slug(job.name)}.log)", flush=True)
+                how = "resumed from its last checkpoint" if resuming else "started"
+                print(f"[baselines] {job.name}: {how} (log: {logs / _slug(job.name)}.log)", flush=True)
         if time.monotonic() - last_status >= status_every:
             last_status = time.monotonic()
             parts = [f"{j.name} {(time.monotonic() - j.started) / 60:.1f} min: {_last_line(logs, j)}"
@@ -284,6 +298,10 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
             print(f"[baselines] {(time.monotonic() - start) / 60:.1f} min, {done}/{len(jobs)} steps done; running: "
                   + "; ".join(parts), flush=True)
         time.sleep(1.0)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _slug(name: str) -> str:
@@ -344,7 +362,16 @@ def run(args: argparse.Namespace) -> int:
     start = "from scratch" if checkpoint is None else f"from the published checkpoint {checkpoint} (sha256 checked)"
     print(f"[baselines] recipe {args.recipe}, {start}: {len(jobs)} steps, {args.jobs} at a time, work folder {work}",
           flush=True)
-    run_jobs(jobs, work, args.jobs)
+    signal.signal(signal.SIGTERM, _interrupt)  # a terminated job stops its steps as Ctrl-C does
+    try:
+        run_jobs(jobs, work, args.jobs)
+    except KeyboardInterrupt:
+        for job in jobs:
+            if job.status == "running" and job.process is not None:
+                job.process.terminate()
+        print("[baselines] stopped. Run the same command again to resume: finished steps are kept, and a stopped "
+              "warm-start or training step continues from its last checkpoint.", flush=True)
+        raise
     print(f"[baselines] all steps done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
     print(report(board, Path(args.committed)))
     if ma_suite is not None:

@@ -45,6 +45,18 @@ def test_run_jobs_respects_dependencies_and_skips_finished_steps(tmp_path):
     assert (tmp_path / "logs" / "a.log").exists()
 
 
+def test_a_step_with_a_checkpoint_says_it_resumes_and_logs_are_appended(tmp_path, capsys):
+    marker = tmp_path / "run"
+    (marker / "checkpoint-3").mkdir(parents=True)
+    (marker / "checkpoint-3" / "trainer_state.pt").write_bytes(b"x")
+    for attempt in ("first", "second"):
+        run_jobs([Job("train x", py(f"print('{attempt} try')"), None, resumes_from=marker)], tmp_path,
+                 max_parallel=1)
+    assert "train x: resumed from its last checkpoint" in capsys.readouterr().out
+    log = (tmp_path / "logs" / "train-x.log").read_text()
+    assert log.index("first try") < log.index("second try") and log.count("resumed from its checkpoint") == 2
+
+
 def test_a_two_thread_step_runs_alone_on_two_cores_and_gets_two_threads(tmp_path):
     # each job appends "<name> <OMP_NUM_THREADS> start|end" to one file; jobs ready after a wide one wait for it
     log = tmp_path / "log.txt"
