@@ -2,7 +2,8 @@
 
 Launched plainly (no ``WORLD_SIZE`` in the environment) everything here is a no-op for one process. Under
 ``torchrun --nproc_per_node N`` the process group uses ``gloo`` on CPU and ``nccl`` on GPU, and each rank takes the
-GPU of its ``LOCAL_RANK``.
+GPU of its ``LOCAL_RANK``. ``torchrun --nproc_per_node 1`` joins a group of one only for ``strategy: fsdp2``
+(``init_distributed(..., join_single=True)``), so that FSDP2 shards over it as over several processes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ class Dist:
     rank: int
     world_size: int
     device: torch.device
+    grouped: bool = False
+    """In a ``torch.distributed`` process group: every launch of several processes, and a ``torchrun`` launch of
+    one with ``join_single`` (FSDP2 then shards over a group of one)."""
 
     @property
     def is_main(self) -> bool:
@@ -70,10 +74,11 @@ def resolve_device(device: str, local_rank: int = 0) -> torch.device:
     return torch.device(device)
 
 
-def init_distributed(device: str) -> Dist:
-    """Join the ``torchrun`` process group if launched by it (idempotent), else a single process."""
+def init_distributed(device: str, join_single: bool = False) -> Dist:
+    """Join the ``torchrun`` process group if launched by it (idempotent), else a single process. A launch of one
+    process joins a group of one only with ``join_single`` (and a rendezvous address, or a group already made)."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size == 1:
+    if world_size == 1 and not (join_single and (dist.is_initialized() or "MASTER_ADDR" in os.environ)):
         return Dist(0, 1, resolve_device(device))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     resolved = resolve_device(device, local_rank)
@@ -82,7 +87,7 @@ def init_distributed(device: str) -> Dist:
         if resolved.type == "cuda":
             torch.cuda.set_device(resolved)
         dist.init_process_group(backend=backend)
-    return Dist(dist.get_rank(), dist.get_world_size(), resolved)
+    return Dist(dist.get_rank(), dist.get_world_size(), resolved, grouped=True)
 
 
 def shutdown_distributed() -> None:

@@ -134,7 +134,7 @@ def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None)
         for model in (actor, critic):
             if model is not None:
                 enable_gradient_checkpointing(model)
-    if dist.enabled and config.strategy == "fsdp2":
+    if dist.grouped and config.strategy == "fsdp2":  # also a torchrun group of one process
         for model in (actor, critic, reference):
             if model is not None:
                 fsdp.shard(model, dist.device, config.dtype)
@@ -515,7 +515,7 @@ def main(config: TrainConfig) -> TrainResult:
     if config.num_threads is not None:
         torch.set_num_threads(config.num_threads)
     joined = not torch.distributed.is_initialized()
-    dist = init_distributed(config.device)
+    dist = init_distributed(config.device, join_single=config.strategy == "fsdp2")
     run = None
     try:
         run = start_run(config, dist, started)
