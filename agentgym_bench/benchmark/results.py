@@ -22,7 +22,9 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -42,6 +44,14 @@ MAX_FILE_BYTES = 32 * 2**20
 """Largest results file accepted, as stored (32 MiB)."""
 MAX_JSON_BYTES = 256 * 2**20
 """Largest uncompressed JSON accepted (256 MiB): about 50,000 episodes of 5 turns with 1,000-character replies."""
+MAX_DEPTH = 32
+"""Deepest nesting of arrays and objects accepted (a results file needs about 10)."""
+MAX_INTEGER_DIGITS = 20
+"""Longest integer accepted, in digits (64-bit integers have at most 20)."""
+MAX_FREE_FORM_BYTES = 64 * 2**10
+"""Largest free-form metadata object accepted (``trainer.config``, ``compute.training``), as compact JSON (64 KiB;
+the reference trainers' resolved configs are 0.4-4.5 KB). The board copies these into its index and page."""
+FREE_FORM = (("trainer", "config"), ("compute", "training"))
 
 
 class ResultsError(UserError):
@@ -206,8 +216,81 @@ def _no_constants(name: str) -> Any:
     raise ResultsError(f"results file holds {name}: NaN and infinite numbers are not allowed")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ResultsError(f"results file holds the number {text[:40]}, which is out of range: NaN and infinite "
+                           "numbers are not allowed")
+    return value
+
+
+def _integer(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INTEGER_DIGITS:
+        raise ResultsError(f"results file holds an integer of {digits:,} digits; at most {MAX_INTEGER_DIGITS} are "
+                           "allowed")
+    return int(text)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ResultsError(f"results file repeats the key {repeated[:100]!r} in one object: duplicate keys are not "
+                           "allowed")
+    return data
+
+
+def parse_json(text: str) -> Any:
+    """Parse the JSON of a results file strictly, or raise :class:`ResultsError` with one line: no duplicate keys,
+    NaN, infinities or numbers out of a double's range, integers over :data:`MAX_INTEGER_DIGITS` digits, nesting
+    deeper than :data:`MAX_DEPTH`, or strings (keys included) holding a lone surrogate (which no UTF-8 file can
+    store, so the board could not write them back)."""
+    try:
+        data = json.loads(text, parse_constant=_no_constants, parse_float=_finite, parse_int=_integer,
+                          object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"results file is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ResultsError(f"results file nests arrays and objects deeper than {MAX_DEPTH} levels") from None
+    _check_strings_and_depth(data)
+    return data
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_strings_and_depth(data: Any) -> None:
+    stack = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                raise ResultsError(f"results file holds a string with a lone surrogate ({value[:60]!r}): text must "
+                                   "be valid Unicode")
+        elif isinstance(value, (dict, list)):
+            if depth >= MAX_DEPTH:
+                raise ResultsError(f"results file nests arrays and objects deeper than {MAX_DEPTH} levels")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                stack.append((item, depth + 1))
+                if isinstance(key, str):
+                    stack.append((key, depth + 1))
+
+
+def check_free_form(data: dict[str, Any]) -> None:
+    """Refuse a free-form metadata object (:data:`FREE_FORM`) larger than :data:`MAX_FREE_FORM_BYTES`."""
+    for section, key in FREE_FORM:
+        value = (data["metadata"].get(section) or {}).get(key)
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        if size > MAX_FREE_FORM_BYTES:
+            raise ResultsError(f"results file: field metadata.{section}.{key} is {size:,} bytes of JSON; the limit is "
+                               f"{MAX_FREE_FORM_BYTES:,}")
+
+
 def loads(raw: bytes) -> Results:
-    """Parse, check and build results from the bytes of a file (gzip or plain JSON)."""
+    """Parse, check and build results from the bytes of a file (gzip or plain JSON); see :func:`parse_json`."""
     if len(raw) > MAX_FILE_BYTES:
         raise ResultsError(f"results file is {len(raw):,} bytes; the limit is {MAX_FILE_BYTES:,}")
     if raw[:2] == b"\x1f\x8b":
@@ -219,10 +302,12 @@ def loads(raw: bytes) -> Results:
     if len(raw) > MAX_JSON_BYTES:
         raise ResultsError(f"results file holds more than {MAX_JSON_BYTES:,} bytes of JSON")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ResultsError(f"results file is not valid JSON: {e}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ResultsError(f"results file is not UTF-8: {e}") from None
+    data = parse_json(text)
     validate(data)
+    check_free_form(data)
     return Results.from_dict(data)
 
 
