@@ -7,7 +7,7 @@ Examples::
     agentgym-bench submit results.json.gz --name "my model" --board runs/board --replace
 
 The checks (schema, suite version, seeds, replay of every episode, re-generation of every episode of a model-free
-policy and of a sample for local models) are those of :func:`agentgym_bench.leaderboard.verify.verify`; see
+policy and of a local model) are those of :func:`agentgym_bench.leaderboard.verify.verify`; see
 docs/leaderboard.md. A relative model path in the file resolves against the repository the board is in (the nearest
 folder above the board that holds ``leaderboards/``; the current directory for a board outside any), and a board in
 a repository's ``leaderboards/`` refuses a model named by a path of the machine that evaluated it
@@ -21,8 +21,9 @@ from pathlib import Path
 
 from agentgym_bench.benchmark.results import format_summary, summarize
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
+from agentgym_bench.leaderboard import board as boards
 from agentgym_bench.leaderboard.board import check_free, check_model_name, read_index, slugify, submit
-from agentgym_bench.leaderboard.verify import REGENERATION_SAMPLE, check_name, verify
+from agentgym_bench.leaderboard.verify import check_name, verify
 from agentgym_bench.paths import repository_root
 
 
@@ -39,8 +40,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", default=None,
                         help="check against this suite (bundled name or file; default: the suite of --board if it "
                              "exists, else the bundled suite the file names)")
-    parser.add_argument("--sample", type=int, default=REGENERATION_SAMPLE,
-                        help="episodes to re-generate for local hf models (default: %(default)s; 0: none); "
+    parser.add_argument("--no-regenerate", action="store_true",
+                        help="do not re-generate a local hf model's replies (the file can only be marked replayed); "
                         "model-free policies are always re-generated in full")
 
 
@@ -51,17 +52,20 @@ def run(args: argparse.Namespace) -> int:
     if index is not None:
         suite = parse_suite(index["suite"])  # a board holds one suite: check against it
     root = repository_root(args.board or "leaderboards")  # the default board is leaderboards/<suite> here
-    verified = verify(args.results, suite, sample=max(args.sample, 0), progress=True, root=root)
+    board_of = (lambda _: Path(args.board)) if args.board else (lambda s: Path("leaderboards") / s.name)
+    verified = verify(args.results, suite, regenerate=not args.no_regenerate, progress=True, root=root,
+                      board=board_of)
     print(f"{args.results}: {verified.episodes} episodes replayed; {verified.mark} ({verified.regeneration})")
     for note in verified.notes:
         print(f"note: {note}")
     summary = summarize(verified.results, verified.suite)
     print(format_summary(summary))
-    board = Path(args.board) if args.board else Path("leaderboards") / verified.suite.name
+    board = board_of(verified.suite)
     if args.check:
         index = read_index(board)
         check_free(index, name, verified.suite, args.replace)
         check_model_name(index, board, verified)
+        boards.check_not_a_copy(board, index, name, verified)
         print(f"check passed: {name!r} would go on {board} as {verified.mark} (nothing written)")
         return 0
     submit(verified, name, board, replace=args.replace, summary=summary, progress=True)

@@ -173,6 +173,37 @@ def check_free(index: dict[str, Any] | None, name: str, suite: Suite, replace: b
                         "pass --replace to replace that submission")
 
 
+def episodes_sha256(results: Results) -> str:
+    """SHA-256 of what a file's policy played: per entry (by name) and episode (by seed), every turn's observation
+    hash, reply and token ids. Two files with the same value hold the same games, whatever their metadata says."""
+    digest = hashlib.sha256()
+    for entry in sorted(results.entries, key=lambda e: e.name):
+        for ep in sorted(entry.episodes, key=lambda ep: ep.seed):
+            turns = [[t.observation_sha256, t.reply, t.token_ids] for t in ep.turns]
+            digest.update(json.dumps([entry.name, ep.seed, turns]).encode() + b"\n")
+    return digest.hexdigest()
+
+
+def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, verified: Verified,
+                     stored: dict[str, Results] | None = None) -> None:
+    """Refuse a file that is another submission of the board under a new name: the same bytes (its SHA-256 is in the
+    index), or the same episodes (:func:`episodes_sha256`) with other metadata. Replacing a submission by itself
+    (``--replace`` under its own name) is allowed. ``stored``: slug -> results already loaded."""
+    slug = slugify(name)
+    others = [r for r in (index or {}).get("submissions", []) if r["slug"] != slug]
+    same = next((r for r in others if r["sha256"] == verified.sha256), None)
+    if same is not None:
+        raise UserError(f"this file is byte for byte the file of submission {same['name']!r} on board {folder}; a "
+                        "copy cannot go on the board under another name")
+    mine = episodes_sha256(verified.results)
+    for r in others:
+        results = (stored or {}).get(r["slug"]) or _load_stored(folder, r)
+        if episodes_sha256(results) == mine:
+            raise UserError(f"this file holds the episodes of submission {r['name']!r} on board {folder} (every "
+                            "observation and reply of every seed), under other metadata; a copy cannot go on the "
+                            "board under another name")
+
+
 def published(folder: str | os.PathLike) -> bool:
     """Whether a board folder is a repository's published board: it sits in a ``leaderboards/`` folder."""
     return Path(folder).resolve().parent.name == "leaderboards"
@@ -197,8 +228,9 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
     """Put a verified results file on the board in ``folder`` and re-render it; returns its index record.
     ``summary``: the file's :func:`~agentgym_bench.benchmark.results.summarize`, if already computed.
 
-    Raises :class:`UserError` (the board untouched) for a bad or taken name, a board of another suite, or a model
-    named by a machine path on a published board (:func:`check_model_name`).
+    Raises :class:`UserError` (the board untouched) for a bad or taken name, a board of another suite, a model
+    named by a machine path on a published board (:func:`check_model_name`), or a copy of another submission
+    (:func:`check_not_a_copy`).
     """
     folder = Path(folder)
     name = check_name(name)
@@ -212,9 +244,10 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
         check_free(index, name, verified.suite, replace)
         check_model_name(index, folder, verified)
         records = [r for r in (index or {}).get("submissions", []) if r["slug"] != slugify(name)]
+        stored = {r["slug"]: _load_stored(folder, r) for r in records}
+        check_not_a_copy(folder, index, name, verified, stored)
         record = record_of(verified, name, datetime.now(timezone.utc).isoformat(timespec="seconds"), summary)
         records.append(record)
-        stored = {r["slug"]: _load_stored(folder, r) for r in records if r is not record}
         stored[record["slug"]] = verified.results
         write_board(folder, verified.suite, records, stored, new={record["slug"]: verified.raw},
                     transcripts_for={record["slug"]}, progress=progress)

@@ -169,8 +169,9 @@ def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
              f"{suite.description}", "",
              score_legend(suite) + " Mark: *replayed* (every episode's replies "
              "re-played through fresh envs reproduce the recorded observations, rewards and successes) or "
-             "*reproduced* (also re-generated here: every episode of a model-free policy, a seeded sample of a "
-             "model's, token for token where tokens are recorded). Compute: env steps "
+             "*reproduced* (also re-generated here: every reply of a model-free policy or of a model, token for "
+             "token where tokens are recorded, in the evaluation's batches; entries verified earlier by a "
+             "sample of a model's, as their note says). Compute: env steps "
              "(turns), generated tokens and wall time of the evaluation. See docs/leaderboard.md of agentgym-bench.",
              "",
              "| Rank | Name | Kind | Mark | Score [95% CI] | " + " | ".join(h for _, h, _ in columns)

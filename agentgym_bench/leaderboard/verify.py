@@ -21,19 +21,21 @@ that names what is wrong:
    string-identical to the re-generated one (these policies record no tokens); the first that is not rejects the
    file, naming the entry, seed and turn. It costs what evaluating the policy costs (the full agentgym-v1 oracle
    file: 7.5-10 s on one core, against about 1 s for replay alone);
-7. **re-generation of a sample** (:func:`regenerate`), for ``hf`` policies where it can run here: the model folder
-   is found (:func:`~agentgym_bench.rollout.specs.locate_model`: a relative path under the repository root
-   ``root``) with the recorded weights hash, and sampling was keyed. A seeded sample of episodes (default
-   :data:`REGENERATION_SAMPLE`, drawn with a seed taken from the file's SHA-256) is re-generated turn by turn from
-   the replayed observations with the recorded sampling settings and history window, and the replies are compared
-   token for token (``token_ids`` where recorded, else the text: :func:`same_reply`).
+7. **re-generation of a local model** (:func:`regenerate_all`), for ``hf`` policies where it can run here: the model
+   folder is found (:func:`~agentgym_bench.rollout.specs.locate_model`: a relative path under the repository root
+   ``root``) with the recorded weights hash, and sampling was keyed. Every reply of the file is re-generated from the
+   replayed observations with the recorded sampling settings and history window, under the evaluation's keys and
+   in the evaluation's batches (:func:`evaluation_batches`: the same conversations in each ``generate`` call, rebuilt
+   from the file), and compared token for token (``token_ids`` where recorded, else the text: :func:`same_reply`).
+   Nothing is sampled, so nothing the submitter controls (the file's bytes, its name) decides what is checked; and
+   since a reply's last logit bits depend on the rows batched with it, the same batches make an honest file's
+   replies come back identical on the machine that evaluated it. It costs what the evaluation's generation cost.
 
 A file that passes 1-5 is *replayed*; one that also passes 6 or 7 is *reproduced*. A failed check 6 rejects the file:
 a model-free policy has no hardware-dependent logits, so a difference means the replies are not that policy's. A
-failed check 7 does not reject the file (other hardware, or on the same machine another batch around a prompt, can
-change the last bit of a logit, and with it a sampled token), it keeps the mark *replayed* and the reason is shown on
-the board. Re-generation is what catches a file whose replies came from another policy or model than the one its
-metadata names.
+failed check 7 does not reject the file (other hardware can change the last bit of a logit, and with it a sampled
+token), it keeps the mark *replayed* and the reason is shown on the board. Re-generation is what catches a file whose
+replies came from another policy or model than the one its metadata names.
 
 Match entries (multi-agent suites) are checked the same way, with what a match adds (:func:`replay_matches`): check
 3 also requires the entry's opponent and check 4 the suite's seat for each seed (``player_{i % 2}`` in match ``i``,
@@ -53,6 +55,7 @@ import hashlib
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +65,6 @@ from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite
 from agentgym_bench.progress import progress as progress_bar
 
 REWARD_TOLERANCE = 1e-9
-REGENERATION_SAMPLE = 32
 NAME_PATTERN = re.compile(r"[A-Za-z0-9 ._+-]{1,64}")
 REPLAYED, REPRODUCED = "replayed", "reproduced"
 MODEL_FREE = ("oracle", "random", "scripted")
@@ -169,18 +171,35 @@ def _check_replies(where: str, model_free: ModelFree, regenerated: dict[int, str
 
 
 def read_source(source: str | os.PathLike | bytes) -> bytes:
-    """The bytes of a results file given as bytes or a path (the size limit is checked before reading)."""
+    """The bytes of a results file given as bytes or a path: a regular file, never a symbolic link (its target
+    could be any file, another entry's among them), at most :data:`~agentgym_bench.benchmark.results.
+    MAX_FILE_BYTES` (checked before reading, and while reading)."""
+    import stat
+
     from agentgym_bench.benchmark.results import MAX_FILE_BYTES
 
     if isinstance(source, bytes):
         return source
     path = Path(source)
-    if not path.is_file():
-        raise ResultsError(f"results file {path} does not exist")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise ResultsError(f"results file {path} is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
-    return path.read_bytes()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ResultsError(f"results file {path} does not exist") from None
+    except OSError as e:
+        if path.is_symlink():
+            raise ResultsError(f"results file {path} is a symbolic link; give the file itself") from None
+        raise ResultsError(f"results file {path} cannot be read: {e.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ResultsError(f"results file {path} is not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        if info.st_size > MAX_FILE_BYTES:
+            raise ResultsError(f"results file {path} is {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+        raw = f.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        raise ResultsError(f"results file {path} is more than {MAX_FILE_BYTES:,} bytes")
+    return raw
 
 
 def check_suite(results: Results, suite: Suite | None) -> Suite:
@@ -461,88 +480,149 @@ def _compare_match(where: str, episode: Any, result: Any, opponent: str) -> None
         raise ReplayMismatch(f"{where}: the final observation differs from the recorded one (hash)")
 
 
-def sample_episodes(results: Results, file_sha256: str, k: int) -> dict[str, list[int]]:
-    """Entry name -> the seeds of ``k`` episodes drawn without replacement over the whole file, with
-    ``numpy.random.default_rng(first 64 bits of the file's SHA-256)``."""
-    import numpy as np
+def model_folder(model: str | None, root: str | os.PathLike | None = None,
+                 models: str | os.PathLike | None = None) -> tuple[str | None, str | None]:
+    """``(folder, None)``: the local model folder a file's ``metadata.policy.model`` names, found without reading
+    anything a file could point elsewhere; or ``(None, why not)``.
 
-    pairs = [(e.name, ep.seed) for e in results.entries for ep in e.episodes]
-    rng = np.random.default_rng(int(file_sha256[:16], 16))
-    chosen = sorted(rng.choice(len(pairs), size=min(k, len(pairs)), replace=False).tolist())
-    out: dict[str, list[int]] = {e.name: [] for e in results.entries}
-    for i in chosen:
-        out[pairs[i][0]].append(pairs[i][1])
-    return out
+    The name is never expanded (``~``, ``$``). On a published board (``models``: its ``models/`` folder) it must be a
+    path relative to the repository root ``root`` that stays, symbolic links resolved, inside ``models``. Elsewhere (a
+    private board, the machine's own) it is looked up as ``eval`` records it
+    (:func:`~agentgym_bench.rollout.specs.locate_model`: relative to ``root``, a name under the home's ``models/``,
+    or an absolute path). Either way the folder must be a Hugging Face model folder (``config.json``) before its
+    weights are hashed."""
+    from agentgym_bench.paths import is_machine_path
+    from agentgym_bench.rollout.specs import locate_model
+
+    if not model:
+        return None, "no model is recorded"
+    if "~" in model or "$" in model:
+        return None, f"model {model} names a path with ~ or $, which is not expanded here"
+    if models is not None:
+        inside = Path(models).resolve()
+        if is_machine_path(model):
+            return None, f"model {model} is a path of the machine that evaluated it"
+        folder = (Path(root if root is not None else Path.cwd()) / model).resolve()
+        if not folder.is_relative_to(inside) or folder == inside:
+            return None, f"model {model} is not in this board's models/ folder, so its weights are not published here"
+        path = str(folder) if folder.is_dir() else None
+    else:
+        path = locate_model(model, root)
+    if path is None:
+        return None, f"model {model} is not on this machine"
+    if not Path(path, "config.json").is_file():
+        return None, f"model {model} is not a Hugging Face model folder here (no config.json)"
+    return path, None
 
 
-def regeneration_blocker(results: Results, root: str | os.PathLike | None = None) -> str | None:
-    """Why the file's replies cannot be re-generated from a sample here (check 7), or ``None`` if they can; ``root``:
-    where a relative model path resolves (:func:`~agentgym_bench.rollout.specs.locate_model`)."""
-    from agentgym_bench.rollout.specs import locate_model, model_sha256
+def regeneration_blocker(results: Results, root: str | os.PathLike | None = None,
+                         models: str | os.PathLike | None = None) -> tuple[str | None, str | None]:
+    """``(model folder, None)`` if the file's replies can be re-generated here (check 7), else ``(None, why not)``;
+    ``root`` and ``models``: where the model may be (:func:`model_folder`)."""
+    from agentgym_bench.rollout.specs import model_sha256
 
     policy = results.metadata["policy"]
     kind, model = policy["kind"], policy["model"]
     if kind != "hf":
-        return (f"policy kind {kind}: replies are not re-generated here (only model-free policies and local hf model "
-                "folders are)")
+        return None, (f"policy kind {kind}: replies are not re-generated here (only model-free policies and local hf "
+                      "model folders are)")
     if not policy["sampling"]["keyed"]:
-        return "sampling was not keyed, so single episodes cannot be re-generated"
-    path = locate_model(model, root)
+        return None, "sampling was not keyed, so single episodes cannot be re-generated"
+    path, why = model_folder(model, root, models)
     if path is None:
-        return f"model {model} is not on this machine"
+        return None, why
     recorded = policy["model_sha256"]
     if recorded is None or model_sha256(path) != recorded:
-        return f"the weights in {path} do not match the recorded model_sha256"
-    return None
+        return None, f"the weights of model {model} here do not match the recorded model_sha256"
+    return path, None
 
 
-def regenerate(results: Results, texts: dict[str, dict[int, EpisodeText]], sample: dict[str, list[int]],
-               root: str | os.PathLike | None = None) -> str | None:
-    """Re-generate every turn of the sampled episodes and compare; ``None`` if all match, else the first difference.
+@dataclass(frozen=True)
+class Move:
+    """One reply of the evaluated model to re-generate: the prompt it read, its sampling key, where it is (for
+    messages) and the recorded turn."""
 
-    The model is the one :func:`regeneration_blocker` found, built as ``eval`` builds it
-    (:func:`~agentgym_bench.rollout.specs.policy_from_spec` with the recorded sampling settings). Each turn is
-    generated from the replayed observations and the recorded earlier replies (the prompt the model read, with the
-    recorded history window) under the key the evaluation used, ``(tag hash, seed, member 0, turn)``, so all
-    sampled turns go in one batch: a reply depends on its key alone. A prompt longer than the model reads gets an
-    empty reply, as in evaluation (``overlong="empty"``). Replies are compared with :func:`same_reply`.
-    """
+    messages: list[dict[str, str]]
+    key: tuple[int, ...]
+    where: str
+    turn: Any
+    episode: tuple[str, int]
+
+
+def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]]) -> list[list[Move]]:
+    """The model's ``generate`` calls that the evaluation made, rebuilt from the file, each call's moves in its order.
+
+    ``eval`` of a single-agent suite plays every entry at once (:func:`~agentgym_bench.benchmark.evaluate.
+    play_suite`): call ``t`` holds turn ``t`` of every episode that lasted that long, entries in the suite's order,
+    seeds ascending. A two-player suite is played entry by entry (:func:`~agentgym_bench.multiagent.selfplay.
+    play_matches`, all matches in lockstep): call ``j`` of an entry holds move ``j`` of every match where the policy
+    made it (every match in self-play), seeds ascending. A model's reply can depend on the batch around it (other
+    rows change the last bits of its logits), so re-generation makes the same calls, and an honest file's replies
+    come back identical on the machine that evaluated it, whatever the batch."""
     from agentgym_bench.rollout.engine import tag_hash
-    from agentgym_bench.rollout.specs import locate_model, policy_from_spec, sampling_of
     from agentgym_bench.rollout.trajectory import build_messages
 
-    policy_record = results.metadata["policy"]
-    policy, _ = policy_from_spec(f"hf:{locate_model(policy_record['model'], root)}", sampling_of(policy_record),
-                                 max_batch_size=64)
-    conversations, keys, recorded = [], [], []
-    for entry in results.entries:
-        by_seed = {ep.seed: ep for ep in entry.episodes}
-        for seed in sample.get(entry.name, []):
-            episode, text = by_seed[seed], texts[entry.name][seed]
+    history = results.metadata["policy"]["history"]
+    calls: list[list[Move]] = []
+    by_name = {e.name: e for e in results.entries}
+    single: dict[int, list[Move]] = {}
+    for suite_entry in suite.entries:
+        entry = by_name[suite_entry.name]
+        ticks: dict[int, list[Move]] = {}
+        for episode in sorted(entry.episodes, key=lambda ep: ep.seed):
+            text = texts[entry.name][episode.seed]
             if entry.opponent is not None:
-                for move in _policy_moves(entry, episode, text, policy_record["history"]):
-                    conversations.append(move[0])
-                    keys.append(move[1])
-                    recorded.append(move[2:])
+                for t, move in _policy_moves(entry, episode, text, history):
+                    ticks.setdefault(t, []).append(move)
                 continue
-            replies = [t.reply for t in episode.turns]
+            replies = [u.reply for u in episode.turns]
             for t, turn in enumerate(episode.turns):
-                conversations.append(build_messages(text.system_prompt, text.observations[:t], replies[:t],
-                                                    text.observations[t], policy_record["history"]))
-                keys.append((tag_hash(entry.env_id), seed, 0, t))
-                recorded.append((f"entry {entry.name}, seed {seed}, turn {t + 1}", turn))
-    generations = policy.generate(conversations, keys=keys)
-    for (where, turn), generation in zip(recorded, generations, strict=True):
-        if not same_reply(generation.text, generation.token_ids, turn.reply, turn.token_ids):
-            what = "tokens differ from the recorded token_ids" if turn.token_ids is not None else (
-                "reply differs from the recorded one")
-            return f"{where}: the re-generated {what}"
-    return None
+                messages = build_messages(text.system_prompt, text.observations[:t], replies[:t],
+                                          text.observations[t], history)
+                single.setdefault(t, []).append(Move(messages, (tag_hash(entry.env_id), episode.seed, 0, t),
+                                                     f"entry {entry.name}, seed {episode.seed}, turn {t + 1}", turn,
+                                                     (entry.name, episode.seed)))
+        calls += [ticks[t] for t in sorted(ticks)]
+    return calls + [single[t] for t in sorted(single)]
 
 
-def _policy_moves(entry: EntryResults, episode: Any, text: EpisodeText, history: int | None) -> list[tuple]:
-    """``(messages, key, where, turn)`` of every move of a match that the evaluated policy made (both seats' in
-    self-play): each seat's conversation is its own observations and replies, as in
+def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]], model: str,
+                   progress: bool = False) -> str | None:
+    """Re-generate every reply of the file's model in the evaluation's batches (:func:`evaluation_batches`) and
+    compare; ``None`` if all are identical, else how many differ and the first.
+
+    ``model``: the folder :func:`regeneration_blocker` found, built as ``eval`` builds it
+    (:func:`~agentgym_bench.benchmark.matches.suite_policy`: the recorded sampling settings, the same chunks of
+    conversations per forward pass), each reply under the key the evaluation used. A prompt longer than the model
+    reads gets an empty reply, as in evaluation. Replies are compared with :func:`same_reply`.
+    """
+    from agentgym_bench.benchmark.matches import suite_policy
+    from agentgym_bench.rollout.specs import sampling_of
+
+    policy, _ = suite_policy(f"hf:{model}", suite, sampling_of(results.metadata["policy"]))
+    calls = evaluation_batches(results, suite, texts)
+    differing: list[Move] = []
+    with progress_bar(sum(len(c) for c in calls), "re-generation", "reply", enabled=progress) as bar:
+        for call in calls:
+            generations = policy.generate([m.messages for m in call], keys=[m.key for m in call])
+            for move, g in zip(call, generations, strict=True):
+                if not same_reply(g.text, g.token_ids, move.turn.reply, move.turn.token_ids):
+                    differing.append(move)
+            bar.update(len(call))
+    if not differing:
+        return None
+    first = differing[0]
+    what = "tokens differ from the recorded token_ids" if first.turn.token_ids is not None else (
+        "reply differs from the recorded one")
+    episodes = len({m.episode for m in differing})
+    return (f"{len(differing)} of {sum(len(c) for c in calls)} replies in {episodes} episodes differ; the first, "
+            f"{first.where}: the re-generated {what}")
+
+
+def _policy_moves(entry: EntryResults, episode: Any, text: EpisodeText, history: int | None
+                  ) -> list[tuple[int, Move]]:
+    """``(move index, Move)`` of every move of a match that the evaluated policy made (both seats' in self-play):
+    each seat's conversation is its own observations and replies, as in
     :func:`~agentgym_bench.multiagent.selfplay.play_matches`."""
     from agentgym_bench.benchmark.matches import match_key_tag, seat_index
     from agentgym_bench.rollout.trajectory import build_messages
@@ -556,22 +636,34 @@ def _policy_moves(entry: EntryResults, episode: Any, text: EpisodeText, history:
         if entry.opponent == "self" or agent == episode.match.learner:
             messages = build_messages("", [text.observations[i] for i in earlier],
                                       [episode.turns[i].reply for i in earlier], text.observations[t], history)
-            moves.append((messages, (tag, episode.seed, seat_index(agent), len(earlier)),
-                          f"entry {entry.name}, seed {episode.seed}, move {t + 1}", turn))
+            moves.append((t, Move(messages, (tag, episode.seed, seat_index(agent), len(earlier)),
+                                  f"entry {entry.name}, seed {episode.seed}, move {t + 1}", turn,
+                                  (entry.name, episode.seed))))
         earlier.append(t)
     return moves
 
 
+def published_models(board: str | os.PathLike | None) -> Path | None:
+    """The ``models/`` folder of a published board (the only place its files' models may be), ``None`` for a
+    private board or none."""
+    from agentgym_bench.leaderboard.board import published
+
+    return Path(board) / "models" if board is not None and published(board) else None
+
+
 def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
-           sample: int = REGENERATION_SAMPLE, progress: bool = False,
-           root: str | os.PathLike | None = None) -> Verified:
+           regenerate: bool = True, progress: bool = False, root: str | os.PathLike | None = None,
+           board: str | os.PathLike | Callable[[Suite], Path] | None = None) -> Verified:
     """Check a results file (a path or its bytes) against ``suite`` (default: the bundled suite it names); see the
     module docstring for the checks. Raises :class:`ResultsError` (a ``UserError``) with the reason.
 
     Args:
-        sample: episodes of a local hf model to re-generate (check 7; 0: none). Model-free policies are always
-            re-generated in full (check 6).
+        regenerate: re-generate every reply of a local hf model (check 7; ``False``: it stays *replayed*).
+            Model-free policies are always re-generated in full (check 6).
         root: the repository root a relative model path resolves against (default: the current directory).
+        board: the board the file is for (or a function of the suite giving it): on a published board
+            (:func:`~agentgym_bench.leaderboard.board.published`) models are looked for in its ``models/`` folder
+            only (:func:`model_folder`); ``None``: no board, as a private one.
     """
     from agentgym_bench.benchmark.evaluate import package_version
 
@@ -581,11 +673,12 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     suite = check_suite(results, suite)
     check_entries(results, suite)
     model_free = model_free_policy(results, suite)
-    if model_free is not None:
-        blocker = None
-    else:
-        blocker = regeneration_blocker(results, root) if sample > 0 else "re-generation was not asked for"
-    chosen = sample_episodes(results, digest, sample) if blocker is None and model_free is None else {}
+    models = published_models(board(suite) if callable(board) else board)
+    folder, blocker = None, None
+    if model_free is None:
+        folder, blocker = (regeneration_blocker(results, root, models) if regenerate
+                           else (None, "re-generation was not asked for"))
+    keep_texts = blocker is None and model_free is None
     recorded_version, ours = results.metadata["package_version"], package_version()
     total = sum(len(e.episodes) for e in results.entries)
     texts: dict[str, dict[int, EpisodeText]] = {}
@@ -593,8 +686,8 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     with progress_bar(total, what, "episode", enabled=progress) as bar:
         for entry in results.entries:
             try:
-                texts[entry.name] = replay_entry(entry, keep=set(chosen.get(entry.name, [])), bar=bar,
-                                                 model_free=model_free)
+                keep = {ep.seed for ep in entry.episodes} if keep_texts else set()
+                texts[entry.name] = replay_entry(entry, keep=keep, bar=bar, model_free=model_free)
             except ReplayMismatch as e:
                 if recorded_version != ours:
                     raise type(e)(f"the file was written by agentgym-bench {recorded_version}, this is {ours}, and "
@@ -607,10 +700,10 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
                         f"all {total} episodes re-generated by {model_free.name}: every reply identical", total, notes)
     if blocker is not None:
         return Verified(results, suite, raw, digest, REPLAYED, blocker, total, notes)
-    difference = regenerate(results, texts, chosen, root)
-    n = sum(len(v) for v in chosen.values())
+    assert folder is not None
+    difference = regenerate_all(results, suite, texts, folder, progress)
     if difference is None:
         return Verified(results, suite, raw, digest, REPRODUCED,
-                        f"{n} sampled episodes re-generated token for token", total, notes)
-    return Verified(results, suite, raw, digest, REPLAYED, f"re-generation of {n} sampled episodes failed: "
+                        f"all {total} episodes re-generated token for token in the evaluation's batches", total, notes)
+    return Verified(results, suite, raw, digest, REPLAYED, f"re-generation of all {total} episodes failed: "
                     f"{difference}", total, notes)

@@ -3,6 +3,7 @@ files. Each is refused with one line, or rendered as plain text, and a refusal l
 
 from __future__ import annotations
 
+import gzip
 import re
 
 from agentgym_bench.leaderboard.render import markdown_cell
@@ -60,3 +61,102 @@ def test_markdown_cells_hold_any_text_on_one_line():
         assert "|" not in cell.replace("\\|", "")
     assert markdown_cell("default model + SFT + StarPO") == "default model + SFT + StarPO"
     assert markdown_cell("a\\|b") == "a\\\\\\|b"  # a backslash cannot un-escape the pipe after it
+
+
+def _refused(path, folder, suite_file, capsys, *extra) -> str:
+    """Submit and check ``path``; both must refuse it with one line and leave ``folder`` as it was. The line."""
+    before = tree_digest(folder)
+    lines = []
+    for check in ((), ("--check",)):
+        assert cli_submit(path, "attempt", folder, suite_file, *extra, *check) == 2
+        lines.append(capsys.readouterr().err.splitlines()[-1])
+        assert lines[-1].startswith("agentgym-bench: error: "), lines[-1]
+    assert tree_digest(folder) == before and lines[0] == lines[1]
+    return lines[0]
+
+
+def test_copies_of_an_entry_under_another_name_are_refused(board, tmp_path, suite_file, oracle_bytes,  # noqa: F811
+                                                           capsys):
+    path = tmp_path / "copy.json.gz"
+    path.write_bytes(oracle_bytes)
+    assert "byte for byte the file of submission 'oracle'" in _refused(path, board, suite_file, capsys)
+    path.write_bytes(edit(oracle_bytes, lambda d: d["metadata"].update(date="2031-01-01", git_commit="f" * 40)))
+    assert "holds the episodes of submission 'oracle'" in _refused(path, board, suite_file, capsys)
+    link = tmp_path / "link.json.gz"
+    link.symlink_to(board / "submissions" / "oracle.json.gz")
+    assert "is a symbolic link" in _refused(link, board, suite_file, capsys)
+    path.write_bytes(oracle_bytes)  # the same file under its own name refreshes its entry
+    assert cli_submit(path, "oracle", board, suite_file, "--replace") == 0
+
+
+def _raw_edit(raw: bytes, change, old: str, new: str) -> bytes:
+    """``raw`` with ``change`` applied, then the first JSON text ``old`` (e.g. a placeholder it wrote) replaced by
+    ``new``."""
+    text = gzip.decompress(edit(raw, change)).decode()
+    assert old in text
+    return gzip.compress(text.replace(old, new, 1).encode())
+
+
+def _config(value):
+    return lambda d: d["metadata"].update(trainer={"algorithm": "x", "config": {"value": value}})
+
+
+def test_malformed_files_are_refused_by_check_and_submit_alike(board, tmp_path, suite_file, random_bytes,  # noqa: F811
+                                                               capsys):
+    deep = 100_000
+    files = {
+        "deep nesting": _raw_edit(random_bytes, _config("@"), '"@"', "[" * deep + "]" * deep),
+        "huge integer": _raw_edit(random_bytes, _config("@"), '"@"', "1" * 5000),
+        "1e999": _raw_edit(random_bytes, _config("@"), '"@"', "1e999"),
+        "a reward of 1e999": _raw_edit(random_bytes, lambda d: None, '"reward": ', '"reward": 1e999, "x": '),
+        "lone surrogate": _raw_edit(random_bytes, _config("@"), '"@"', '"\\ud800"'),
+        "duplicate key": _raw_edit(random_bytes, lambda d: None, '"success":', '"success": true, "success":'),
+        "16 MiB of trainer.config": edit(random_bytes, _config("x" * 16 * 2**20)),
+    }
+    expected = {
+        "deep nesting": "nests arrays and objects deeper than 32 levels",
+        "huge integer": "an integer of 5,000 digits; at most 20",
+        "1e999": "the number 1e999, which is out of range",
+        "a reward of 1e999": "the number 1e999, which is out of range",
+        "lone surrogate": "a lone surrogate",
+        "duplicate key": "repeats the key 'success' in one object",
+        "16 MiB of trainer.config": "field metadata.trainer.config is 16,777,228 bytes of JSON; the limit is 65,536",
+    }
+    for what, raw in files.items():
+        path = tmp_path / "bad.json.gz"
+        path.write_bytes(raw)
+        assert expected[what] in _refused(path, board, suite_file, capsys), what
+
+
+def _with_model(raw: bytes, model: str) -> bytes:
+    return edit(raw, lambda d: d["metadata"]["policy"].update(model=model))
+
+
+def test_a_model_path_in_a_file_is_never_walked_or_expanded(tmp_path, suite, suite_file, hf_bytes, models, capsys):
+    """On a published board the model must be in the board's models/ folder (symbolic links resolved): a machine
+    path is refused, anything else is not looked at and the entry stays replayed. On a private board nothing is
+    expanded and only a Hugging Face model folder is hashed."""
+    from agentgym_bench.leaderboard.verify import REPLAYED, verify
+
+    repo = tmp_path / "repo"
+    published = repo / "leaderboards" / "tiny"
+    (published / "models").mkdir(parents=True)
+    (published / "models" / "elsewhere").symlink_to(models[0])  # a link out of models/, to real weights
+    before = tree_digest(published)
+    for model in ("/", "$HOME", "~", "leaderboards/tiny/models/../../../x"):
+        path = tmp_path / "model.json.gz"
+        path.write_bytes(_with_model(hf_bytes, model))
+        for check in ((), ("--check",)):
+            assert cli_submit(path, "attempt", published, suite_file, *check) == 2, model
+            last = capsys.readouterr().err.splitlines()[-1]
+            assert f"metadata.policy.model {model!r} is a path on the machine that evaluated it" in last, model
+        assert tree_digest(published) == before
+    verified = verify(_with_model(hf_bytes, "leaderboards/tiny/models/elsewhere"), suite, root=repo,
+                      board=published)
+    assert verified.mark == REPLAYED and "is not in this board's models/ folder" in verified.regeneration
+    verified = verify(_with_model(hf_bytes, "runs/mine"), suite, root=repo, board=published)
+    assert "is not in this board's models/ folder" in verified.regeneration
+    for model, why in (("/", "is not a Hugging Face model folder here (no config.json)"),
+                       ("$HOME/models/default", "names a path with ~ or $, which is not expanded here")):
+        verified = verify(_with_model(hf_bytes, model), suite, root=repo)  # a private board
+        assert verified.mark == REPLAYED and f"model {model} {why}" == verified.regeneration

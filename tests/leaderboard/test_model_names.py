@@ -36,9 +36,9 @@ def test_named_models_are_re_generated(home, target, monkeypatch):
     expected = home / "run" / "checkpoint-2" / "actor" if target == "run" else home / "models" / "mine"
     assert Path(local_model_path(target)).resolve() == expected.resolve()
     results = evaluate(policy, suite, record, prompt="compact", history=0)
-    verified = verify(dumps(results), suite, sample=4)
+    verified = verify(dumps(results), suite)
     assert verified.mark == REPRODUCED, verified.regeneration
     monkeypatch.setenv("AGENTGYM_BENCH_HOME", str(home / "elsewhere"))
     if target == "mine":  # the name resolves nowhere now: replayed, with the reason
-        verified = verify(dumps(results), suite, sample=4)
+        verified = verify(dumps(results), suite)
         assert verified.mark != REPRODUCED and "not on this machine" in verified.regeneration

@@ -36,7 +36,7 @@ def clone(tmp_path_factory, suite_file) -> Path:
     assert main(["eval", "--policy", f"hf:{repo / MODEL}", "--suite", str(suite_file), "--prompt", "compact",
                  "--history", "0", "--max-new-tokens", "8", "--seed", "3", "--out", str(results)]) == 0
     assert main(["submit", str(results), "--name", "default model", "--board", str(repo / "leaderboards" / "tiny"),
-                 "--suite", str(suite_file), "--sample", "4"]) == 0
+                 "--suite", str(suite_file)]) == 0
     shutil.copytree(repo, tmp / "clone")
     shutil.rmtree(repo)
     return tmp / "clone"
@@ -99,17 +99,17 @@ def test_a_published_board_refuses_machine_paths_but_keeps_its_archive(clone, tm
     assert loads(hf_bytes).metadata["policy"]["model"].startswith("/")
     published = clone / "leaderboards" / "tiny"
     before = tree_digest(published)
-    assert main(["submit", str(path), "--name", "absolute", "--board", str(published), "--sample", "0"]) == 2
+    assert main(["submit", str(path), "--name", "absolute", "--board", str(published), "--no-regenerate"]) == 2
     assert "metadata.policy.model '/" in capsys.readouterr().err
     assert main(["submit", str(path), "--name", "absolute", "--board", str(published), "--check"]) == 2
     assert tree_digest(published) == before
 
     private = tmp_path / "private"
     assert main(["submit", str(path), "--name", "absolute", "--board", str(private), "--suite", str(suite_file),
-                 "--sample", "0"]) == 0
+                 "--no-regenerate"]) == 0
     archive = tmp_path / "repo" / "leaderboards" / "archive"
     shutil.copytree(private, archive)
-    assert main(["submit", str(path), "--name", "absolute", "--board", str(archive), "--sample", "0",
+    assert main(["submit", str(path), "--name", "absolute", "--board", str(archive), "--no-regenerate",
                  "--replace"]) == 0
     assert main(["board", "--board", str(archive)]) == 0
     relabelled = tmp_path / "other.json.gz"
@@ -119,6 +119,6 @@ def test_a_published_board_refuses_machine_paths_but_keeps_its_archive(clone, tm
 
     relabelled.write_bytes(dumps(data))
     before = tree_digest(archive)
-    assert main(["submit", str(relabelled), "--name", "other", "--board", str(archive), "--sample", "0"]) == 2
+    assert main(["submit", str(relabelled), "--name", "other", "--board", str(archive), "--no-regenerate"]) == 2
     assert "metadata.policy.model '~/models/mine' is a path on the machine" in capsys.readouterr().err
     assert tree_digest(archive) == before

@@ -1,0 +1,104 @@
+"""Check 7 re-generates every reply of a local model in the batches the evaluation made, so nothing a submitter
+controls picks what is re-generated, and an honest file's mark does not depend on the batch around a reply."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark.results import dumps, loads
+from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, evaluation_batches, replay_entry, verify
+from agentgym_bench.rollout.specs import Sampling, policy_from_spec
+from tests.leaderboard.test_matches_board import hf_ma_bytes, ma_suite, ma_suite_file  # noqa: F401 - fixtures
+from tests.leaderboard.test_verify import edit
+
+
+class Recorder:
+    """A policy that passes every call on to ``policy`` and keeps what it was asked: (conversations, keys)."""
+
+    def __init__(self, policy: Any):
+        self.policy, self.calls = policy, []
+
+    def generate(self, conversations, envs=None, keys=None):
+        self.calls.append(([list(c) for c in conversations], list(keys)))
+        return self.policy.generate(conversations, envs, keys=keys)
+
+
+def _rebuilt_calls(raw: bytes, suite) -> list[tuple[list, list]]:
+    results = loads(raw)
+    texts = {e.name: replay_entry(e, keep={ep.seed for ep in e.episodes}) for e in results.entries}
+    return [([m.messages for m in call], [m.key for m in call]) for call in evaluation_batches(results, suite, texts)]
+
+
+def test_the_batches_rebuilt_from_a_file_are_the_evaluations_calls(suite, model_dir):
+    """Every generate call of ``eval`` on a single-agent suite (all entries at once, one call per turn), rebuilt
+    from the file alone: the same conversations, keys and order in each call."""
+    policy, record = policy_from_spec(f"hf:{model_dir}", Sampling(max_new_tokens=16, seed=3))
+    recorder = Recorder(policy)
+    raw = dumps(evaluate(recorder, suite, record, prompt="compact", history=1))
+    assert len(recorder.calls) > 2 and len(recorder.calls[0][0]) == suite.episodes  # turn 1: every episode at once
+    assert _rebuilt_calls(raw, suite) == recorder.calls
+
+
+def test_the_batches_rebuilt_from_a_match_file_are_the_evaluations_calls(ma_suite, model_dir):  # noqa: F811
+    """Two-player suites: entry by entry, one call per move of the matches in lockstep (the learner's seat against
+    a fixed opponent, every seat in self-play)."""
+    from agentgym_bench.benchmark.matches import suite_policy
+
+    policy, record = suite_policy(f"hf:{model_dir}", ma_suite, Sampling(max_new_tokens=12, seed=3))
+    recorder = Recorder(policy)
+    raw = dumps(evaluate(recorder, ma_suite, record, history=None))
+    assert _rebuilt_calls(raw, ma_suite) == recorder.calls
+
+
+def test_a_reply_generated_alone_can_differ_from_the_same_reply_in_its_batch(model_dir):
+    """Why the batches matter: on a CPU the last bits of a row's logits depend on the other rows (matrix products of
+    another shape), so re-generating a sample in any other batch can flip a sampled token of an honest file."""
+    import torch
+
+    from agentgym_bench.rollout.default_model import load_model
+
+    model, _ = load_model(model_dir)
+    draw = torch.Generator().manual_seed(1)
+    rows = [torch.randint(5, model.config.vocab_size, (n,), generator=draw).tolist() for n in (40, 40, 57, 120, 300)]
+
+    def last_logits(batch):
+        length = max(len(r) for r in batch)
+        ids = torch.tensor([[0] * (length - len(r)) + r for r in batch])
+        mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in batch])
+        with torch.no_grad():
+            out = model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0))
+        return out.logits[:, -1]
+
+    alone = last_logits(rows[:1])[0]
+    batches = [rows[:2], rows[:3], [rows[0], rows[3]], rows]  # same length; padded; padded more
+    batched = [last_logits(b)[0] for b in batches]
+    assert all(torch.allclose(alone, b, atol=1e-5) for b in batched)
+    assert any(not torch.equal(alone, b) for b in batched)
+    assert all(torch.equal(last_logits(b)[0], x) for b, x in zip(batches, batched, strict=True))  # same batch
+
+
+def test_honest_model_files_are_reproduced_in_full(suite, hf_bytes, ma_suite, hf_ma_bytes):  # noqa: F811
+    verified = verify(hf_bytes, suite)
+    assert verified.mark == REPRODUCED, verified.regeneration
+    assert verified.regeneration == "all 20 episodes re-generated token for token in the evaluation's batches"
+    verified = verify(hf_ma_bytes, ma_suite)
+    assert verified.mark == REPRODUCED, verified.regeneration
+
+
+def test_one_forged_reply_is_found_whatever_the_bytes_of_the_file(suite, hf_bytes):
+    """One reply's tokens changed (the text kept, so replay passes): every reply is re-generated, so no re-encoding
+    of the file (the issue's grind: gzip headers with other mtimes) can hide it from a sample."""
+    data = json.loads(gzip.decompress(hf_bytes))
+    turn = data["entries"][1]["episodes"][5]["turns"][0]
+    turn["token_ids"] = [*turn["token_ids"][:-1], turn["token_ids"][-1] + 1]
+    text = json.dumps(data).encode()
+    for mtime in range(4):
+        verified = verify(gzip.compress(text, mtime=mtime), suite)
+        assert verified.mark == REPLAYED
+        assert verified.regeneration.startswith("re-generation of all 20 episodes failed: 1 of ")
+        assert "in 1 episodes differ; the first, entry sokoban-6x6, seed 1000000005, turn 1: " in (
+            verified.regeneration)
+    assert verify(edit(hf_bytes, lambda d: None), suite).mark == REPRODUCED
