@@ -12,9 +12,17 @@ assistant role, then one chunk per generated token (with its log-probability whe
 ``choices`` and the ``usage``. The reply is generated whole before the first chunk is sent (the chunks exist for
 clients that only speak streaming, not for latency), and the connection closes after ``[DONE]``.
 
-Errors use OpenAI's shape ``{"error": {"message", "type"}}``: 400 for a malformed request, 401 for a wrong key (when
-the server has one), 404 for another path, 500 when generation fails (for example a prompt longer than the model's
-positions).
+Errors use OpenAI's shape ``{"error": {"message", "type"}}``: 400 for a malformed request (a body that is not JSON
+or nests too deeply, a missing or bad field, a number that is not finite or out of range — ``max_tokens:
+Infinity``, ``seed: 1e999`` —, a prompt longer than the model reads), 401 for a wrong key (when the server has
+one), 404 for another path, 408 for a body not sent within :data:`BODY_SECONDS`, 411 without a ``Content-Length``,
+413 for a body over :data:`MAX_BODY_BYTES`, 500 when generation fails. Every request gets an answer; none drops
+the connection.
+
+Abuse bounds: a body is at most :data:`MAX_BODY_BYTES` (1 MiB) and must arrive within :data:`BODY_SECONDS`; any
+socket read or write waits at most :data:`SOCKET_SECONDS` (an idle kept-alive connection is closed then);
+``max_tokens`` is at most the model's positions; the prompt is rendered and tokenised outside the model's lock, so
+a long prompt does not hold other clients up, and only generation is serialised.
 
 This server is for tests and small models. For real throughput serve the model with ``vllm serve PATH`` or
 ``transformers serve`` (both OpenAI-compatible, see ``docs/rollout.md``) and point
@@ -29,6 +37,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +50,52 @@ from agentgym_bench.rollout.hf import HFPolicy
 HOST = "127.0.0.1"
 MAX_N = 16
 """Most choices (``n``) one request may ask for."""
+MAX_BODY_BYTES = 1 << 20
+"""Largest request body accepted (413 above)."""
+BODY_SECONDS = 30.0
+"""Time a client has to send its whole body (408 after)."""
+SOCKET_SECONDS = 60.0
+"""Longest wait of one socket read or write, an idle kept-alive connection's included."""
+MAX_SEED = 2**63 - 1
+MAX_TOKENS_WITHOUT_LIMIT = 32_768
+"""``max_tokens`` cap for a model that does not say how many positions it has."""
+
+
+class RequestError(Exception):
+    """An error answer: HTTP ``status`` with OpenAI's error body."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error"):
+        super().__init__(message)
+        self.status, self.message, self.kind = status, message, kind
+
+
+def parse_body(raw: bytes) -> Any:
+    """A request body as JSON; ``ValueError`` naming what is wrong (nesting too deep and integers of thousands of
+    digits included). ``NaN``, ``Infinity`` and ``1e999`` parse, and the field that holds one is refused by its
+    check (:func:`_number`)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("the body nests arrays and objects too deeply") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"the body is not UTF-8: {e}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"the body is not JSON: {e}") from None
+
+
+def _number(request: dict[str, Any], key: str, default: float, low: float, high: float, *, integer: bool = False,
+            low_open: bool = False) -> float:
+    """``request[key]`` (``default`` if absent or null), checked: a finite number (an integer if ``integer``) in
+    ``[low, high]`` (``(low, high]`` if ``low_open``); ``ValueError`` naming the field."""
+    value = _given(request, key, default)
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)) or (
+            isinstance(value, float) and not math.isfinite(value)):
+        raise ValueError(f"{key}={value!r} must be {kind}"[:200])
+    if value < low or value > high or (low_open and value == low):
+        bounds = f"({low}, {high}]" if low_open else f"[{low}, {high}]"
+        raise ValueError(f"{key}={value!r} must be {kind} in {bounds}"[:200])
+    return value
 
 
 def _given(request: dict[str, Any], key: str, default: Any) -> Any:
@@ -48,7 +104,8 @@ def _given(request: dict[str, Any], key: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def _request_settings(request: Any, next_seed: int) -> dict[str, Any]:
+def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_TOKENS_WITHOUT_LIMIT
+                      ) -> dict[str, Any]:
     """Checked settings of a chat-completions request; ValueError naming the field that is wrong."""
     if not isinstance(request, dict):
         raise ValueError("the body must be a JSON object")
@@ -66,14 +123,14 @@ def _request_settings(request: Any, next_seed: int) -> dict[str, Any]:
     options = request.get("stream_options") or {}
     if not isinstance(options, dict):
         raise ValueError("stream_options must be an object")
-    max_tokens = request.get("max_completion_tokens") or request.get("max_tokens") or 256
-    seed = request.get("seed")
+    key = "max_completion_tokens" if request.get("max_completion_tokens") is not None else "max_tokens"
+    max_tokens = _number(request, key, min(256, max_tokens_limit), 1, max_tokens_limit, integer=True)
+    seed = _number(request, "seed", next_seed, -MAX_SEED, MAX_SEED, integer=True)
     return {"messages": messages, "n": n, "stream": bool(stream),
             "include_usage": bool(options.get("include_usage", False)), "logprobs": bool(request.get("logprobs")),
-            "policy": {"temperature": float(_given(request, "temperature", 1.0)),
-                       "top_p": float(_given(request, "top_p", 1.0)),
-                       "max_new_tokens": int(max_tokens),
-                       "seed": int(seed) if seed is not None else next_seed}}
+            "policy": {"temperature": float(_number(request, "temperature", 1.0, 0, 1e6)),
+                       "top_p": float(_number(request, "top_p", 1.0, 0, 1, low_open=True)),
+                       "max_new_tokens": int(max_tokens), "seed": int(seed)}}
 
 
 class ChatHandler(BaseHTTPRequestHandler):
@@ -81,6 +138,10 @@ class ChatHandler(BaseHTTPRequestHandler):
 
     server: ChatServer
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        self.timeout = self.server.socket_seconds  # every socket read and write, an idle keep-alive's included
+        super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         if self.server.verbose:
@@ -111,30 +172,73 @@ class ChatHandler(BaseHTTPRequestHandler):
             return
         self._send(200, {"object": "list", "data": [{"id": self.server.model_name, "object": "model"}]})
 
+    def _body(self) -> bytes:
+        """The request body: a ``Content-Length`` of ASCII digits up to :data:`MAX_BODY_BYTES`, all of it within
+        :data:`BODY_SECONDS` (a client that stops half way gets 408)."""
+        length = self.headers.get("Content-Length")
+        if length is None:
+            self.close_connection = True
+            raise RequestError(411, "send a Content-Length header")
+        if not re.fullmatch(r"[0-9]{1,12}", length.strip()):
+            self.close_connection = True
+            raise RequestError(400, f"Content-Length must be a byte count, got {length[:40]!r}")
+        size = int(length)
+        if size > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise RequestError(413, f"the body must be at most {MAX_BODY_BYTES} bytes, Content-Length says {size}")
+        seconds = self.server.body_seconds
+        deadline, chunks, left = time.monotonic() + seconds, [], size
+        while left:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.close_connection = True
+                raise RequestError(408, f"the body did not arrive within {seconds:g} s")
+            self.connection.settimeout(min(remaining, self.server.socket_seconds))
+            try:
+                chunk = self.rfile.read1(left)
+            except TimeoutError:
+                continue
+            if not chunk:
+                raise ConnectionError("the client closed the connection mid-body")
+            chunks.append(chunk)
+            left -= len(chunk)
+        self.connection.settimeout(self.server.socket_seconds)
+        return b"".join(chunks)
+
     def do_POST(self) -> None:  # noqa: N802
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+        try:
+            self._post()
+        except RequestError as e:
+            self._error(e.status, e.message, e.kind)
+        except ConnectionError:
+            self.close_connection = True
+
+    def _post(self) -> None:
+        raw = self._body()
         if not self._authorised():
             return
         if self.path.rstrip("/") != "/v1/chat/completions":
-            self._error(404, f"no route {self.path}", "not_found")
-            return
+            raise RequestError(404, f"no route {self.path}", "not_found")
+        tokenizer, positions = self.server.tokenizer, self.server.max_positions
         try:
-            settings = _request_settings(json.loads(raw), next(self.server.seeds))
-            policy = HFPolicy(self.server.model, self.server.tokenizer, **settings["policy"])
+            limit = positions if positions is not None else MAX_TOKENS_WITHOUT_LIMIT
+            settings = _request_settings(parse_body(raw), next(self.server.seeds), limit)
+            policy = HFPolicy(self.server.model, tokenizer, **settings["policy"])
+            prompt = tokenizer.apply_chat_template(settings["messages"], add_generation_prompt=True, tokenize=False)
+            ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         except (ValueError, KeyError, TypeError) as e:
-            self._error(400, f"bad request: {e}", "invalid_request_error")
-            return
-        tokenizer = self.server.tokenizer
+            raise RequestError(400, f"bad request: {e}"[:500]) from None
+        if not ids:
+            raise RequestError(400, "bad request: the prompt is empty")
+        if positions is not None and len(ids) + settings["policy"]["max_new_tokens"] > positions:
+            raise RequestError(400, f"bad request: the prompt's {len(ids)} tokens + max_tokens="
+                                    f"{settings['policy']['max_new_tokens']} exceed the model's {positions} positions")
         try:
-            with self.server.lock:
-                prompt = tokenizer.apply_chat_template(settings["messages"], add_generation_prompt=True,
-                                                       tokenize=False)
-                prompt_tokens = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
-                generations = policy.generate([settings["messages"]] * settings["n"])
+            with self.server.lock:  # only generation is serialised; the prompt was tokenised above
+                generations = policy.generate_ids([ids] * settings["n"])
         except Exception as e:  # noqa: BLE001 - any model failure is a 500 for the client, not a dead server
-            self._error(500, f"generation failed: {e}", "server_error")
-            return
+            raise RequestError(500, f"generation failed: {e}"[:500], "server_error") from None
+        prompt_tokens = len(ids)
         completion_tokens = sum(len(g.token_ids) for g in generations)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                  "total_tokens": prompt_tokens + completion_tokens}
@@ -198,6 +302,7 @@ class ChatHandler(BaseHTTPRequestHandler):
 
 class ChatServer(ThreadingHTTPServer):
     """Serve ``model`` / ``tokenizer`` on ``127.0.0.1:port`` (``port=0``: a free port; see :attr:`base_url`).
+    ``body_seconds`` / ``socket_seconds``: :data:`BODY_SECONDS` / :data:`SOCKET_SECONDS`.
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
@@ -205,11 +310,14 @@ class ChatServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str = "local", port: int = 0,
-                 api_key: str | None = None, verbose: bool = False, handler: type[ChatHandler] = ChatHandler):
+                 api_key: str | None = None, verbose: bool = False, handler: type[ChatHandler] = ChatHandler,
+                 body_seconds: float = BODY_SECONDS, socket_seconds: float = SOCKET_SECONDS):
         super().__init__((HOST, port), handler)
+        self.body_seconds, self.socket_seconds = body_seconds, socket_seconds
         self.model, self.tokenizer, self.model_name = model, tokenizer, model_name
         self.api_key, self.verbose = api_key, verbose
         self.stop_ids = HFPolicy(model, tokenizer).stop_ids
+        self.max_positions = getattr(model.config, "max_position_embeddings", None)
         self.lock = threading.Lock()
         self.seeds = itertools.count()
         self.ids = itertools.count()

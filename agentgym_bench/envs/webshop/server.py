@@ -6,12 +6,16 @@ AgentGym's JSON shapes, so AgentGym's ``WebshopEnvClient`` and our ``WebShopGame
 against it. Each env is a :class:`~agentgym_bench.envs.webshop.session.WebShopSession`; ``/reset`` with an integer
 ``session_id`` starts goal ``session_id`` of the catalog (the three splits back to back: test, validation, train).
 
-Errors answer ``{"detail": ...}`` like FastAPI: 404 for an unknown path or env, 411/413/422 for a bad request body,
-503 when ``--max-envs`` envs exist (close some with ``/close``). The server is multi-threaded (one thread per
-connection, HTTP/1.1 keep-alive) and shares one catalog and search index among all envs.
+Errors answer ``{"detail": ...}`` like FastAPI: 404 for an unknown path or env, 411/413/422 for a bad request body
+or parameter (a ``Content-Length`` or ``env_idx`` that is not ASCII digits, JSON nested too deeply), 503 when
+``--max-envs`` envs exist (close some with ``/close``). The server is multi-threaded (one thread per connection,
+HTTP/1.1 keep-alive; a socket read or write waits at most :attr:`_Handler.timeout`) and shares one catalog and
+search index among all envs.
 
-It binds ``127.0.0.1`` unless told otherwise; pass ``--host 0.0.0.0`` only on a trusted network (there is no
-authentication).
+Envs have no owner: there is no authentication, ids are sequential, and any client can step or close any env (as in
+AgentGym's server). An env nobody has used for ``--env-ttl`` seconds (default :data:`ENV_TTL`, an hour) is dropped
+when envs are created or listed, so envs a client forgot to close do not fill ``--max-envs`` for ever. It binds
+``127.0.0.1`` unless told otherwise; pass ``--host 0.0.0.0`` only on a trusted network.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import sys
 import threading
+import time
 import traceback
 import urllib.parse
 from collections.abc import Iterator
@@ -37,6 +43,12 @@ from agentgym_bench.errors import UserError
 
 DEFAULT_PORT = 36001
 MAX_BODY_BYTES = 1 << 20
+BODY_SECONDS = 30.0
+"""Time a client has to send a whole request body (408 after)."""
+ENV_TTL = 3600.0
+"""Seconds an env may go unused before the server drops it."""
+INTEGER = re.compile(r"-?[0-9]{1,18}")
+"""An integer as a query parameter or header: ASCII digits only (``str.isdigit`` takes ``²``)."""
 
 
 class HttpError(Exception):
@@ -56,17 +68,23 @@ class WebShopServer(ThreadingHTTPServer):
         max_envs: envs that may exist at once.
         seed: seeds the goal drawn when ``/create`` or ``/reset`` gets no ``session_id``.
         verbose: log each request to stderr.
+        env_ttl: seconds an env may go unused before it is dropped (when envs are created or listed).
+        body_seconds: time a client has to send a request body (:data:`BODY_SECONDS`).
     """
 
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], catalog: Catalog, *, max_envs: int = 8000, seed: int = 0,
-                 verbose: bool = False):
+                 verbose: bool = False, env_ttl: float = ENV_TTL, body_seconds: float = BODY_SECONDS):
         if not isinstance(max_envs, int) or max_envs < 1:
             raise ValueError(f"max_envs={max_envs!r} must be a positive integer")
+        if not env_ttl > 0:
+            raise ValueError(f"env_ttl={env_ttl!r} must be a positive number of seconds")
         super().__init__(address, _Handler)
-        self.catalog, self.max_envs, self.verbose = catalog, max_envs, verbose
+        self.catalog, self.max_envs, self.verbose, self.env_ttl = catalog, max_envs, verbose, env_ttl
+        self.body_seconds = body_seconds
         self.envs: dict[int, tuple[WebShopSession, threading.Lock]] = {}
+        self.used: dict[int, float] = {}  # env id -> when a request last named it (time.monotonic)
         self._lock = threading.Lock()
         self._next_id = 0
         self._rng = np.random.default_rng(seed)
@@ -91,11 +109,20 @@ class WebShopServer(ThreadingHTTPServer):
         session = WebShopSession(self.catalog)
         session.reset(self._random_goal())
         with self._lock:
+            self._drop_expired()
             if len(self.envs) >= self.max_envs:
                 raise HttpError(503, f"{self.max_envs} envs exist (the --max-envs limit); close some with /close")
             env_idx, self._next_id = self._next_id, self._next_id + 1
             self.envs[env_idx] = (session, threading.Lock())
+            self.used[env_idx] = time.monotonic()
         return env_idx
+
+    def _drop_expired(self) -> None:
+        """Drop the envs unused for :attr:`env_ttl` seconds (call with the lock held)."""
+        now = time.monotonic()
+        for env_idx in [i for i, t in self.used.items() if now - t > self.env_ttl]:
+            self.envs.pop(env_idx, None)
+            self.used.pop(env_idx, None)
 
     def env(self, env_idx: Any) -> tuple[WebShopSession, threading.Lock]:
         """The env ``env_idx`` and its lock; 422 if the id is not an integer, 404 if there is no such env."""
@@ -104,6 +131,7 @@ class WebShopServer(ThreadingHTTPServer):
         with self._lock:
             if env_idx not in self.envs:
                 raise HttpError(404, f"no env {env_idx}")
+            self.used[env_idx] = time.monotonic()
             return self.envs[env_idx]
 
     def close_env(self, env_idx: Any) -> bool:
@@ -111,6 +139,7 @@ class WebShopServer(ThreadingHTTPServer):
         if not isinstance(env_idx, int) or isinstance(env_idx, bool):
             raise HttpError(422, f"env_idx must be an integer, got {env_idx!r}")
         with self._lock:
+            self.used.pop(env_idx, None)
             return self.envs.pop(env_idx, None) is not None
 
     # ----- endpoints: (method, path) -> handler(query or body) -> JSON value -----------------------------------------
@@ -121,6 +150,7 @@ class WebShopServer(ThreadingHTTPServer):
             return "ok"
         if (method, path) == ("GET", "/list_envs"):
             with self._lock:
+                self._drop_expired()
                 return sorted(self.envs)
         if (method, path) == ("POST", "/create"):
             return self.create()
@@ -132,7 +162,7 @@ class WebShopServer(ThreadingHTTPServer):
                 return self._reset(session, body) if path == "/reset" else self._step(session, body)
         if method == "GET" and path in ("/observation", "/available_actions", "/instruction_text"):
             raw = query.get("env_idx", "")
-            if not raw.lstrip("-").isdigit():
+            if not INTEGER.fullmatch(raw):
                 raise HttpError(422, f"query parameter env_idx must be an integer, got {raw!r}")
             session, lock = self.env(int(raw))
             with lock:
@@ -183,22 +213,45 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 raise HttpError(411, "send a Content-Length header")
             return {}
-        if not length.isdigit():
+        if not INTEGER.fullmatch(length) or length.startswith("-"):
             self.close_connection = True
             raise HttpError(422, f"Content-Length must be a byte count, got {length!r}")
         if int(length) > MAX_BODY_BYTES:
             self.close_connection = True
             raise HttpError(413, f"request body must be at most {MAX_BODY_BYTES} bytes")
-        raw = self.rfile.read(int(length))
+        raw = self._read(int(length))
         if not raw.strip():
             return {}
         try:
             body = json.loads(raw)
+        except RecursionError:
+            raise HttpError(422, "request body nests arrays and objects too deeply") from None
         except (UnicodeDecodeError, ValueError) as err:
-            raise HttpError(422, f"request body is not JSON: {err}") from err
+            raise HttpError(422, f"request body is not JSON: {err}"[:300]) from None
         if not isinstance(body, dict):
             raise HttpError(422, "request body must be a JSON object")
         return body
+
+    def _read(self, size: int) -> bytes:
+        """``size`` bytes of body, all within the server's ``body_seconds`` (408 for a client that stops half way)."""
+        seconds = self.server.body_seconds
+        deadline, chunks, left = time.monotonic() + seconds, [], size
+        while left:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.close_connection = True
+                raise HttpError(408, f"the request body did not arrive within {seconds:g} s")
+            self.connection.settimeout(min(remaining, self.timeout))
+            try:
+                chunk = self.rfile.read1(left)
+            except TimeoutError:
+                continue
+            if not chunk:
+                raise ConnectionError("the client closed the connection mid-body")
+            chunks.append(chunk)
+            left -= len(chunk)
+        self.connection.settimeout(self.timeout)
+        return b"".join(chunks)
 
     def _serve(self, method: str) -> None:
         url = urllib.parse.urlsplit(self.path)
@@ -208,6 +261,9 @@ class _Handler(BaseHTTPRequestHandler):
             status, answer = 200, self.server.answer(method, url.path.rstrip("/") or "/", query, body)
         except HttpError as err:
             status, answer = err.status, {"detail": err.detail}
+        except ConnectionError:
+            self.close_connection = True
+            return
         except Exception as err:  # noqa: BLE001 - a bug must not drop the connection silently
             traceback.print_exc()
             status, answer = 500, {"detail": f"internal error: {type(err).__name__}: {err}"}
@@ -220,9 +276,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, *, catalog: Catalog | None = None, max_envs: int = 8000,
-                seed: int = 0, verbose: bool = False) -> WebShopServer:
+                seed: int = 0, verbose: bool = False, env_ttl: float = ENV_TTL,
+                body_seconds: float = BODY_SECONDS) -> WebShopServer:
     """A bound, not yet serving :class:`WebShopServer` (call ``serve_forever``, e.g. in a thread)."""
-    return WebShopServer((host, port), catalog or load_catalog(), max_envs=max_envs, seed=seed, verbose=verbose)
+    return WebShopServer((host, port), catalog or load_catalog(), max_envs=max_envs, seed=seed, verbose=verbose,
+                         env_ttl=env_ttl, body_seconds=body_seconds)
 
 
 @contextlib.contextmanager
@@ -248,6 +306,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catalog", type=Path, default=None, help="catalog file (default: the bundled store)")
     parser.add_argument("--max-envs", type=int, default=8000, help="envs that may exist at once (default 8000)")
     parser.add_argument("--seed", type=int, default=0, help="seed for goals drawn when no session_id is given")
+    parser.add_argument("--env-ttl", type=float, default=ENV_TTL,
+                        help="seconds an env may go unused before the server drops it (default %(default)g)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
 
 
@@ -257,10 +317,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--catalog {args.catalog}: no such file")
     if args.max_envs < 1:
         raise UserError(f"--max-envs {args.max_envs} must be at least 1")
+    if not args.env_ttl > 0:
+        raise UserError(f"--env-ttl {args.env_ttl} must be a positive number of seconds")
     catalog = load_catalog(args.catalog)
     try:
         server = make_server(args.host, args.port, catalog=catalog, max_envs=args.max_envs, seed=args.seed,
-                             verbose=args.verbose)
+                             verbose=args.verbose, env_ttl=args.env_ttl)
     except OSError as err:
         raise cli.listen_error(args.host, args.port, err) from err
     print(f"WebShop server listening on {server.url} ({len(catalog.products)} products, {len(catalog.goals)} goals)",

@@ -1,0 +1,81 @@
+"""``webshop-serve`` against a hostile client on loopback (issue 51): bad numbers and shapes are a 422, never a 500
+or a dropped connection; bodies are bounded in size and time; forgotten envs expire."""
+
+import json
+import socket
+import time
+
+import pytest
+
+from agentgym_bench.envs.webshop.client import WebShopClient
+from agentgym_bench.envs.webshop.server import serve_in_thread
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve_in_thread(host="127.0.0.1", port=0, body_seconds=1.0) as srv:
+        yield srv
+
+
+def exchange(server, request: bytes, wait: float = 0.0) -> tuple[int, dict]:
+    """Send raw bytes, read the whole answer within 20 s: (status, JSON body)."""
+    with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=20) as sock:
+        sock.sendall(request)
+        time.sleep(wait)
+        data = b""
+        while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < _length(data):
+            chunk = sock.recv(65536)
+            assert chunk, f"the server closed the connection without a whole answer: {data[:200]!r}"
+            data += chunk
+    return int(data.split(b" ", 2)[1]), json.loads(data.split(b"\r\n\r\n", 1)[1])
+
+
+def _length(data: bytes) -> int:
+    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
+    return next((int(line.split(":", 1)[1]) for line in head.split("\r\n") if line.startswith("content-length:")), 0)
+
+
+def post(server, path: str, body: bytes, length: str | None = None) -> tuple[int, dict]:
+    length = str(len(body)) if length is None else length
+    return exchange(server, f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: ".encode() + length.encode("utf-8")
+                    + b"\r\n\r\n" + body)
+
+
+@pytest.mark.parametrize("env_idx", ["--5", "%C2%B2", "%EF%BC%95", "5.0", "", "9" * 40, "0x5"])
+def test_a_query_env_idx_that_is_not_an_integer_is_a_422(server, env_idx):
+    status, answer = exchange(server, f"GET /observation?env_idx={env_idx} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    assert status == 422 and "env_idx must be an integer" in answer["detail"]
+
+
+@pytest.mark.parametrize("body, detail", [
+    (b'{"env_idx": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nests arrays and objects too deeply"),
+    (b'{"env_idx": ' + b"9" * 5000 + b"}", "not JSON"),
+    (b'{"env_idx": 1e999, "action": "search[x]"}', "env_idx must be an integer"),
+    (b'{"env_idx": NaN}', "env_idx must be an integer"),
+])
+def test_bad_bodies_are_a_422(server, body, detail):
+    status, answer = post(server, "/step", body)
+    assert status == 422 and detail in answer["detail"], answer
+
+
+@pytest.mark.parametrize("length, status", [("\u00b2", 422), ("-5", 422), ("abc", 422), (str(50 * 10**6), 413)])
+def test_bad_or_huge_content_lengths_are_answered(server, length, status):
+    assert post(server, "/step", b"", length=length)[0] == status
+
+
+def test_a_half_sent_body_is_a_408(server):
+    started = time.monotonic()
+    status, answer = exchange(server, b"POST /step HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", wait=0.1)
+    assert status == 408 and "did not arrive within 1 s" in answer["detail"]
+    assert 0.9 < time.monotonic() - started < 10
+    assert WebShopClient(server.url).ping()
+
+
+def test_envs_unused_for_their_ttl_are_dropped():
+    with serve_in_thread(host="127.0.0.1", port=0, env_ttl=0.5) as srv:
+        client = WebShopClient(srv.url)
+        old = client.create()
+        time.sleep(0.7)
+        fresh = client.create()  # creating sweeps: the old env is gone, the new one stays
+        assert exchange(srv, b"GET /list_envs HTTP/1.1\r\nHost: x\r\n\r\n") == (200, [fresh])
+        assert post(srv, "/step", json.dumps({"env_idx": old, "action": "search[x]"}).encode())[0] == 404

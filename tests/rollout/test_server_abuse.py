@@ -1,0 +1,100 @@
+"""``agentgym-bench serve`` against a hostile client on loopback (issue 51): every malformed request gets a 4xx
+answer, never a dropped connection; bodies are bounded in size and time; the model's lock is held for generation
+only."""
+
+import json
+import socket
+import time
+
+import pytest
+
+from agentgym_bench.rollout.server import MAX_BODY_BYTES, ChatServer
+from tests.rollout.test_hf import conversations
+
+
+@pytest.fixture(scope="module")
+def server(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    with ChatServer(model, tokenizer, model_name="tiny", body_seconds=1.0, socket_seconds=5.0) as s:
+        yield s
+
+
+def exchange(server, head: bytes, body: bytes = b"", wait: float = 0.0) -> tuple[int, dict]:
+    """Send ``head`` (request line and headers, without the blank line) and ``body`` on a raw socket, then read the
+    answer within 20 s: (status, JSON body)."""
+    port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(head + b"\r\n\r\n" + body)
+        time.sleep(wait)
+        data = b""
+        while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < _length(data):
+            chunk = sock.recv(65536)
+            assert chunk, f"the server closed the connection without a whole answer: {data[:200]!r}"
+            data += chunk
+    status = int(data.split(b" ", 2)[1])
+    return status, json.loads(data.split(b"\r\n\r\n", 1)[1])
+
+
+def _length(data: bytes) -> int:
+    for line in data.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
+
+
+def post(server, body: bytes, length: str | None = None) -> tuple[int, dict]:
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+    length = str(len(body)) if length is None else length
+    return exchange(server, head + f"\r\nContent-Length: {length}".encode(), body)
+
+
+def body(**fields) -> bytes:
+    return json.dumps({"model": "tiny", "messages": conversations(1)[0], **fields}).encode()
+
+
+@pytest.mark.parametrize("raw, field", [
+    (body(max_tokens=float("inf")), "max_tokens=inf"),
+    (body(max_tokens=10**6), "max_tokens=1000000 must be an integer in [1, 1024]"),
+    (body().replace(b'"model"', b'"seed": 1e999, "model"'), "seed=inf"),
+    (body().replace(b'"model"', b'"seed": ' + b"9" * 5000 + b', "model"'), "bad request"),
+    (body(temperature=float("-inf")), "temperature=-inf"),
+    (body(top_p=float("nan")), "top_p=nan"),
+    (b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nests arrays and objects too deeply"),
+    (b"{not json", "not JSON"),
+    (b"\xff\xfe", "bad request"),
+])
+def test_bad_numbers_and_shapes_are_a_400(server, raw, field):
+    status, answer = post(server, raw)
+    assert status == 400 and field in answer["error"]["message"], answer
+
+
+@pytest.mark.parametrize("length, status", [("abc", 400), ("-5", 400), ("²", 400), (str(50 * 10**6), 413),
+                                            (str(MAX_BODY_BYTES + 1), 413)])
+def test_bad_or_huge_content_lengths_are_answered_without_reading_the_body(server, length, status):
+    assert post(server, b"", length=length)[0] == status
+
+
+def test_a_missing_content_length_is_a_411(server):
+    assert exchange(server, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x")[0] == 411
+
+
+def test_a_half_sent_body_is_a_408_and_holds_no_one_up(server):
+    """A client that sends 10 of 100 promised bytes and waits: 408 after the body deadline (1 s here), while other
+    clients are served meanwhile."""
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100"
+    started = time.monotonic()
+    status, answer = exchange(server, head, b'{"model": ', wait=0.1)
+    assert status == 408 and "did not arrive within 1 s" in answer["error"]["message"]
+    assert 0.9 < time.monotonic() - started < 10
+
+
+def test_the_prompt_is_tokenised_outside_the_model_lock(server):
+    """While another request holds the model (the lock taken here), an over-long prompt is rendered, tokenised
+    and refused: it never waits for the lock."""
+    with server.lock:
+        started = time.monotonic()
+        status, answer = post(server, body(messages=[{"role": "user", "content": "left " * 200_000}], max_tokens=8))
+    assert status == 400 and "exceed the model's 1024 positions" in answer["error"]["message"]
+    assert time.monotonic() - started < 15
+    assert post(server, body(max_tokens=4))[0] == 200
