@@ -523,8 +523,8 @@ def run_and_resume(args: argparse.Namespace, model: Path, name: str, preset: str
     expect((out / "summary.json").is_file(), "no summary.json after the resumed run")
     last = after[-1]
     gap = last.get("rollout/logprob_diff")
-    return (f"{steps} iterations + 1 resumed from checkpoint-{steps}; last: loss/policy {last['loss/policy']:.4g}, "
-            f"grad_norm {last['loss/grad_norm']:.3g}"
+    return (f"{steps} iteration{'s' if steps > 1 else ''} + 1 resumed from checkpoint-{steps}; last: "
+            f"loss/policy {last['loss/policy']:.4g}, grad_norm {last['loss/grad_norm']:.3g}"
             + (f", value_loss {last['critic/value_loss']:.3g}" if "critic/value_loss" in last else "")
             + (f", sampled-vs-recomputed log-prob gap {gap:.2e}" if gap is not None else "")
             + f", {last['rollout/samples']:.0f} rows of {last['rollout/response_length']:.0f}-token replies")
@@ -611,8 +611,11 @@ def child(args: argparse.Namespace) -> int:
     transformers.logging.disable_progress_bar()
     config = json.loads(Path(args.child).read_text())
     if args.device.startswith("cuda"):
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group("nccl" if args.device.startswith("cuda") else "gloo")
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl", device_id=device)
+    else:
+        dist.init_process_group("gloo")
     meter = Meter(args.device)
     meter.install()
     try:

@@ -250,8 +250,8 @@ class TrainConfig:
     strategy: str = "ddp"
     """How ``torchrun`` processes share the models: ``ddp`` (a full copy per process, gradients averaged) or
     ``fsdp2`` (``torch.distributed.fsdp.fully_shard``: parameters, gradients and optimiser states sharded over the
-    processes, each transformer block its own unit; ROLL's ``strategy_name: fsdp2_train``). One process: no
-    difference."""
+    processes, each transformer block its own unit; ROLL's ``strategy_name: fsdp2_train``). A plain launch of one
+    process: no difference; ``torchrun --nproc_per_node 1`` with ``fsdp2`` shards over a process group of one."""
     lora_target: str | None = None
     """LoRA through ``peft`` on these modules of actor and critic (ROLL: comma-separated module names, ``all`` for
     every linear layer); ``null`` trains every weight. Needs ``pip install 'agentgym-bench[lora]'``."""
