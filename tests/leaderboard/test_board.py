@@ -256,11 +256,14 @@ def test_the_workflow_runs_commands_that_exist():
     from agentgym_bench.cli import COMMANDS
 
     workflow = (ROOT / ".github" / "workflows" / "leaderboard.yml").read_text()
+    script = (ROOT / "scripts" / "leaderboard_ci.sh").read_text()
     jobs = yaml.safe_load(workflow)["jobs"]
     assert set(jobs) == {"check", "render"}
-    used = set(re.findall(r"agentgym-bench (\w[\w-]*)", workflow))
+    used = set(re.findall(r"agentgym-bench (\w[\w-]*)", script))
     assert used == {"submit", "board"} and used <= set(COMMANDS)
-    assert "--check" in workflow
+    guard_then_check = r'leaderboard_ci\.sh"? guard .*\n(.*\n)*.*leaderboard_ci\.sh"? check'
+    assert "--check" in script and re.search(guard_then_check, workflow)
+    assert "leaderboard_ci.sh publish" in workflow
     assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in workflow
 
 
