@@ -602,7 +602,7 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
     policy, _ = suite_policy(f"hf:{model}", suite, sampling_of(results.metadata["policy"]))
     calls = evaluation_batches(results, suite, texts)
     differing: list[Move] = []
-    with progress_bar(sum(len(c) for c in calls), "re-generation", "reply", enabled=progress) as bar:
+    with progress_bar(sum(len(c) for c in calls), "re-generation", "turn", enabled=progress) as bar:
         for call in calls:
             generations = policy.generate([m.messages for m in call], keys=[m.key for m in call])
             for move, g in zip(call, generations, strict=True):
