@@ -89,12 +89,12 @@ def test_a_500_is_retried_then_succeeds(server):
     assert server.posts == 3
 
 
-def test_a_lasting_500_from_the_model_is_an_error(server):
-    # a prompt longer than the model's 1024 positions makes generation fail on the server: a real 500
+def test_a_prompt_over_the_context_is_a_400_and_not_retried(server):
+    # a prompt longer than the model's 1024 positions: the server refuses it as OpenAI does, and a 4xx is final
     policy = OpenAIPolicy(server.base_url, "tiny", max_tokens=4, max_retries=1, backoff=0.01)
-    with pytest.raises(GenerationError, match="HTTP 500.*positions"):
+    with pytest.raises(GenerationError, match="HTTP 400.*1024 positions"):
         policy.generate([[{"role": "user", "content": "_" * 1200}]])
-    assert server.posts == 2
+    assert server.posts == 1
 
 
 def test_concurrency_is_bounded(server):

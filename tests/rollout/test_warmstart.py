@@ -201,7 +201,7 @@ def test_a_warm_start_from_a_warm_started_model_keeps_both_stages(tmp_path, smal
     assert earlier["config"]["model"] == str(small_model) and "evaluation" not in earlier
     assert earlier["train"] == first["train"]
     trainer, compute = training_record(tmp_path / "s2")  # what the board records of the two-stage model
-    assert trainer["config"]["model"] == str(tmp_path / "s1") and trainer["config"]["epochs"] == 2
+    assert trainer["config"]["model"] == "<local>/s1" and trainer["config"]["epochs"] == 2  # no path of this machine
     assert trainer["config"]["started_from"]["episodes"] == 30
     assert compute["stages"] == 2 and compute["demonstration_episodes"] == 50
     assert compute["steps"] == first["train"]["steps"] + second["train"]["steps"]
