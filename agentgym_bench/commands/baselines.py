@@ -321,8 +321,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = __doc__.split("\n\n", 1)[1]
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference",
-                        help="reference (about three hours on 2 cores; the committed board's recipe) or smoke "
-                        "(minutes, numbers meaningless) (default: %(default)s)")
+                        help="reference (the committed board's recipe; its warm start, with --from-scratch, takes "
+                        "about three hours on 2 cores) or smoke (minutes, numbers meaningless) (default: %(default)s)")
     parser.add_argument("--work", default=None, help="folder for models, runs, results and logs "
                         "(default: runs/baselines-RECIPE)")
     parser.add_argument("--board", default=None, help="leaderboard folder to submit to (default: WORK/leaderboard)")
