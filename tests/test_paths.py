@@ -93,3 +93,8 @@ def test_a_model_is_recorded_by_its_repository_relative_path_or_its_home_name(ho
     assert locate_model("leaderboards/b/models/m", home) is None  # only under the root given
     assert locate_model("warmstart", repo) == str(home / "bench" / "models" / "warmstart")
     assert locate_model("Qwen/Qwen2.5-0.5B", repo) is None
+    # what a file names decides nothing this machine reads: no expansion, no climbing out; a literal folder is found
+    monkeypatch.setenv("LOOSE", str(home / "loose"))
+    assert locate_model(str(home / "loose"), repo) == str(home / "loose")
+    for name in ("$LOOSE", "${LOOSE}", "~/loose", "leaderboards/../../loose"):
+        assert locate_model(name, repo) is None, name

@@ -83,14 +83,16 @@ def locate_model(name: str | None, root: str | os.PathLike | None = None) -> str
     """The local folder a results file's ``model`` names, or ``None`` if it is not on this machine.
 
     A relative path resolves under ``root`` (the repository root; default: the current directory); a bare name that
-    is not a folder there is looked up under the home's ``models/`` (``warmstart``); a machine path (absolute, ``~``,
-    ``$``: only in archived results files) as :func:`local_model_path` finds it. A trainer run folder gives its last
-    checkpoint (:func:`model_path`).
+    is not a folder there is looked up under the home's ``models/`` (``warmstart``); an absolute path (only in
+    archived results files) is taken as it is, if it is a folder here; a name with ``~``, ``$`` or a ``..`` part is
+    never expanded or followed (``None``): what a file says must not decide what this machine reads. A trainer run
+    folder gives its last checkpoint (:func:`model_path`).
     """
     if not name:
         return None
     if is_machine_path(name):
-        return local_model_path(name)
+        literal = "~" not in name and "$" not in name and ".." not in name.replace("\\", "/").split("/")
+        return local_model_path(name) if literal and Path(name).is_dir() else None
     folder = Path(root if root is not None else Path.cwd()) / name
     if not folder.is_dir() and "/" not in name:
         folder = model_dir(name)
