@@ -45,6 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from agentgym_bench import cli
+from agentgym_bench.http_body import read_within
 from agentgym_bench.rollout.hf import HFPolicy
 
 HOST = "127.0.0.1"
@@ -186,24 +187,11 @@ class ChatHandler(BaseHTTPRequestHandler):
         if size > MAX_BODY_BYTES:
             self.close_connection = True
             raise RequestError(413, f"the body must be at most {MAX_BODY_BYTES} bytes, Content-Length says {size}")
-        seconds = self.server.body_seconds
-        deadline, chunks, left = time.monotonic() + seconds, [], size
-        while left:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.close_connection = True
-                raise RequestError(408, f"the body did not arrive within {seconds:g} s")
-            self.connection.settimeout(min(remaining, self.server.socket_seconds))
-            try:
-                chunk = self.rfile.read1(left)
-            except TimeoutError:
-                continue
-            if not chunk:
-                raise ConnectionError("the client closed the connection mid-body")
-            chunks.append(chunk)
-            left -= len(chunk)
-        self.connection.settimeout(self.server.socket_seconds)
-        return b"".join(chunks)
+        raw = read_within(self, size, self.server.body_seconds, self.server.socket_seconds)
+        if raw is None:
+            self.close_connection = True
+            raise RequestError(408, f"the body did not arrive within {self.server.body_seconds:g} s")
+        return raw
 
     def do_POST(self) -> None:  # noqa: N802
         try:

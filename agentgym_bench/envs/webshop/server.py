@@ -40,6 +40,7 @@ from agentgym_bench import cli
 from agentgym_bench.envs.webshop.catalog import Catalog, load_catalog
 from agentgym_bench.envs.webshop.session import WebShopSession
 from agentgym_bench.errors import UserError
+from agentgym_bench.http_body import read_within
 
 DEFAULT_PORT = 36001
 MAX_BODY_BYTES = 1 << 20
@@ -234,24 +235,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read(self, size: int) -> bytes:
         """``size`` bytes of body, all within the server's ``body_seconds`` (408 for a client that stops half way)."""
-        seconds = self.server.body_seconds
-        deadline, chunks, left = time.monotonic() + seconds, [], size
-        while left:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.close_connection = True
-                raise HttpError(408, f"the request body did not arrive within {seconds:g} s")
-            self.connection.settimeout(min(remaining, self.timeout))
-            try:
-                chunk = self.rfile.read1(left)
-            except TimeoutError:
-                continue
-            if not chunk:
-                raise ConnectionError("the client closed the connection mid-body")
-            chunks.append(chunk)
-            left -= len(chunk)
-        self.connection.settimeout(self.timeout)
-        return b"".join(chunks)
+        raw = read_within(self, size, self.server.body_seconds, self.timeout)
+        if raw is None:
+            self.close_connection = True
+            raise HttpError(408, f"the request body did not arrive within {self.server.body_seconds:g} s")
+        return raw
 
     def _serve(self, method: str) -> None:
         url = urllib.parse.urlsplit(self.path)
