@@ -3,8 +3,9 @@
 Standard library ``http.server``; binds ``127.0.0.1`` only. Requests are served one generation at a time (a lock
 around the model) with :class:`~agentgym_bench.rollout.hf.HFPolicy` and the request's ``temperature``, ``top_p``,
 ``max_tokens`` (or ``max_completion_tokens``), ``seed``, ``logprobs``, ``n`` (1..:data:`MAX_N` choices, sampled as
-one batch) and ``stream``. Every answer carries ``usage`` with ``prompt_tokens``, ``completion_tokens`` (all choices,
-stop tokens included) and ``total_tokens``.
+one batch), ``stop`` (a string or up to :data:`MAX_STOP` strings: each reply is cut before the first one it
+contains, with ``finish_reason: "stop"``, streamed or not) and ``stream``. Every answer carries ``usage`` with
+``prompt_tokens``, ``completion_tokens`` (all choices, stop tokens included) and ``total_tokens``.
 
 ``stream: true`` answers Server-Sent Events in OpenAI's format: ``chat.completion.chunk`` objects, first the
 assistant role, then one chunk per generated token (with its log-probability when ``logprobs`` is set), then the
@@ -12,7 +13,8 @@ assistant role, then one chunk per generated token (with its log-probability whe
 ``choices`` and the ``usage``. The reply is generated whole before the first chunk is sent (the chunks exist for
 clients that only speak streaming, not for latency), and the connection closes after ``[DONE]``.
 
-Errors use OpenAI's shape ``{"error": {"message", "type"}}``: 400 for a malformed request (a body that is not JSON
+Errors use OpenAI's shape ``{"error": {"message", "type", "param", "code"}}`` (``param`` names the field at
+fault, ``null`` when none is): 400 for a malformed request (a body that is not JSON
 or nests too deeply, a missing or bad field, a number that is not finite or out of range — ``max_tokens:
 Infinity``, ``seed: 1e999`` —, a prompt longer than the model reads), 401 for a wrong key (when the server has
 one), 404 for another path, 408 for a body not sent within :data:`BODY_SECONDS`, 411 without a ``Content-Length``,
@@ -62,12 +64,26 @@ MAX_TOKENS_WITHOUT_LIMIT = 32_768
 """``max_tokens`` cap for a model that does not say how many positions it has."""
 
 
-class RequestError(Exception):
-    """An error answer: HTTP ``status`` with OpenAI's error body."""
+MAX_STOP = 4
+"""Most stop strings one request may give (OpenAI's limit)."""
 
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error"):
+
+class RequestError(Exception):
+    """An error answer: HTTP ``status`` with OpenAI's error body (``param``: the field at fault, ``code``: OpenAI's
+    error code, both ``null`` when none applies)."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", *, param: str | None = None,
+                 code: str | None = None):
         super().__init__(message)
-        self.status, self.message, self.kind = status, message, kind
+        self.status, self.message, self.kind, self.param, self.code = status, message, kind, param, code
+
+
+class FieldError(ValueError):
+    """A request field that is wrong: ``param`` names it, ``code`` is OpenAI's code for the fault."""
+
+    def __init__(self, param: str, message: str, code: str = "invalid_value"):
+        super().__init__(message)
+        self.param, self.code = param, code
 
 
 def parse_body(raw: bytes) -> Any:
@@ -92,11 +108,22 @@ def _number(request: dict[str, Any], key: str, default: float, low: float, high:
     kind = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)) or (
             isinstance(value, float) and not math.isfinite(value)):
-        raise ValueError(f"{key}={value!r} must be {kind}"[:200])
+        raise FieldError(key, f"{key}={value!r} must be {kind}"[:200], "invalid_type")
     if value < low or value > high or (low_open and value == low):
         bounds = f"({low}, {high}]" if low_open else f"[{low}, {high}]"
-        raise ValueError(f"{key}={value!r} must be {kind} in {bounds}"[:200])
+        code = "integer_below_min_value" if integer and value < low else "invalid_value"
+        raise FieldError(key, f"{key}={value!r} must be {kind} in {bounds}"[:200], code)
     return value
+
+
+def _stop_strings(request: dict[str, Any]) -> list[str]:
+    """``stop``: absent or ``null`` (none), a string, or a list of up to :data:`MAX_STOP` strings, none empty."""
+    stop = _given(request, "stop", [])
+    stops = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stops, list) or len(stops) > MAX_STOP or not all(isinstance(s, str) and s for s in stops):
+        raise FieldError("stop", f"stop={stop!r} must be a non-empty string or a list of up to {MAX_STOP} "
+                                 "non-empty strings"[:200])
+    return stops
 
 
 def _given(request: dict[str, Any], key: str, default: Any) -> Any:
@@ -117,17 +144,17 @@ def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_
         raise ValueError("messages must be a non-empty list of {role, content} strings")
     n = _given(request, "n", 1)
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
-        raise ValueError(f"n={n!r} must be an integer in 1..{MAX_N}")
+        raise FieldError("n", f"n={n!r} must be an integer in 1..{MAX_N}")
     stream = request.get("stream", False)
     if not isinstance(stream, bool) and stream is not None:
-        raise ValueError(f"stream={stream!r} must be true or false")
+        raise FieldError("stream", f"stream={stream!r} must be true or false")
     options = request.get("stream_options") or {}
     if not isinstance(options, dict):
-        raise ValueError("stream_options must be an object")
+        raise FieldError("stream_options", "stream_options must be an object")
     key = "max_completion_tokens" if request.get("max_completion_tokens") is not None else "max_tokens"
     max_tokens = _number(request, key, min(256, max_tokens_limit), 1, max_tokens_limit, integer=True)
     seed = _number(request, "seed", next_seed, -MAX_SEED, MAX_SEED, integer=True)
-    return {"messages": messages, "n": n, "stream": bool(stream),
+    return {"messages": messages, "n": n, "stream": bool(stream), "stop": _stop_strings(request),
             "include_usage": bool(options.get("include_usage", False)), "logprobs": bool(request.get("logprobs")),
             "policy": {"temperature": float(_number(request, "temperature", 1.0, 0, 1e6)),
                        "top_p": float(_number(request, "top_p", 1.0, 0, 1, low_open=True)),
@@ -156,8 +183,9 @@ class ChatHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str, kind: str) -> None:
-        self._send(status, {"error": {"message": message, "type": kind}})
+    def _error(self, status: int, message: str, kind: str, param: str | None = None, code: str | None = None
+               ) -> None:
+        self._send(status, {"error": {"message": message, "type": kind, "param": param, "code": code}})
 
     def _authorised(self) -> bool:
         if self.server.api_key and self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
@@ -197,7 +225,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         try:
             self._post()
         except RequestError as e:
-            self._error(e.status, e.message, e.kind)
+            self._error(e.status, e.message, e.kind, e.param, e.code)
         except ConnectionError:
             self.close_connection = True
 
@@ -214,6 +242,8 @@ class ChatHandler(BaseHTTPRequestHandler):
             policy = HFPolicy(self.server.model, tokenizer, **settings["policy"])
             prompt = tokenizer.apply_chat_template(settings["messages"], add_generation_prompt=True, tokenize=False)
             ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        except FieldError as e:
+            raise RequestError(400, f"bad request: {e}"[:500], param=e.param, code=e.code) from None
         except (ValueError, KeyError, TypeError) as e:
             raise RequestError(400, f"bad request: {e}"[:500]) from None
         if not ids:
@@ -235,7 +265,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         if settings["stream"]:
             self._stream(head, generations, settings, usage)
             return
-        choices = [self._choice(i, g, settings["logprobs"]) for i, g in enumerate(generations)]
+        choices = [self._choice(i, g, settings) for i, g in enumerate(generations)]
         self._send(200, {**head, "object": "chat.completion", "choices": choices, "usage": usage})
 
     def _finish_reason(self, generation: Any) -> str:
@@ -246,11 +276,46 @@ class ChatHandler(BaseHTTPRequestHandler):
         tokens = self.server.tokenizer.convert_ids_to_tokens(token_ids)
         return {"content": [{"token": t, "logprob": lp} for t, lp in zip(tokens, logprobs, strict=True)]}
 
-    def _choice(self, index: int, generation: Any, logprobs: bool) -> dict[str, Any]:
-        choice: dict[str, Any] = {"index": index, "message": {"role": "assistant", "content": generation.text},
-                                  "finish_reason": self._finish_reason(generation)}
-        if logprobs:
-            choice["logprobs"] = self._logprobs(generation.token_ids, generation.logprobs)
+    def _pieces(self, generation: Any) -> list[str]:
+        """The text each generated token adds (decoding the prefix keeps multi-token characters whole; a stop
+        token adds nothing)."""
+        decode, ids, text, pieces = self.server.tokenizer.decode, generation.token_ids, "", []
+        for k in range(len(ids)):
+            stop_token = ids[k] in self.server.stop_ids
+            piece = "" if stop_token else decode(ids[: k + 1], skip_special_tokens=True)[len(text):]
+            text += piece
+            pieces.append(piece)
+        return pieces
+
+    def _cut(self, generation: Any, stops: list[str]) -> tuple[list[str], str] | None:
+        """With a stop string in the reply: the pieces of the tokens before the first one (the last piece clipped
+        where it begins) and ``"stop"``; ``None`` when no stop string occurs."""
+        if not stops:
+            return None
+        pieces = self._pieces(generation)
+        text = "".join(pieces)
+        found = [i for i in (text.find(s) for s in stops) if i >= 0]
+        if not found:
+            return None
+        cut, kept, length = min(found), [], 0
+        for piece in pieces:
+            if length >= cut:
+                break
+            kept.append(piece[: cut - length])
+            length += len(kept[-1])
+        return kept, "stop"
+
+    def _choice(self, index: int, generation: Any, settings: dict[str, Any]) -> dict[str, Any]:
+        text, ids, logprobs = generation.text, generation.token_ids, generation.logprobs
+        finish_reason = self._finish_reason(generation)
+        cut = self._cut(generation, settings["stop"])
+        if cut is not None:
+            pieces, finish_reason = cut
+            text, ids, logprobs = "".join(pieces), ids[: len(pieces)], logprobs[: len(pieces)]
+        choice: dict[str, Any] = {"index": index, "message": {"role": "assistant", "content": text},
+                                  "finish_reason": finish_reason}
+        if settings["logprobs"]:
+            choice["logprobs"] = self._logprobs(ids, logprobs)
         return choice
 
     def _stream(self, head: dict[str, Any], generations: list[Any], settings: dict[str, Any],
@@ -267,21 +332,17 @@ class ChatHandler(BaseHTTPRequestHandler):
             chunk = {**head, "object": "chat.completion.chunk", "choices": choices, **extra}
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
-        decode = self.server.tokenizer.decode
         for index, generation in enumerate(generations):
             event([{"index": index, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
-            ids, text = generation.token_ids, ""
-            for k in range(len(ids)):
-                if ids[k] in self.server.stop_ids:
-                    piece = ""
-                else:  # the text the token adds (decoding the prefix keeps multi-token characters whole)
-                    piece = decode(ids[: k + 1], skip_special_tokens=True)[len(text):]
-                    text += piece
+            ids = generation.token_ids
+            pieces, finish_reason = self._cut(generation, settings["stop"]) or (self._pieces(generation),
+                                                                                 self._finish_reason(generation))
+            for k, piece in enumerate(pieces):
                 delta = {"index": index, "delta": {"content": piece}, "finish_reason": None}
                 if settings["logprobs"]:
                     delta["logprobs"] = self._logprobs(ids[k : k + 1], generation.logprobs[k : k + 1])
                 event([delta])
-            event([{"index": index, "delta": {}, "finish_reason": self._finish_reason(generation)}])
+            event([{"index": index, "delta": {}, "finish_reason": finish_reason}])
         if settings["include_usage"]:
             event([], usage=usage)
         self.wfile.write(b"data: [DONE]\n\n")

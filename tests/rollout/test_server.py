@@ -122,3 +122,48 @@ def test_the_official_openai_client_reads_choices_usage_and_streams(server):
     assert chunks[-1].usage.completion_tokens == greedy.usage.completion_tokens
     with pytest.raises(openai.BadRequestError, match="n="):
         client.chat.completions.create(model="tiny", messages=messages, n=0)
+
+
+def _sdk(server):
+    openai = pytest.importorskip("openai", reason="the dev extra installs the official client")
+    return openai, openai.OpenAI(base_url=server.base_url, api_key="unused", timeout=30, max_retries=0)
+
+
+@pytest.mark.parametrize("as_list", [False, True])
+def test_stop_cuts_the_reply_before_the_first_stop_string_also_streaming(server, as_list):
+    openai, client = _sdk(server)
+    messages = conversations(1)[0]
+    whole = client.chat.completions.create(model="tiny", messages=messages, max_tokens=16, temperature=0,
+                                           logprobs=True)
+    reply = whole.choices[0].message.content
+    assert whole.choices[0].finish_reason == "length" and len(reply) > 8, reply
+    stop = reply[5:8]
+    stops = ["never in this reply \u2603", stop] if as_list else stop
+    cut = client.chat.completions.create(model="tiny", messages=messages, max_tokens=16, temperature=0, stop=stops,
+                                         logprobs=True)
+    assert cut.choices[0].message.content == reply[: reply.index(stop)]
+    assert cut.choices[0].finish_reason == "stop"
+    assert 1 <= len(cut.choices[0].logprobs.content) < len(whole.choices[0].logprobs.content)  # the kept tokens'
+    chunks = list(client.chat.completions.create(model="tiny", messages=messages, max_tokens=16, temperature=0,
+                                                 stop=stops, stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == reply[: reply.index(stop)]
+    assert [c.choices[0].finish_reason for c in chunks if c.choices[0].finish_reason] == ["stop"]
+
+
+def test_a_stop_string_not_in_the_reply_changes_nothing(server):
+    _, client = _sdk(server)
+    messages = conversations(1)[0]
+    whole = client.chat.completions.create(model="tiny", messages=messages, max_tokens=8, temperature=0)
+    same = client.chat.completions.create(model="tiny", messages=messages, max_tokens=8, temperature=0,
+                                          stop=["\u2603\u2603"])
+    assert same.choices[0].message.content == whole.choices[0].message.content
+    assert same.choices[0].finish_reason == whole.choices[0].finish_reason
+
+
+@pytest.mark.parametrize("stop", [["a", "b", "c", "d", "e"], "", [""], 3, [None]])
+def test_bad_stop_is_a_400_naming_stop(server, stop):
+    openai, client = _sdk(server)
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="tiny", messages=conversations(1)[0], max_tokens=4, stop=stop)
+    error = caught.value.body
+    assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", "stop", "invalid_value")
