@@ -1,4 +1,5 @@
-"""A small OpenAI-compatible server for a local model: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+"""A small OpenAI-compatible server for a local model: ``POST /v1/chat/completions``, ``GET /v1/models``
+and ``GET /v1/models/{id}``.
 
 Standard library ``http.server``; binds ``127.0.0.1`` only. Requests are served one generation at a time (a lock
 around the model) with :class:`~agentgym_bench.rollout.hf.HFPolicy` and the request's ``temperature``, ``top_p``,
@@ -17,9 +18,10 @@ Errors use OpenAI's shape ``{"error": {"message", "type", "param", "code"}}`` (`
 fault, ``null`` when none is): 400 for a malformed request (a body that is not JSON
 or nests too deeply, a missing or bad field, a number that is not finite or out of range — ``max_tokens:
 Infinity``, ``seed: 1e999`` —, a prompt longer than the model reads), 401 for a wrong key (when the server has
-one), 404 for another path, 408 for a body not sent within :data:`BODY_SECONDS`, 411 without a ``Content-Length``,
-413 for a body over :data:`MAX_BODY_BYTES`, 500 when generation fails. Every request gets an answer; none drops
-the connection.
+one), 404 for another path or a ``model`` other than the one served (``code: "model_not_found"``, as for
+``GET /v1/models/{id}`` of another id), 408 for a body not sent within :data:`BODY_SECONDS`, 411 without a
+``Content-Length``, 413 for a body over :data:`MAX_BODY_BYTES`, 500 when generation fails. Every request gets an
+answer; none drops the connection.
 
 Abuse bounds: a body is at most :data:`MAX_BODY_BYTES` (1 MiB) and must arrive within :data:`BODY_SECONDS`; any
 socket read or write waits at most :data:`SOCKET_SECONDS` (an idle kept-alive connection is closed then);
@@ -43,6 +45,7 @@ import math
 import re
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -137,6 +140,10 @@ def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_
     """Checked settings of a chat-completions request; ValueError naming the field that is wrong."""
     if not isinstance(request, dict):
         raise ValueError("the body must be a JSON object")
+    model = request.get("model")
+    if not isinstance(model, str) or not model:
+        raise FieldError("model", "you must provide a model parameter (a non-empty string)",
+                         "invalid_type" if model is not None else "missing_required_parameter")
     messages = request.get("messages")
     if not isinstance(messages, list) or not messages or not all(
             isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
@@ -154,7 +161,7 @@ def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_
     key = "max_completion_tokens" if request.get("max_completion_tokens") is not None else "max_tokens"
     max_tokens = _number(request, key, min(256, max_tokens_limit), 1, max_tokens_limit, integer=True)
     seed = _number(request, "seed", next_seed, -MAX_SEED, MAX_SEED, integer=True)
-    return {"messages": messages, "n": n, "stream": bool(stream), "stop": _stop_strings(request),
+    return {"model": model, "messages": messages, "n": n, "stream": bool(stream), "stop": _stop_strings(request),
             "include_usage": bool(options.get("include_usage", False)), "logprobs": bool(request.get("logprobs")),
             "policy": {"temperature": float(_number(request, "temperature", 1.0, 0, 1e6)),
                        "top_p": float(_number(request, "top_p", 1.0, 0, 1, low_open=True)),
@@ -193,13 +200,29 @@ class ChatHandler(BaseHTTPRequestHandler):
             return False
         return True
 
+    def _model_object(self) -> dict[str, Any]:
+        return {"id": self.server.model_name, "object": "model", "created": self.server.created,
+                "owned_by": "agentgym-bench"}
+
+    def _no_model(self, name: str) -> RequestError:
+        return RequestError(404, f"The model `{name[:200]}` does not exist; this server serves "
+                                 f"`{self.server.model_name}`", param="model", code="model_not_found")
+
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         if not self._authorised():
             return
-        if self.path.rstrip("/") != "/v1/models":
+        path = urllib.parse.urlsplit(self.path).path
+        if path.rstrip("/") == "/v1/models":
+            self._send(200, {"object": "list", "data": [self._model_object()]})
+        elif path.startswith("/v1/models/") and path != "/v1/models/":
+            name = urllib.parse.unquote(path[len("/v1/models/"):])
+            if name == self.server.model_name:
+                self._send(200, self._model_object())
+            else:
+                error = self._no_model(name)
+                self._error(error.status, error.message, error.kind, error.param, error.code)
+        else:
             self._error(404, f"no route {self.path}", "not_found")
-            return
-        self._send(200, {"object": "list", "data": [{"id": self.server.model_name, "object": "model"}]})
 
     def _body(self) -> bytes:
         """The request body: a ``Content-Length`` of ASCII digits up to :data:`MAX_BODY_BYTES`, all of it within
@@ -246,6 +269,8 @@ class ChatHandler(BaseHTTPRequestHandler):
             raise RequestError(400, f"bad request: {e}"[:500], param=e.param, code=e.code) from None
         except (ValueError, KeyError, TypeError) as e:
             raise RequestError(400, f"bad request: {e}"[:500]) from None
+        if settings["model"] != self.server.model_name:
+            raise self._no_model(settings["model"])
         if not ids:
             raise RequestError(400, "bad request: the prompt is empty")
         if positions is not None and len(ids) + settings["policy"]["max_new_tokens"] > positions:
@@ -368,6 +393,7 @@ class ChatServer(ThreadingHTTPServer):
         self.stop_ids = HFPolicy(model, tokenizer).stop_ids
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
         self.lock = threading.Lock()
+        self.created = int(time.time())
         self.seeds = itertools.count()
         self.ids = itertools.count()
         self._thread: threading.Thread | None = None

@@ -109,9 +109,9 @@ def test_api_key_from_the_environment(model_and_tokenizer, monkeypatch):
     with ChatServer(model, tokenizer, api_key="s3cret") as s:
         monkeypatch.delenv("AGB_TEST_KEY", raising=False)
         with pytest.raises(GenerationError, match="HTTP 401"):
-            OpenAIPolicy(s.base_url, "m", api_key_env="AGB_TEST_KEY", max_tokens=2).generate(conversations(1))
+            OpenAIPolicy(s.base_url, "local", api_key_env="AGB_TEST_KEY", max_tokens=2).generate(conversations(1))
         monkeypatch.setenv("AGB_TEST_KEY", "s3cret")
-        assert OpenAIPolicy(s.base_url, "m", api_key_env="AGB_TEST_KEY", max_tokens=2).generate(conversations(1))
+        assert OpenAIPolicy(s.base_url, "local", api_key_env="AGB_TEST_KEY", max_tokens=2).generate(conversations(1))
 
 
 def test_malformed_requests_are_400_and_not_retried(server):

@@ -167,3 +167,24 @@ def test_bad_stop_is_a_400_naming_stop(server, stop):
         client.chat.completions.create(model="tiny", messages=conversations(1)[0], max_tokens=4, stop=stop)
     error = caught.value.body
     assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", "stop", "invalid_value")
+
+
+def test_an_unknown_model_is_a_404_model_not_found(server):
+    openai, client = _sdk(server)
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model="wrongname", messages=conversations(1)[0], max_tokens=4)
+    error = caught.value.body
+    assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", "model", "model_not_found")
+    assert "wrongname" in error["message"]
+    with pytest.raises(openai.NotFoundError):  # streaming too: refused before the first event
+        client.chat.completions.create(model="wrongname", messages=conversations(1)[0], max_tokens=4, stream=True)
+
+
+def test_models_by_id_returns_the_served_model_and_404_for_another(server):
+    openai, client = _sdk(server)
+    model = client.models.retrieve("tiny")
+    assert (model.id, model.object, model.owned_by) == ("tiny", "model", "agentgym-bench")
+    assert [m.id for m in client.models.list()] == ["tiny"]
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.models.retrieve("other")
+    assert (caught.value.body["param"], caught.value.body["code"]) == ("model", "model_not_found")
