@@ -158,8 +158,10 @@ def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_
     options = request.get("stream_options") or {}
     if not isinstance(options, dict):
         raise FieldError("stream_options", "stream_options must be an object")
-    key = "max_completion_tokens" if request.get("max_completion_tokens") is not None else "max_tokens"
-    max_tokens = _number(request, key, min(256, max_tokens_limit), 1, max_tokens_limit, integer=True)
+    default = min(256, max_tokens_limit)  # each given field is checked (0 and negatives are a 400 naming it)
+    max_tokens = _number(request, "max_tokens", default, 1, max_tokens_limit, integer=True)
+    if request.get("max_completion_tokens") is not None:  # OpenAI's newer name wins
+        max_tokens = _number(request, "max_completion_tokens", default, 1, max_tokens_limit, integer=True)
     seed = _number(request, "seed", next_seed, -MAX_SEED, MAX_SEED, integer=True)
     return {"model": model, "messages": messages, "n": n, "stream": bool(stream), "stop": _stop_strings(request),
             "include_usage": bool(options.get("include_usage", False)), "logprobs": bool(request.get("logprobs")),

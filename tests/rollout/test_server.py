@@ -188,3 +188,16 @@ def test_models_by_id_returns_the_served_model_and_404_for_another(server):
     with pytest.raises(openai.NotFoundError) as caught:
         client.models.retrieve("other")
     assert (caught.value.body["param"], caught.value.body["code"]) == ("model", "model_not_found")
+
+
+@pytest.mark.parametrize("field", ["max_tokens", "max_completion_tokens"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_max_tokens_zero_or_negative_is_a_400_naming_it(server, field, value):
+    openai, client = _sdk(server)
+    other = {"max_completion_tokens": 4} if field == "max_tokens" else {"max_tokens": 4}  # the other one is valid
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="tiny", messages=conversations(1)[0], **{field: value, **other})
+    error = caught.value.body
+    assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", field,
+                                                              "integer_below_min_value")
+    assert f"{field}={value}" in error["message"]
