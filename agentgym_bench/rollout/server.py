@@ -5,7 +5,9 @@ Standard library ``http.server``; binds ``127.0.0.1`` only. Requests are served 
 around the model) with :class:`~agentgym_bench.rollout.hf.HFPolicy` and the request's ``temperature``, ``top_p``,
 ``max_tokens`` (or ``max_completion_tokens``), ``seed``, ``logprobs``, ``n`` (1..:data:`MAX_N` choices, sampled as
 one batch), ``stop`` (a string or up to :data:`MAX_STOP` strings: each reply is cut before the first one it
-contains, with ``finish_reason: "stop"``, streamed or not) and ``stream``. Every answer carries ``usage`` with
+contains, with ``finish_reason: "stop"``, streamed or not) and ``stream``. A message's ``content`` is a string
+or a list of ``{"type": "text", "text": ...}`` parts (joined with newlines, as vLLM does); other part types are a
+400 naming the part. Every answer carries ``usage`` with
 ``prompt_tokens``, ``completion_tokens`` (all choices, stop tokens included) and ``total_tokens``.
 
 ``stream: true`` answers Server-Sent Events in OpenAI's format: ``chat.completion.chunk`` objects, first the
@@ -135,6 +137,41 @@ def _given(request: dict[str, Any], key: str, default: Any) -> Any:
     return default if value is None else value
 
 
+def _content(content: Any, where: str) -> str:
+    """A message's ``content``: a string, or a list of text parts (``{"type": "text", "text": ...}``) joined with
+    newlines as vLLM joins them; another part type (an image, audio, a file) is a :class:`FieldError` naming it."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list) or not content:
+        raise FieldError(f"{where}.content", f"{where}.content must be a string or a non-empty list of text parts",
+                         "invalid_type")
+    texts = []
+    for j, part in enumerate(content):
+        param = f"{where}.content[{j}]"
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise FieldError(param, f"{param} must be an object with a type", "invalid_type")
+        if part["type"] != "text":
+            raise FieldError(f"{param}.type", f"{param}.type={part['type']!r}"[:120] + " is not supported: this "
+                             "server serves a text-only model and reads only parts of type 'text'")
+        if not isinstance(part.get("text"), str):
+            raise FieldError(f"{param}.text", f"{param}.text must be a string", "invalid_type")
+        texts.append(part["text"])
+    return "\n".join(texts)
+
+
+def _messages(messages: Any) -> list[dict[str, Any]]:
+    """The request's ``messages``, each content as one string (:func:`_content`)."""
+    if not isinstance(messages, list) or not messages:
+        raise FieldError("messages", "messages must be a non-empty list of {role, content} objects", "invalid_type")
+    out = []
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise FieldError(where, f"{where} must be an object with a role string and content", "invalid_type")
+        out.append({**message, "content": _content(message.get("content"), where)})
+    return out
+
+
 def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_TOKENS_WITHOUT_LIMIT
                       ) -> dict[str, Any]:
     """Checked settings of a chat-completions request; ValueError naming the field that is wrong."""
@@ -144,11 +181,7 @@ def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_
     if not isinstance(model, str) or not model:
         raise FieldError("model", "you must provide a model parameter (a non-empty string)",
                          "invalid_type" if model is not None else "missing_required_parameter")
-    messages = request.get("messages")
-    if not isinstance(messages, list) or not messages or not all(
-            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-            for m in messages):
-        raise ValueError("messages must be a non-empty list of {role, content} strings")
+    messages = _messages(request.get("messages"))
     n = _given(request, "n", 1)
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
         raise FieldError("n", f"n={n!r} must be an integer in 1..{MAX_N}")

@@ -201,3 +201,33 @@ def test_max_tokens_zero_or_negative_is_a_400_naming_it(server, field, value):
     assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", field,
                                                               "integer_below_min_value")
     assert f"{field}={value}" in error["message"]
+
+
+def test_content_given_as_text_parts_is_read_as_the_joined_text(server):
+    _, client = _sdk(server)
+    messages = conversations(1)[0]
+    last = messages[-1]["content"]
+    first, rest = last[: len(last) // 2], last[len(last) // 2:]
+    as_string = [*messages[:-1], {"role": messages[-1]["role"], "content": f"{first}\n{rest}"}]
+    as_parts = [*messages[:-1], {"role": messages[-1]["role"],
+                                 "content": [{"type": "text", "text": first}, {"type": "text", "text": rest}]}]
+    whole = client.chat.completions.create(model="tiny", messages=as_string, max_tokens=6, temperature=0)
+    parts = client.chat.completions.create(model="tiny", messages=as_parts, max_tokens=6, temperature=0)
+    assert parts.choices[0].message.content == whole.choices[0].message.content
+    assert parts.usage.prompt_tokens == whole.usage.prompt_tokens
+
+
+@pytest.mark.parametrize("part, param, code", [
+    ({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}, "messages[0].content[1].type",
+     "invalid_value"),
+    ({"type": "text"}, "messages[0].content[1].text", "invalid_type"),
+    ("text", "messages[0].content[1]", "invalid_type"),
+])
+def test_a_content_part_other_than_text_is_a_400_naming_it(server, part, param, code):
+    openai, client = _sdk(server)
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hello"}, part]}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="tiny", messages=messages, max_tokens=4)
+    error = caught.value.body
+    assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", param, code)
+    assert param in error["message"]
