@@ -17,10 +17,10 @@ assistant role, then one chunk per generated token (with its log-probability whe
 clients that only speak streaming, not for latency), and the connection closes after ``[DONE]``.
 
 Errors use OpenAI's shape ``{"error": {"message", "type", "param", "code"}}`` (``param`` names the field at
-fault, ``null`` when none is): 400 for a malformed request (a body that is not JSON
-or nests too deeply, a missing or bad field, a number that is not finite or out of range — ``max_tokens:
-Infinity``, ``seed: 1e999`` —, a prompt longer than the model reads), 401 for a wrong key (when the server has
-one), 404 for another path or a ``model`` other than the one served (``code: "model_not_found"``, as for
+fault, ``null`` when none is): 400 for a malformed request (a body that is not JSON or nests too deeply, a missing
+or bad field, a number that is not finite or out of range — ``max_tokens: Infinity``, ``seed: 1e999`` —, a prompt
+longer than the model reads: ``code: "context_length_exceeded"``), 401 for a wrong key (when the server has one),
+404 for another path or a ``model`` other than the one served (``code: "model_not_found"``, as for
 ``GET /v1/models/{id}`` of another id), 408 for a body not sent within :data:`BODY_SECONDS`, 411 without a
 ``Content-Length``, 413 for a body over :data:`MAX_BODY_BYTES`, 500 when generation fails. Every request gets an
 answer; none drops the connection.
@@ -310,7 +310,8 @@ class ChatHandler(BaseHTTPRequestHandler):
             raise RequestError(400, "bad request: the prompt is empty")
         if positions is not None and len(ids) + settings["policy"]["max_new_tokens"] > positions:
             raise RequestError(400, f"bad request: the prompt's {len(ids)} tokens + max_tokens="
-                                    f"{settings['policy']['max_new_tokens']} exceed the model's {positions} positions")
+                                    f"{settings['policy']['max_new_tokens']} exceed the model's {positions} positions",
+                               param="messages", code="context_length_exceeded")
         try:
             with self.server.lock:  # only generation is serialised; the prompt was tokenised above
                 generations = policy.generate_ids([ids] * settings["n"])

@@ -231,3 +231,12 @@ def test_a_content_part_other_than_text_is_a_400_naming_it(server, part, param, 
     error = caught.value.body
     assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", param, code)
     assert param in error["message"]
+
+
+def test_a_prompt_over_the_context_is_a_400_context_length_exceeded(server):
+    openai, client = _sdk(server)
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "_" * 1200}], max_tokens=4)
+    error = caught.value.body
+    assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", "messages",
+                                                              "context_length_exceeded")
