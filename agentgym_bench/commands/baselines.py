@@ -155,7 +155,7 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
         made_by = ["warmstart"]
     else:
         warm, made_by = checkpoint, []
-    trained_by = ("--trained-by", str(warm)) if (warm / "warmstart.json").is_file() or checkpoint is None else ()
+    trained_by = ("--trained-by", str(warm)) if checkpoint is None else ()  # a published folder holds weights only
     jobs += [
         Job("eval warmstart", cli("eval", "--policy", f"hf:{warm}", "--suite", suite, *recipe.model_eval,
                                   *trained_by, "--out", str(results / "warmstart.json.gz")),
