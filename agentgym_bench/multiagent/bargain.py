@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import ParallelEnv
+from pettingzoo import AECEnv, ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec
 
 from agentgym_bench.agent.parsing import format_reply
 from agentgym_bench.multiagent import bargain_rules as rules
@@ -66,7 +67,9 @@ class BargainEnv(ParallelEnv):
 
     Episode End:
         Both agents terminate at a deal or after ``max_rounds`` rounds (the round count is in the prompt, so the
-        end is part of the game, not a truncation).
+        end is part of the game, not a truncation). With ``max_cycles`` below ``max_rounds``, both agents are
+        truncated after ``max_cycles`` rounds without a deal (PettingZoo's cycle limit; the prompt does not show
+        it), and both get nothing.
 
     Info:
         Each agent, every call: ``state_key`` (round and the last two demands: equal keys within a seed group mean
@@ -76,6 +79,9 @@ class BargainEnv(ParallelEnv):
 
     Arguments:
         max_rounds: rounds before the game ends without a deal (>= 1).
+        max_cycles: PettingZoo's step limit: truncate both agents after this many rounds (``None``: no limit but
+            ``max_rounds``). The module's ``parallel_env(**kwargs)`` and ``env(**kwargs)`` (its AEC form) take it
+            too, as PettingZoo's own envs do, so ``pettingzoo.test.max_cycles_test(bargain)`` runs.
         enable_think: require ``<think>...</think>`` before ``<answer>``.
         max_observation_length: size of the observation's text space.
         render_mode: ``"ansi"`` (both players' views) or ``None``.
@@ -101,13 +107,15 @@ class BargainEnv(ParallelEnv):
 
     metadata = {"name": "bargain_v0", "render_modes": ["ansi"]}
 
-    def __init__(self, *, max_rounds: int = 5, enable_think: bool = True,
+    def __init__(self, *, max_rounds: int = 5, max_cycles: int | None = None, enable_think: bool = True,
                  max_observation_length: int = DEFAULT_MAX_OBSERVATION_LENGTH, render_mode: str | None = None):
         if not isinstance(max_rounds, int) or max_rounds < 1:
             raise ValueError(f"max_rounds={max_rounds!r} must be a positive integer")
+        if max_cycles is not None and (not isinstance(max_cycles, int) or max_cycles < 1):
+            raise ValueError(f"max_cycles={max_cycles!r} must be a positive integer or None")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode={render_mode!r} must be None or 'ansi'")
-        self.max_rounds, self.enable_think = max_rounds, enable_think
+        self.max_rounds, self.max_cycles, self.enable_think = max_rounds, max_cycles, enable_think
         self.max_observation_length, self.render_mode = max_observation_length, render_mode
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
@@ -119,6 +127,7 @@ class BargainEnv(ParallelEnv):
         self.history: list[dict[str, rules.Bundle | None]] = []
         self.final: dict[str, rules.Bundle] | None = None
         self.done = True
+        self.truncated = False
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self._observation_space
@@ -149,6 +158,8 @@ class BargainEnv(ParallelEnv):
         if self.final is not None:
             got = self.final[agent]
             lines.append(f"Deal: you get {rules.describe(got)}, worth {rules.value(got, self.values[agent])}.")
+        elif self.truncated:
+            lines.append(f"Stopped after round {len(self.history)} (the cycle limit): you both get nothing.")
         elif self.done:
             lines.append(f"No deal after {self.max_rounds} rounds: you both get nothing.")
         else:
@@ -179,7 +190,7 @@ class BargainEnv(ParallelEnv):
         rng = np.random.default_rng(self._seeds.integers(2**63)) if seed is None else np.random.default_rng(seed)
         self.counts, values_0, values_1 = rules.sample_deal(rng, self.content_split)
         self.values = {AGENTS[0]: values_0, AGENTS[1]: values_1}
-        self.history, self.final, self.done = [], None, False
+        self.history, self.final, self.done, self.truncated = [], None, False, False
         self.agents = list(AGENTS)
         return self._observations(), {a: self._base_info(a) for a in self.agents}
 
@@ -198,6 +209,8 @@ class BargainEnv(ParallelEnv):
         if a is not None and b is not None and rules.fits(a, b, self.counts):
             self.final = {AGENTS[0]: a, AGENTS[1]: b}
         self.done = self.final is not None or len(self.history) >= self.max_rounds
+        if not self.done and self.max_cycles is not None and len(self.history) >= self.max_cycles:
+            self.done = self.truncated = True
         payoffs = {agent: rules.payoff(self.final[agent], self.values[agent]) if self.final else 0.0
                    for agent in self.agents}
         rewards = payoffs if self.done else dict.fromkeys(self.agents, 0.0)
@@ -211,8 +224,8 @@ class BargainEnv(ParallelEnv):
                 diff = payoffs[agent] - payoffs[other]
                 infos[agent].update(deal=self.final is not None,
                                     outcome="win" if diff > 0 else "loss" if diff < 0 else "draw")
-        terminations = dict.fromkeys(self.agents, self.done)
-        truncations = dict.fromkeys(self.agents, False)
+        terminations = dict.fromkeys(self.agents, self.done and not self.truncated)
+        truncations = dict.fromkeys(self.agents, self.truncated)
         if self.done:
             self.agents = []
         return observations, rewards, terminations, truncations, infos
@@ -224,6 +237,16 @@ class BargainEnv(ParallelEnv):
 
     def close(self) -> None:
         pass
+
+
+def parallel_env(**kwargs: Any) -> BargainEnv:
+    """``BargainEnv(**kwargs)``: PettingZoo's module-level constructor of the Parallel form."""
+    return BargainEnv(**kwargs)
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """The AEC form (``parallel_to_aec``), PettingZoo's module-level ``env()``."""
+    return parallel_to_aec(BargainEnv(**kwargs))
 
 
 def scripted_reply(env: BargainEnv, agent: str) -> str:

@@ -140,3 +140,36 @@ def test_two_scripted_bargainers_almost_always_deal():
         deals += infos["player_0"]["deal"]
         payoffs += list(rewards.values())
     assert deals >= 0.95 * 300 and np.mean(payoffs) > 0.6
+
+
+def test_pettingzoo_max_cycles_test_runs_on_the_module():
+    from pettingzoo.test import max_cycles_test
+
+    from agentgym_bench.multiagent import bargain
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        max_cycles_test(bargain)
+
+
+def test_max_cycles_truncates_both_without_a_deal_and_says_so():
+    env = BargainEnv(max_cycles=2)
+    env.reset(seed=0)
+    nothing = {a: "no answer" for a in env.agents}
+    _, _, terms, truncs, _ = env.step(nothing)
+    assert not any(terms.values()) and not any(truncs.values())
+    obs, rewards, terms, truncs, infos = env.step(nothing)
+    assert truncs == {"player_0": True, "player_1": True} and not any(terms.values())
+    assert rewards == {"player_0": 0.0, "player_1": 0.0} and not infos["player_0"]["deal"]
+    assert "Stopped after round 2 (the cycle limit)" in obs["player_0"]["text"] and env.agents == []
+    with pytest.raises(ValueError, match="max_cycles"):
+        BargainEnv(max_cycles=0)
+
+
+def test_max_cycles_at_or_above_max_rounds_changes_nothing():
+    for max_cycles in (None, 5, 9):
+        env = BargainEnv(max_cycles=max_cycles)
+        env.reset(seed=0)
+        for _ in range(5):
+            _, _, terms, truncs, _ = env.step({a: "no answer" for a in env.agents})
+        assert all(terms.values()) and not any(truncs.values())
