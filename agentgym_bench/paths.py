@@ -12,6 +12,8 @@ that root, so the name means the same folder in every clone; :func:`is_machine_p
 
 from __future__ import annotations
 
+import difflib
+import functools
 import os
 import re
 from pathlib import Path
@@ -84,10 +86,13 @@ def resolve_model(name_or_path: str | os.PathLike) -> str:
        ``$AGENTGYM_BENCH_HOME/models/warmstart``.
     3. A name this package builds (``default``, ``warmstart``) that is not built yet, or a string that can only be a
        local path (:func:`looks_like_path`) and does not exist, is a :class:`UserError` saying what to run.
-    4. Anything else (``Qwen/Qwen2.5-0.5B-Instruct``, ``gpt2``) is returned as given, a hub id.
+    4. A bare name close to a local one (``warmstrat``: :func:`closest_local_name`) is a :class:`UserError`
+       suggesting it.
+    5. Anything else (``Qwen/Qwen2.5-0.5B-Instruct``, ``gpt2``) is a hub id: :func:`hub_model` (returned as given
+       when the hub answers, else its folder in the local hub cache, else a :class:`UserError` at once).
 
     Raises:
-        UserError: as in 3, or an empty string.
+        UserError: as in 3 to 5, or an empty string.
     """
     text = os.fspath(name_or_path)
     if not isinstance(text, str) or not text.strip():
@@ -104,4 +109,75 @@ def resolve_model(name_or_path: str | os.PathLike) -> str:
     if looks_like_path(text):
         raise UserError(f"no model folder at {local}: build the default model with `agentgym-bench init-model` "
                         "and warm-start it with `agentgym-bench warmstart`, or give an existing folder or hub id")
-    return text
+    close = closest_local_name(text)
+    if close is not None:
+        raise UserError(f"no model {text!r}: did you mean {close!r} ({model_dir(close)})? Local models: "
+                        f"{', '.join(local_model_names()) or 'none'}; a hub model is named ORG/NAME")
+    return hub_model(text)
+
+
+def local_model_names() -> list[str]:
+    """The names a bare model name can mean here: the models built under :func:`model_dir` and the names this
+    package builds (:data:`BUILT_MODELS`), sorted."""
+    folder = home() / "models"
+    built = {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()
+    return sorted(built | set(BUILT_MODELS))
+
+
+def closest_local_name(name: str) -> str | None:
+    """The local model name (:func:`local_model_names`) that ``name`` looks like a typo of, or ``None``; only bare
+    names (no ``/``) are compared, as hub ids of an organisation are never local."""
+    if "/" in name:
+        return None
+    close = difflib.get_close_matches(name, local_model_names(), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+HUB_SECONDS = 5.0
+"""How long :func:`hub_reachable` waits for the Hugging Face hub to answer."""
+
+
+def hub_endpoint() -> str:
+    """The Hugging Face hub's address: ``$HF_ENDPOINT`` or ``https://huggingface.co``."""
+    return os.environ.get("HF_ENDPOINT", "").rstrip("/") or "https://huggingface.co"
+
+
+@functools.lru_cache(maxsize=8)
+def hub_reachable(endpoint: str) -> bool:
+    """Whether ``endpoint`` answers an HTTP request within :data:`HUB_SECONDS` (any status counts: the hub is
+    there); asked once per process."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=HUB_SECONDS):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def hub_offline() -> bool:
+    """Whether the user asked Hugging Face libraries to stay offline (``HF_HUB_OFFLINE`` or
+    ``TRANSFORMERS_OFFLINE`` set to 1, true, yes or on)."""
+    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+               for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def hub_model(repo_id: str) -> str:
+    """What to load for a hub id: the id itself when the hub can be reached (transformers downloads or uses its
+    cache), else the folder of the id's snapshot in the local hub cache, so nothing waits on retries to an
+    unreachable hub; a :class:`UserError` at once if it is not cached either."""
+    if not hub_offline() and hub_reachable(hub_endpoint()):
+        return repo_id
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(repo_id, local_files_only=True)
+    except Exception:  # noqa: BLE001 - huggingface_hub: not cached, malformed id, ...: all mean "not here"
+        why = ("HF_HUB_OFFLINE is set" if hub_offline()
+               else f"the Hugging Face hub ({hub_endpoint()}) cannot be reached")
+        raise UserError(f"no model {repo_id!r}: not a folder, not a model under {home() / 'models'} "
+                        f"({', '.join(local_model_names())}), not in the local hub cache, and {why}; give a model "
+                        "folder, or build one with `agentgym-bench init-model`") from None

@@ -1,5 +1,11 @@
 """One model location: ``resolve_model`` reads ``AGENTGYM_BENCH_HOME`` at call time and expands ``~``."""
 
+import os
+import socket
+import subprocess
+import sys
+import time
+
 import pytest
 
 from agentgym_bench.errors import UserError
@@ -45,9 +51,85 @@ def test_a_missing_local_path_is_a_user_error_not_a_hub_lookup(home, path):
         resolve_model(path)
 
 
+@pytest.fixture
+def hub(monkeypatch):
+    """A real HTTP server on loopback as ``HF_ENDPOINT`` (it answers 404 to everything: the hub is reachable)."""
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    yield
+    server.shutdown()
+    server.server_close()
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.mark.parametrize("hub_id", ["Qwen/Qwen2.5-0.5B-Instruct", "gpt2"])
-def test_hub_ids_pass_through(home, hub_id):
+def test_hub_ids_pass_through_when_the_hub_answers(home, hub, hub_id):
     assert resolve_model(hub_id) == hub_id
+
+
+@pytest.mark.parametrize("typo, name", [("warmstrat", "warmstart"), ("defualt", "default"), ("my-modle", "my-model")])
+def test_a_typo_of_a_local_name_suggests_it_and_asks_no_hub(home, hub, typo, name):
+    (home / "bench" / "models" / "my-model").mkdir(parents=True)
+    with pytest.raises(UserError, match=f"did you mean '{name}'") as error:
+        resolve_model(typo)
+    assert "default, my-model, warmstart" in str(error.value)
+
+
+def test_an_unreachable_hub_fails_at_once_naming_it(home, monkeypatch):
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    start = time.perf_counter()
+    with pytest.raises(UserError, match="cannot be reached") as error:
+        resolve_model("org/not-cached-anywhere")
+    assert time.perf_counter() - start < 2 and endpoint in str(error.value)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UserError, match="HF_HUB_OFFLINE is set"):
+        resolve_model("org/not-cached-anywhere")
+
+
+def hub_cache(root, repo_id, model_dir):
+    """``model_dir`` laid out as the Hugging Face hub cache holds a downloaded ``repo_id``."""
+    import shutil
+
+    repo = root / ("models--" + repo_id.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    shutil.copytree(model_dir, repo / "snapshots" / ("0" * 40))
+    return repo / "snapshots" / ("0" * 40)
+
+
+def cli(*args, env):
+    return subprocess.run([sys.executable, "-m", "agentgym_bench.cli", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **env})
+
+
+def test_an_unreachable_hub_loads_a_cached_model_from_the_cache(home, tmp_path, model_dir):
+    """``serve --model ORG/NAME`` with the hub unreachable: the cached snapshot is served, without waiting on
+    retries; a name not cached fails with one line in well under the ~49 s of transformers' retries."""
+    snapshot = hub_cache(tmp_path / "cache", "org/tiny", model_dir)
+    env = {"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}",
+           "AGENTGYM_BENCH_HOME": str(home / "bench"), "HF_HUB_OFFLINE": ""}
+    code = "from agentgym_bench.paths import resolve_model; print(resolve_model('org/tiny'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, **env})
+    assert out.stdout.strip() == str(snapshot.resolve()), out.stderr
+    for args in (["serve", "--model", "org/missing", "--port", "0"], ["warmstart", "--model", "org/missing"],
+                 ["eval", "--policy", "hf:org/missing"], ["serve", "--model", "warmstrat", "--port", "0"]):
+        start = time.perf_counter()
+        out = cli(*args, env=env)
+        assert out.returncode == 2 and time.perf_counter() - start < 20, (args, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, out.stderr
+        assert ("did you mean 'warmstart'" if "warmstrat" in args else "cannot be reached") in out.stderr
 
 
 def test_an_empty_name_is_a_user_error(home):

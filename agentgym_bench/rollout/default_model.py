@@ -312,9 +312,9 @@ def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtyp
         UserError: a built model name or local path that does not exist (the message says what to run), or a folder
             or hub id that transformers cannot load.
     """
+    path = resolve_model(path)  # before importing transformers: a wrong name fails at once
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = resolve_model(path)
     if dtype is None and str(device) == "cpu":
         import torch
 

@@ -53,7 +53,9 @@ def test_resolve_model(tmp_path, monkeypatch):
     (tmp_path / "models" / "warmstart").mkdir(parents=True)
     assert resolve_model("warmstart") == str(tmp_path / "models" / "warmstart")
     assert resolve_model("$AGENTGYM_BENCH_HOME/models/warmstart") == str(tmp_path / "models" / "warmstart")
-    assert resolve_model("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"  # a hub id
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a hub id not cached, offline: refused at once
+    with pytest.raises(UserError, match="not in the local hub cache"):
+        resolve_model("Qwen/Qwen2.5-0.5B-Instruct")
     for missing in ("/nonexistent", "~/nowhere", "./here"):
         with pytest.raises(UserError, match="no model folder at"):
             resolve_model(missing)
