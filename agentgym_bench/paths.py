@@ -50,6 +50,21 @@ def repository_root(start: str | os.PathLike) -> Path | None:
     return None
 
 
+def default_board(suite_name: str, start: str | os.PathLike = ".") -> Path:
+    """``leaderboards/<suite_name>`` of the repository ``start`` is in (:func:`repository_root`), the default
+    ``--board`` of the commands that use one (relative when ``start`` is the root, as it was typed there).
+
+    Raises:
+        UserError: ``start`` is in no repository: a board would be made in a folder nobody meant.
+    """
+    root = repository_root(start)
+    if root is None:
+        raise UserError(f"no leaderboards/ folder in {Path(start).resolve()} or above it (this is not a clone of "
+                        "agentgym-bench): give --board FOLDER")
+    board = root / "leaderboards" / suite_name
+    return board.relative_to(Path(start).resolve()) if root == Path(start).resolve() else board
+
+
 def is_machine_path(name: str) -> bool:
     """Whether a model name only means something on one machine: an absolute path (``/...``, ``C:\\...``, ``\\...``),
     or one that holds ``~``, ``$`` or a ``..`` part (it leaves the folder it is relative to)."""

@@ -46,7 +46,7 @@ from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.board import read_index, slugify
 from agentgym_bench.leaderboard.verify import MODEL_FREE, same_reply
-from agentgym_bench.paths import repository_root
+from agentgym_bench.paths import default_board, repository_root
 from agentgym_bench.rollout.specs import locate_model, model_sha256, sampling_of
 
 
@@ -54,8 +54,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = __doc__.split("Examples::", 1)[1]
     parser.add_argument("entry", help="the submission's name or slug")
-    parser.add_argument("--board", default=str(Path("leaderboards") / DEFAULT_SUITE),
-                        help="board folder (default: %(default)s)")
+    parser.add_argument("--board", default=None,
+                        help=f"board folder (default: leaderboards/{DEFAULT_SUITE} of the repository the current "
+                        "directory is in; outside one, give it)")
     parser.add_argument("--model", default=None, metavar="PATH",
                         help="play the weights in this Hugging Face model folder instead of the recorded ones "
                         "(hf and vllm entries)")
@@ -200,7 +201,7 @@ def format_rows(rows: list[dict[str, Any]], what: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    board = Path(args.board)
+    board = Path(args.board) if args.board else default_board(DEFAULT_SUITE)
     index, record = find_submission(board, args.entry)
     full_suite = parse_suite(index["suite"])
     suite = first_seeds(full_suite, args.sample)

@@ -24,7 +24,7 @@ from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.leaderboard import board as boards
 from agentgym_bench.leaderboard.board import check_free, check_model_name, read_index, slugify, submit
 from agentgym_bench.leaderboard.verify import check_name, verify
-from agentgym_bench.paths import repository_root
+from agentgym_bench.paths import default_board, repository_root
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", help="results file written by `agentgym-bench eval` (.json.gz or .json)")
     parser.add_argument("--name", required=True, help="name on the board: 1-64 of letters, digits, space . _ + -")
     parser.add_argument("--board", default=None,
-                        help="board folder (default: leaderboards/<suite name> in the current directory)")
+                        help="board folder (default: leaderboards/<suite name> of the repository the current "
+                        "directory is in; outside one, give it)")
     parser.add_argument("--check", action="store_true",
                         help="verify, and check the name is free on the board; write nothing")
     parser.add_argument("--replace", action="store_true", help="replace the submission of the same name")
@@ -51,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
     index = read_index(Path(args.board)) if args.board and suite is None else None
     if index is not None:
         suite = parse_suite(index["suite"])  # a board holds one suite: check against it
-    root = repository_root(args.board or "leaderboards")  # the default board is leaderboards/<suite> here
-    board_of = (lambda _: Path(args.board)) if args.board else (lambda s: Path("leaderboards") / s.name)
+    if args.board is None and not args.check:
+        default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made
+    root = repository_root(args.board or Path.cwd())
+    board_of = (lambda _: Path(args.board)) if args.board else (lambda s: default_board(s.name) if root else None)
     verified = verify(args.results, suite, regenerate=not args.no_regenerate, progress=True, root=root,
                       board=board_of)
     print(f"{args.results}: {verified.episodes} episodes replayed; {verified.mark} ({verified.regeneration})")
@@ -61,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
     summary = summarize(verified.results, verified.suite)
     print(format_summary(summary))
     board = board_of(verified.suite)
+    if board is None:
+        print("check passed: verified; nothing written (no board here: give --board to check the name on one)")
+        return 0
     if args.check:
         index = read_index(board)
         check_free(index, name, verified.suite, args.replace)
