@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -66,6 +67,9 @@ class Recipe:
     """Models that also play the two-player suite (``None``: all; the smoke recipe plays the warm start only, with
     4-token replies: its barely trained model fills any budget, and each model's 1,200 matches take minutes on a
     CPU)."""
+    minutes: dict[str, float] = field(default_factory=dict)
+    """Minutes a step takes on one of the reference machine's 2 cores (the warm start's stages: on both), by the
+    step's name or, failing that, its first word: what the time estimates start from (:func:`minutes_left`)."""
 
 
 TRAINED = {"starpo": "baseline-starpo", "starpo-s": "baseline-starpo_s", "gigpo": "baseline-gigpo"}
@@ -89,10 +93,19 @@ THIRD_STAGE = ("--envs", "AgentSokoban-v0", "AgentSokobanLarge-v0", "AgentFrozen
 episodes, with the other envs' demonstrations replayed so the model keeps them, two passes at half the peak learning
 rate. On the validation suite it scored +0.040 over the second stage (8x8/2 0.005 -> 0.235; no env's interval below
 0), where smaller replays had cost Sokoban 6x6 or no-slip FrozenLake (about 55 minutes on 2 cores)."""
+REFERENCE_MINUTES = {
+    "init-model": 0.1, "warmstart stage 1": 35.0, "warmstart stage 2": 56.0, "warmstart": 55.0,
+    "eval oracle": 0.4, "eval random": 0.2, "eval": 1.4, "submit oracle": 0.2, "submit random": 0.2, "submit": 1.4,
+    "train starpo": 12.0, "train starpo-s": 8.0, "train gigpo": 12.0,
+    "eval-ma random": 0.3, "eval-ma scripted": 0.3, "eval-ma": 7.5, "submit-ma random": 0.2,
+    "submit-ma scripted": 0.2, "submit-ma": 7.5}
+"""The reference recipe's steps on the reference machine (2 cores; docs/baselines.md, "Wall time"): the warm start's
+stages on two threads, the rest on one each; ``submit`` of a local model re-generates its replies (as long as its
+``eval``)."""
 RECIPES: dict[str, Recipe] = {
     "reference": Recipe(warmstart=((), SECOND_STAGE, THIRD_STAGE),
                         train={name: (config, ()) for name, config in TRAINED.items()},
-                        ma_models=("warmstart",)),
+                        ma_models=("warmstart",), minutes=REFERENCE_MINUTES),
     "smoke": Recipe(warmstart=(("--episodes", "40", "--epochs", "1", "--eval-episodes", "8"),
                                ("--episodes", "20", "--epochs", "1", "--eval-episodes", "8")),
                     train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=8",
@@ -102,7 +115,9 @@ RECIPES: dict[str, Recipe] = {
                                            "val_batch_size=8", "val_env_manager.num_env_groups=8",
                                            "ppo_mini_batch_size=8", "micro_batch_size=8"))
                            for name, config in TRAINED.items()},
-                    ma_models=("warmstart",), ma_model_eval=("--max-new-tokens", "4")),
+                    ma_models=("warmstart",), ma_model_eval=("--max-new-tokens", "4"),
+                    minutes={"init-model": 0.1, "warmstart stage 1": 0.5, "warmstart": 0.5, "train": 0.3,
+                             "eval": 0.2, "submit": 0.2, "eval-ma": 0.5, "submit-ma": 0.5}),
 }
 
 
@@ -122,6 +137,8 @@ class Job:
     status: str = "waiting"
     threads: int = 1
     """Torch threads of the step: the cores it takes of ``max_parallel`` (``OMP_NUM_THREADS``)."""
+    minutes: float = 1.0
+    """What the step is expected to take (:func:`expected_minutes`), for the time estimates."""
     resumes_from: Path | None = None
     """Where a stopped run of the step leaves its checkpoint (a warm start's checkpoint file, a trainer's run
     folder): if it exists when the step starts, the step continues from it, and the console says so."""
@@ -144,11 +161,11 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
     from scratch: ``init-model`` and the recipe's warm-start stages make ``<work>/warmstart`` first. Either way the
     warm start is evaluated as "default model + SFT". The warm start takes ``min(DEFAULT_THREADS, max_parallel)``
     threads (a warm start on one thread, ``--jobs 1``, is another model:
-    :data:`agentgym_bench.rollout.warmstart.DEFAULT_THREADS`)."""
+    :data:`agentgym_bench.rollout.warmstart.DEFAULT_THREADS`). The trainers come first in the list (the longest
+    steps start first, :func:`run_jobs` starts ready steps in list order), the evaluations and submissions after;
+    each results file is submitted as soon as it is written (submissions queue on the board's lock)."""
     results = work / "results"
-    jobs = [Job(f"eval {name}", cli("eval", "--policy", name, "--suite", suite,
-                                    "--out", str(results / f"{name}.json.gz")), results / f"{name}.json.gz")
-            for name in ("oracle", "random")]
+    jobs: list[Job] = []
     if checkpoint is None:
         warm_jobs, warm = warm_start_jobs(recipe, work, min(DEFAULT_THREADS, max_parallel))
         jobs += warm_jobs
@@ -156,47 +173,58 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
     else:
         warm, made_by = checkpoint, []
     trained_by = ("--trained-by", str(warm)) if checkpoint is None else ()  # a published folder holds weights only
-    jobs += [
-        Job("eval warmstart", cli("eval", "--policy", f"hf:{warm}", "--suite", suite, *recipe.model_eval,
-                                  *trained_by, "--out", str(results / "warmstart.json.gz")),
-            results / "warmstart.json.gz", after=made_by),
-    ]
     for name, (config, overrides) in recipe.train.items():
         run = work / "runs" / name
         jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
                                              "resume_from_checkpoint=auto", *overrides),
                         run / "summary.json", after=made_by, resumes_from=run))
+    jobs += [Job(f"eval {name}", cli("eval", "--policy", name, "--suite", suite,
+                                     "--out", str(results / f"{name}.json.gz")), results / f"{name}.json.gz")
+             for name in ("oracle", "random")]
+    jobs.append(Job("eval warmstart", cli("eval", "--policy", f"hf:{warm}", "--suite", suite, *recipe.model_eval,
+                                          *trained_by, "--out", str(results / "warmstart.json.gz")),
+                    results / "warmstart.json.gz", after=made_by))
+    for name in recipe.train:
+        run = work / "runs" / name
         jobs.append(Job(f"eval {name}", cli("eval", "--policy", f"hf:{run}", "--suite", suite,
                                             *recipe.model_eval, "--trained-by", str(run),
                                             "--out", str(results / f"{name}.json.gz")),
                         results / f"{name}.json.gz", after=[f"train {name}"]))
-    previous: list[str] = []  # one submit at a time: each re-renders the board
     for stem in ("oracle", "random", "warmstart", *recipe.train):
         jobs.append(Job(f"submit {stem}", cli("submit", str(results / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
                                               "--board", str(board), "--suite", suite, "--replace"),
-                        None, after=[f"eval {stem}", *previous]))
-        previous = [f"submit {stem}"]
-    if ma_suite is None:
-        return jobs
-    assert ma_board is not None
+                        None, after=[f"eval {stem}"]))
+    if ma_suite is not None:
+        assert ma_board is not None
+        jobs += two_player_jobs(recipe, work, ma_board, ma_suite, warm, made_by, trained_by)
+    for job in jobs:
+        job.minutes = expected_minutes(recipe, job.name)
+    return jobs
+
+
+def two_player_jobs(recipe: Recipe, work: Path, ma_board: Path, ma_suite: str, warm: Path, made_by: list[str],
+                    trained_by: tuple[str, ...]) -> list[Job]:
+    """The two-player suite's evaluations (random, scripted and the recipe's ``ma_models``) and submissions."""
     ma = work / "results-ma"
     models = {"warmstart": (warm, made_by),
               **{name: (work / "runs" / name, [f"train {name}"]) for name in recipe.train}}
     models = {k: v for k, v in models.items() if recipe.ma_models is None or k in recipe.ma_models}
-    jobs += [Job(f"eval-ma {name}", cli("eval", "--policy", name, "--suite", ma_suite,
-                                        "--out", str(ma / f"{name}.json.gz")), ma / f"{name}.json.gz")
-             for name in ("random", "scripted")]
+    jobs = [Job(f"eval-ma {name}", cli("eval", "--policy", name, "--suite", ma_suite,
+                                       "--out", str(ma / f"{name}.json.gz")), ma / f"{name}.json.gz")
+            for name in ("random", "scripted")]
     jobs += [Job(f"eval-ma {name}", cli("eval", "--policy", f"hf:{model}", "--suite", ma_suite, *recipe.ma_model_eval,
                                         *(trained_by if name == "warmstart" else ("--trained-by", str(model))),
                                         "--out", str(ma / f"{name}.json.gz")),
                  ma / f"{name}.json.gz", after=after) for name, (model, after) in models.items()]
-    previous = []
-    for stem in ("random", "scripted", *models):
-        jobs.append(Job(f"submit-ma {stem}", cli("submit", str(ma / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
-                                                 "--board", str(ma_board), "--suite", ma_suite, "--replace"),
-                        None, after=[f"eval-ma {stem}", *previous]))
-        previous = [f"submit-ma {stem}"]
+    jobs += [Job(f"submit-ma {stem}", cli("submit", str(ma / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
+                                          "--board", str(ma_board), "--suite", ma_suite, "--replace"),
+                 None, after=[f"eval-ma {stem}"]) for stem in ("random", "scripted", *models)]
     return jobs
+
+
+def expected_minutes(recipe: Recipe, name: str) -> float:
+    """The minutes ``recipe.minutes`` gives the step ``name`` (by its name, then its first word; 1 if neither)."""
+    return recipe.minutes.get(name, recipe.minutes.get(name.split()[0], 1.0))
 
 
 def warm_start_jobs(recipe: Recipe, work: Path, threads: int) -> tuple[list[Job], Path]:
@@ -256,8 +284,10 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
         if job.output is not None and job.output.exists():
             job.status = "done"
             print(f"[baselines] {job.name}: already done ({job.output}); delete it to redo", flush=True)
-    last_status = time.monotonic()
-    start = time.monotonic()
+    last_status = start = time.monotonic()
+    print(f"[baselines] expected: about {minutes_left(jobs, max_parallel, start):.0f} min on {max_parallel} cores as "
+          "fast as the reference machine's (docs/baselines.md), longer on slower ones; the status line corrects the "
+          "estimate as steps finish", flush=True)
     while any(j.status in ("waiting", "running") for j in jobs):
         for job in jobs:
             if job.status == "running" and job.process is not None and job.process.poll() is not None:
@@ -291,13 +321,51 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
                 how = "resumed from its last checkpoint" if resuming else "started"
                 print(f"[baselines] {job.name}: {how} (log: {logs / _slug(job.name)}.log)", flush=True)
         if time.monotonic() - last_status >= status_every:
-            last_status = time.monotonic()
-            parts = [f"{j.name} {(time.monotonic() - j.started) / 60:.1f} min: {_last_line(logs, j)}"
-                     for j in jobs if j.status == "running"]
+            last_status = now = time.monotonic()
+            running = [j for j in jobs if j.status == "running"]
+            parts = [f"{j.name} {(now - j.started) / 60:.1f} min: {_last_line(logs, j)}" for j in running]
+            reported = {j.name: seconds / 60 for j in running if (seconds := seconds_left(_last_line(logs, j)))}
+            elapsed, left = (now - start) / 60, minutes_left(jobs, max_parallel, now, reported)
             done = sum(j.status == "done" for j in jobs)
-            print(f"[baselines] {(time.monotonic() - start) / 60:.1f} min, {done}/{len(jobs)} steps done; running: "
-                  + "; ".join(parts), flush=True)
+            print(f"[baselines] {elapsed:.1f} min, about {left:.0f} min left ({elapsed / (elapsed + left):.0%}), "
+                  f"{done}/{len(jobs)} steps done; running: " + "; ".join(parts), flush=True)
         time.sleep(1.0)
+
+
+def minutes_left(jobs: list[Job], max_parallel: int, now: float, reported: dict[str, float] | None = None) -> float:
+    """Wall minutes until every job is done: :func:`run_jobs`'s schedule simulated, each step still waiting taking
+    its ``minutes`` and each running one what is left of them (at least what its progress line says it has left,
+    ``reported``: step name -> minutes), both scaled by the machine's speed (how much longer the steps finished in
+    this run took than expected, between 0.25x and 4x)."""
+    reported = reported or {}
+    finished = [j for j in jobs if j.status == "done" and j.seconds > 0]
+    expected = sum(j.minutes for j in finished)
+    speed = min(max(sum(j.seconds for j in finished) / 60 / expected, 0.25), 4.0) if expected >= 1 else 1.0
+    finish = {j.name: max(j.minutes * speed - (now - j.started) / 60, reported.get(j.name, 0.0), 0.0)
+              for j in jobs if j.status == "running"}
+    done = {j.name for j in jobs if j.status == "done"}
+    waiting = [j for j in jobs if j.status == "waiting"]
+    threads = {j.name: j.threads for j in jobs}
+    clock = 0.0
+    while waiting or finish:
+        busy = sum(threads[name] for name in finish)
+        for job in [j for j in waiting if all(a in done for a in j.after)]:
+            if busy + job.threads > max_parallel and busy > 0:
+                break
+            finish[job.name], busy = clock + job.minutes * speed, busy + job.threads
+            waiting.remove(job)
+        if not finish:  # what waits needs a step that is not in the list
+            break
+        name = min(finish, key=finish.__getitem__)
+        clock = finish.pop(name)
+        done.add(name)
+    return clock
+
+
+def seconds_left(progress_line: str) -> float | None:
+    """The ``~Ns left`` of a progress line (:mod:`agentgym_bench.progress`), if it has one."""
+    found = re.search(r"~(\d+)s left", progress_line)
+    return float(found.group(1)) if found else None
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -327,8 +395,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "(default: runs/baselines-RECIPE)")
     parser.add_argument("--board", default=None, help="leaderboard folder to submit to (default: WORK/leaderboard)")
     parser.add_argument("--suite", default=DEFAULT_SUITE, help="benchmark suite (default: %(default)s)")
-    parser.add_argument("--ma-suite", default=MULTIAGENT_SUITE,
-                        help="two-player suite the baselines also play ('none': skip it) (default: %(default)s)")
+    parser.add_argument("--ma-suite", default=None,
+                        help="two-player suite the warm start also plays ('none': skip it) (default: "
+                        f"{MULTIAGENT_SUITE} with --from-scratch; none from the published checkpoint, whose "
+                        "two-player entry is on the committed board already: playing it takes about 15 minutes more)")
     parser.add_argument("--ma-board", default=None, help="leaderboard folder of the two-player suite "
                         "(default: WORK/leaderboard-ma)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
@@ -347,7 +417,6 @@ def run(args: argparse.Namespace) -> int:
     recipe = RECIPES[args.recipe]
     work = Path(args.work or f"runs/baselines-{args.recipe}")
     board = Path(args.board) if args.board else work / "leaderboard"
-    ma_suite = None if args.ma_suite == "none" else args.ma_suite
     ma_board = Path(args.ma_board) if args.ma_board else work / "leaderboard-ma"
     from agentgym_bench.benchmark.suites import load_suite
 
@@ -357,11 +426,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"[baselines] {Path(args.committed) / suite_name} has no published checkpoint (an entry "
               f"{BOARD_NAMES['warmstart']!r} with its weights in models/): making the warm start too, as with "
               "--from-scratch", flush=True)
+    ma_suite = args.ma_suite or (MULTIAGENT_SUITE if checkpoint is None else "none")
+    ma_suite = None if ma_suite == "none" else ma_suite
     jobs = plan(recipe, work, board, args.suite, ma_board, ma_suite, max_parallel=args.jobs, checkpoint=checkpoint)
     started = time.monotonic()
     start = "from scratch" if checkpoint is None else f"from the published checkpoint {checkpoint} (sha256 checked)"
     print(f"[baselines] recipe {args.recipe}, {start}: {len(jobs)} steps, {args.jobs} at a time, work folder {work}",
           flush=True)
+    if ma_suite is None and args.ma_suite is None:
+        print(f"[baselines] the two-player suite is skipped (add --ma-suite {MULTIAGENT_SUITE} to play it too)",
+              flush=True)
     signal.signal(signal.SIGTERM, _interrupt)  # a terminated job stops its steps as Ctrl-C does
     try:
         run_jobs(jobs, work, args.jobs)
@@ -400,6 +474,8 @@ def report(board: Path, committed_root: Path) -> str:
     lines.append(f"against the committed board {committed} (same seeds; paired difference of the score, yours - "
                  "committed, 95% interval):")
     by_name = {r["name"]: r for r in theirs["submissions"]}
+    names = [e.name for e in suite.entries]
+    table = ["| entry | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for record in index["submissions"]:
         other = by_name.get(record["name"])
         if other is None:
@@ -407,8 +483,18 @@ def report(board: Path, committed_root: Path) -> str:
             continue
         mine = read_results(board / "submissions" / f"{record['slug']}.json.gz")
         ref = read_results(committed / "submissions" / f"{other['slug']}.json.gz")
-        c = compare(suite, ref, mine)["suite"]
-        verdict = "agrees" if c["low"] <= 0 <= c["high"] else ("better" if c["low"] > 0 else "worse")
+        paired = compare(suite, ref, mine)
+        c = paired["suite"]
         lines.append(f"  {record['name']}: {record['summary']['score'][0]:.3f} vs {other['summary']['score'][0]:.3f}"
-                     f", difference {c['difference']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]: {verdict}")
+                     f", difference {c['difference']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]: {_verdict(c)}")
+        table.append(f"| {record['name']} | " + " | ".join(
+            f"{paired['entries'][n]['difference']:+.3f}{'' if _verdict(paired['entries'][n]) == 'agrees' else '*'}"
+            for n in names) + " |")
+    if len(table) > 2:
+        lines += ["per env (yours - committed; *: the 95% interval excludes 0):", *table]
     return "\n".join(lines)
+
+
+def _verdict(c: dict[str, Any]) -> str:
+    """"agrees" if the paired interval of ``c`` (:func:`agentgym_bench.leaderboard.render.compare`) holds 0."""
+    return "agrees" if c["low"] <= 0 <= c["high"] else ("better" if c["low"] > 0 else "worse")

@@ -4,7 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from agentgym_bench.commands.baselines import RECIPES, Job, plan, published_checkpoint, run_jobs
+from agentgym_bench.commands.baselines import (
+    RECIPES,
+    Job,
+    minutes_left,
+    plan,
+    published_checkpoint,
+    run_jobs,
+    seconds_left,
+)
 from agentgym_bench.errors import UserError
 
 
@@ -15,7 +23,7 @@ def py(code: str) -> list[str]:
 def test_plan_orders_every_step_after_what_it_needs(tmp_path):
     jobs = plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v2")
     names = [j.name for j in jobs]
-    assert names[:2] == ["eval oracle", "eval random"]
+    assert names[:5] == ["init-model", "warmstart stage 1", "warmstart stage 2", "warmstart", "train starpo"]
     stages = [next(j for j in jobs if j.name == n) for n in ("warmstart stage 1", "warmstart stage 2", "warmstart")]
     assert [s.after for s in stages] == [["init-model"], ["warmstart stage 1"], ["warmstart stage 2"]]
     for before, after in zip(stages, stages[1:], strict=False):  # each stage from the model of the one before
@@ -31,6 +39,35 @@ def test_plan_orders_every_step_after_what_it_needs(tmp_path):
         assert all(names.index(a) < names.index(job.name) for a in job.after)
     submits = [j for j in jobs if j.name.startswith("submit")]
     assert len(submits) == 6 and all(j.output is None for j in submits)
+    assert all(j.after == [j.name.replace("submit", "eval")] for j in submits)  # each as soon as its file is written
+
+
+def timed(name: str, minutes: float, after: list[str] | None = None, threads: int = 1) -> Job:
+    return Job(name, [], None, after=after or [], minutes=minutes, threads=threads)
+
+
+def test_minutes_left_follows_the_schedule_run_jobs_keeps():
+    assert minutes_left([timed("a", 10), timed("b", 10), timed("c", 10)], 2, 0.0) == 20  # two cores, three steps
+    assert minutes_left([timed("a", 5), timed("b", 5, ["a"]), timed("c", 3)], 2, 0.0) == 10  # b waits for a
+    assert minutes_left([timed("a", 5), timed("b", 5, ["a"]), timed("c", 3)], 1, 0.0) == 13
+    assert minutes_left([timed("w", 6, threads=2), timed("a", 1), timed("b", 1)], 2, 0.0) == 7  # w holds both
+    done = timed("a", 2)
+    done.status, done.seconds = "done", 240.0  # took twice what was expected: so will the rest
+    assert minutes_left([done, timed("b", 3, ["a"])], 2, 0.0) == 6
+    running = timed("b", 3)
+    running.status, running.started = "running", 0.0
+    assert minutes_left([running], 1, 60.0) == 2  # one of its three minutes gone
+    assert minutes_left([running], 1, 60.0, {"b": 5.0}) == 5  # its progress line says more
+    assert seconds_left("train: 6/200 its (3%), 24s elapsed, ~776s left, loss 0.1") == 776
+    assert seconds_left("warmstart: collecting demonstrations") is None
+
+
+def test_the_reference_job_from_the_published_checkpoint_is_expected_within_half_an_hour(tmp_path):
+    # the main job's promise on the reference machine (issue 47): set-up (~4 min) + its steps on 2 cores
+    published = plan(RECIPES["reference"], tmp_path, tmp_path / "b", "agentgym-v2", checkpoint=tmp_path / "c")
+    assert minutes_left(published, 2, 0.0) <= 26
+    scratch = plan(RECIPES["reference"], tmp_path, tmp_path / "b", "agentgym-v2", tmp_path / "m", "agentgym-ma-v2")
+    assert minutes_left(scratch, 2, 0.0) > 150  # hours: the warm start's stages
 
 
 def test_run_jobs_respects_dependencies_and_skips_finished_steps(tmp_path):
@@ -117,10 +154,12 @@ def test_smoke_recipe_from_the_published_checkpoint_end_to_end(tmp_path, capsys)
 
     suite_file, checkpoint = committed_board_with_a_checkpoint(tmp_path)
     capsys.readouterr()
-    assert main(["baselines", "--recipe", "smoke", "--suite", str(suite_file), "--ma-suite", "none", "--work",
+    assert main(["baselines", "--recipe", "smoke", "--suite", str(suite_file), "--work",
                  str(tmp_path / "work"), "--jobs", "2", "--committed", str(tmp_path / "leaderboards")]) == 0
     out = capsys.readouterr().out
     assert f"from the published checkpoint {checkpoint} (sha256 checked)" in out
+    assert "the two-player suite is skipped" in out and not (tmp_path / "work" / "leaderboard-ma").exists()
+    assert "expected: about" in out and "per env (yours - committed" in out
     assert not (tmp_path / "work" / "warmstart").exists() and not (tmp_path / "work" / "default-model").exists()
     names = {r["name"]: r for r in read_index(tmp_path / "work" / "leaderboard")["submissions"]}
     assert len(names) == 6 and names["default model + SFT"]["model_sha256"] == read_index(
