@@ -6,13 +6,15 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym_bench.agent.parsing import ACTION_SEP, parse_reply
+from agentgym_bench.agent.parsing import ACTION_SEP, format_reply, parse_reply
 from agentgym_bench.agent.prompts import PromptTemplate, format_reward, get_template
+from agentgym_bench.agent.tools import ACTION_FORMATS, action_tool, format_tool_reply, parse_tool_reply
 from agentgym_bench.envs import arguments
 from agentgym_bench.spaces import sanitize, text_space
 
 DEFAULT_MAX_OBSERVATION_LENGTH = 16_384
 MAX_REPLY_LENGTH = 1 << 20
+SEPARATOR_HINT = f', separated by the action separator " {ACTION_SEP} "'
 
 
 class LLMAgentEnv(gym.Env):
@@ -37,6 +39,16 @@ class LLMAgentEnv(gym.Env):
         ``info["invalid_actions"]``, and it does not use up the action budget. Actions after the game ends are
         dropped. Games that list no ``valid_actions`` (open-text actions such as WebShop's ``search[...]``) get
         every action, and the game's ``action_is_valid`` decides.
+
+        With ``action_format="tool"`` the actions are a tool call instead (opt-in; ``<answer>`` tags stay the
+        default): the env offers one OpenAI-style function, ``take_actions`` (``env.tools``, also in the first
+        ``info["tools"]``; its ``actions`` argument is a list of the game's action words), and the reply is read as
+        the text the Hermes and Qwen2.5/Qwen3 chat templates make a model write, ``<tool_call>{"name":
+        "take_actions", "arguments": {"actions": ["Up", "Left"]}}</tool_call>`` (one or more blocks; with
+        ``enable_think`` after ``<think>...</think>``). The same rules follow: a malformed call (no block, not
+        JSON, another name, no list of strings) is a reply of bad format, an unknown word an invalid action
+        (:mod:`agentgym_bench.agent.tools`). The ``openai:`` backend and ``serve`` carry the tool as OpenAI's
+        ``tools`` / ``tool_calls`` (``docs/rollout.md``).
 
     Observation Space:
         ``Text`` over ``CHARSET`` up to ``max_observation_length`` characters: the new user message. The first one
@@ -89,6 +101,7 @@ class LLMAgentEnv(gym.Env):
         format_penalty: added to a turn that executed nothing (RAGEN: −0.1).
         enable_think: require ``<think>...</think>`` before ``<answer>``.
         prompt: ``"ragen"``, ``"compact"`` or a :class:`PromptTemplate`.
+        action_format: ``"answer"`` (``<answer>`` tags, RAGEN's; default) or ``"tool"`` (a ``take_actions`` call).
         instructions / legend: override (or supply, for third-party games) the game's own text.
         max_reply_words: the length hint shown in the prompt (RAGEN: 100).
         max_observation_length: size of the observation space.
@@ -110,6 +123,7 @@ class LLMAgentEnv(gym.Env):
         format_penalty: float = -0.1,
         enable_think: bool = True,
         prompt: str | PromptTemplate = "ragen",
+        action_format: str = "answer",
         instructions: str | None = None,
         legend: str | None = None,
         max_reply_words: int = 100,
@@ -122,6 +136,8 @@ class LLMAgentEnv(gym.Env):
         max_reply_words = arguments.integer("max_reply_words", max_reply_words, low=1)
         format_penalty = arguments.number("format_penalty", format_penalty)
         enable_think = arguments.boolean("enable_think", enable_think)
+        if action_format not in ACTION_FORMATS:
+            raise ValueError(f"action_format={action_format!r} must be one of {list(ACTION_FORMATS)}")
         for name, value in (("instructions", instructions), ("legend", legend)):
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{name}={value!r} must be a string or None")
@@ -132,6 +148,7 @@ class LLMAgentEnv(gym.Env):
         self.format_penalty = float(format_penalty)
         self.enable_think = enable_think
         self.template = get_template(prompt)
+        self.action_format = action_format
         self._instructions_arg = instructions
         self._legend_arg = legend
         self.instructions = ""
@@ -168,9 +185,27 @@ class LLMAgentEnv(gym.Env):
         actions = self._game_info.get("valid_actions")
         return None if actions is None else list(actions)
 
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The OpenAI ``tools`` the model is offered: ``[take_actions]`` in tool format, ``[]`` otherwise."""
+        if self.action_format != "tool":
+            return []
+        return [action_tool(self.valid_actions, self.max_actions_per_turn)]
+
+    def write_reply(self, actions: list[str]) -> str:
+        """A well-formed reply taking ``actions``, in this env's action format (model-free policies use it)."""
+        if self.action_format == "tool":
+            return format_tool_reply(list(actions), enable_think=self.enable_think)
+        return format_reply(list(actions), enable_think=self.enable_think)
+
+    def _format_hint(self) -> str:
+        t = self.template
+        if self.action_format == "tool":
+            return t.format_hint_tool_think if self.enable_think else t.format_hint_tool
+        return t.format_hint_think if self.enable_think else t.format_hint_answer
+
     def _fields(self) -> dict[str, Any]:
         actions = self.valid_actions
-        hint = self.template.format_hint_think if self.enable_think else self.template.format_hint_answer
         return {
             "instructions": self.instructions,
             "header": f"{self.variant}\n" if self.variant else "",
@@ -182,7 +217,8 @@ class LLMAgentEnv(gym.Env):
             "state": self._state,
             "actions_left": self._actions_left,
             "max_reply_words": self.max_reply_words,
-            "format_hint": hint,
+            "format_hint": self._format_hint(),
+            "separator_hint": "" if self.action_format == "tool" else SEPARATOR_HINT,
         }
 
     def _observation(self, text: str) -> str:
@@ -218,12 +254,17 @@ class LLMAgentEnv(gym.Env):
         obs = self.template.intro.format(**fields) + self.template.turn.format(**fields)
         info = self._common_info()
         info["system_prompt"] = self.template.system
+        if self.action_format == "tool":
+            info["tools"] = self.tools
         return self._observation(obs), info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._done:
             raise RuntimeError("step() called after the episode ended; call reset() first")
-        parsed = parse_reply(action, enable_think=self.enable_think, action_sep=ACTION_SEP)
+        if self.action_format == "tool":
+            parsed = parse_tool_reply(action, enable_think=self.enable_think)
+        else:
+            parsed = parse_reply(action, enable_think=self.enable_think, action_sep=ACTION_SEP)
         taken = parsed.actions[: min(self.max_actions_per_turn, self._actions_left)]
         dropped = parsed.actions[len(taken):]
         executed: list[str] = []

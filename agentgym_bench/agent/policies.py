@@ -11,7 +11,6 @@ import gymnasium as gym
 import numpy as np
 
 from agentgym_bench.agent.env import LLMAgentEnv
-from agentgym_bench.agent.parsing import format_reply
 
 
 def agent_env(env: gym.Env) -> LLMAgentEnv:
@@ -23,7 +22,7 @@ def agent_env(env: gym.Env) -> LLMAgentEnv:
 
 
 def oracle_reply(env: gym.Env) -> str:
-    """The game's oracle plan for this turn, written as a well-formed reply.
+    """The game's oracle plan for this turn, written as a well-formed reply in the env's action format.
 
     Calls ``env.game.unwrapped.oracle_turn(turns_left, actions_left, max_actions_per_turn)`` on the agent env
     inside ``env`` (see ``docs/core-env-contract.md``).
@@ -31,7 +30,7 @@ def oracle_reply(env: gym.Env) -> str:
     env = agent_env(env)
     game = env.game.unwrapped
     actions = game.oracle_turn(env.turns_left, env.actions_left, env.max_actions_per_turn)
-    return format_reply(list(actions), enable_think=env.enable_think)
+    return env.write_reply(list(actions))
 
 
 def random_reply(env: gym.Env, rng: np.random.Generator, *, max_actions: int = 1) -> str:
@@ -43,6 +42,6 @@ def random_reply(env: gym.Env, rng: np.random.Generator, *, max_actions: int = 1
     env = agent_env(env)
     valid = env.valid_actions or []
     if not valid:
-        return format_reply([], enable_think=env.enable_think)
+        return env.write_reply([])
     n = int(rng.integers(1, min(max_actions, env.max_actions_per_turn) + 1))
-    return format_reply([valid[int(i)] for i in rng.integers(0, len(valid), size=n)], enable_think=env.enable_think)
+    return env.write_reply([valid[int(i)] for i in rng.integers(0, len(valid), size=n)])

@@ -14,7 +14,9 @@ Two are built in:
 Fields available to every template: ``instructions``, ``header`` (the game's ``variant`` and a line break, or
 empty), ``legend``, ``actions`` (comma-joined valid actions),
 ``max_actions`` (actions per episode), ``max_actions_per_turn``, ``turn`` (1-based), ``state``, ``actions_left``,
-``reward`` (previous turn's reward, formatted), ``max_reply_words``, ``format_hint``.
+``reward`` (previous turn's reward, formatted), ``max_reply_words``, ``format_hint``, ``separator_hint`` (how
+several actions are written: ``, separated by the action separator " || "`` with ``<answer>`` tags, empty with tool
+calls, whose ``actions`` argument is a list).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class PromptTemplate:
         reward: what follows a reply, before the next turn block.
         final: the observation after the last turn (after ``reward``).
         format_hint_think / format_hint_answer: the output-format reminder with and without thinking.
+        format_hint_tool_think / format_hint_tool: the same when actions are tool calls (``action_format="tool"``).
     """
 
     system: str
@@ -44,12 +47,15 @@ class PromptTemplate:
     final: str
     format_hint_think: str
     format_hint_answer: str
+    format_hint_tool_think: str = ("Always output: <think> [Your thoughts] </think> and then call take_actions with "
+                                   "your actions.")
+    format_hint_tool: str = "Always answer by calling take_actions with your actions."
 
 
 RAGEN = PromptTemplate(
     system="You're a helpful assistant. ",
     intro="{instructions}{legend}\nYour available actions are:\n{actions}\n"
-    'You can make up to {max_actions} actions, separated by the action separator " || "\n',
+    "You can make up to {max_actions} actions{separator_hint}\n",
     legend="\nThe meaning of each symbol in the state is:\n{legend}",
     turn="\nTurn {turn}:\nState:\n{state}\nYou have {actions_left} actions left. {format_hint} "
     "Strictly follow this format. Max response length: {max_reply_words} words (tokens).\n",
@@ -69,6 +75,8 @@ COMPACT = PromptTemplate(
     final="{header}{state}",
     format_hint_think="",
     format_hint_answer="",
+    format_hint_tool_think="",
+    format_hint_tool="",
 )
 
 TEMPLATES: dict[str, PromptTemplate] = {"ragen": RAGEN, "compact": COMPACT}

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from agentgym_bench.agent.env import LLMAgentEnv
-from agentgym_bench.agent.parsing import format_reply
 from agentgym_bench.agent.policies import oracle_reply, random_reply
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
@@ -112,7 +111,7 @@ class NoisyOraclePolicy:
         if turn is None:
             raise ValueError(f"{env.spec.id if env.spec else type(game).__name__} has no {name!r} demonstrator")
         actions = turn(env.turns_left, env.actions_left, limit)
-        return format_reply(list(actions), enable_think=env.enable_think)
+        return env.write_reply(list(actions))
 
     def generate(self, conversations: Sequence[list[Message]], envs: Sequence[LLMAgentEnv] | None = None,
                  keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
