@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from agentgym_bench.agent.tools import offered_tools
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 
@@ -124,11 +125,13 @@ class HFPolicy:
 
     def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
                  keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
-        """Reply to each conversation; ``envs`` is ignored. With ``keys`` (one per conversation) each row samples
+        """Reply to each conversation; ``envs`` only give the ``tools`` an agent env in tool format offers (passed to
+        the chat template). With ``keys`` (one per conversation) each row samples
         from its own ``torch.Generator`` seeded by :func:`~agentgym_bench.rollout.policy.key_seed`, so its reply does
         not depend on the rest of the batch; without, the batch shares :attr:`generator`."""
-        prompts = [self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True, tokenize=False)
-                   for c in conversations]
+        tools = offered_tools(envs, len(conversations))
+        prompts = [self.tokenizer.apply_chat_template(list(c), tools=t, add_generation_prompt=True, tokenize=False)
+                   for c, t in zip(conversations, tools, strict=True)]
         if keys is not None and len(keys) != len(prompts):
             raise ValueError(f"{len(keys)} keys for {len(prompts)} conversations")
         out: list[Generation | None] = [None] * len(prompts)

@@ -6,6 +6,12 @@ thread pool. A request that times out, cannot connect, or gets HTTP 429 or 5xx i
 times with exponential back-off; any other HTTP error (400, 401, 404 ...) fails at once. A conversation that still
 fails raises :class:`GenerationError` naming the URL, the status and the server's message: a broken endpoint stops
 the run rather than being scored as a string of invalid replies.
+
+Tools. A conversation whose agent env is in tool format (``action_format="tool"``) is sent with that env's
+``tools``; the answer's ``message.tool_calls`` come back written after its ``content`` as the Hermes/Qwen text
+``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (:func:`agentgym_bench.agent.tools.reply_text`), the
+reply string the env parses, records and replays. Earlier turns are sent as that text too (assistant ``content``,
+then the next observation as a user message), which every chat endpoint accepts.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from agentgym_bench.agent.tools import offered_tools, reply_text
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -77,7 +84,8 @@ class OpenAIPolicy:
 
     def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
                  keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
-        """Reply to each conversation (``envs`` is ignored); requests run concurrently, results keep the order."""
+        """Reply to each conversation (``envs`` only give the ``tools`` an agent env in tool format offers); requests
+        run concurrently, results keep the order."""
         first = self.requests_made
         self.requests_made += len(conversations)
         if self.seed is None:
@@ -86,18 +94,21 @@ class OpenAIPolicy:
             seeds = [self.seed + first + i for i in range(len(conversations))]
         else:
             seeds = [key_seed(self.seed, k) >> 32 for k in keys]
-        jobs = list(zip([list(c) for c in conversations], seeds, strict=True))
+        jobs = list(zip([list(c) for c in conversations], seeds, offered_tools(envs, len(conversations)),
+                        strict=True))
         if len(jobs) <= 1:
             return [self._complete(*job) for job in jobs]
         with ThreadPoolExecutor(min(self.max_concurrency, len(jobs))) as pool:
             return list(pool.map(lambda job: self._complete(*job), jobs))
 
-    def _complete(self, messages: list[Message], seed: int | None) -> Generation:
-        body = {**self.body, "messages": messages, **({} if seed is None else {"seed": seed})}
+    def _complete(self, messages: list[Message], seed: int | None, tools: list[dict[str, Any]] | None = None
+                  ) -> Generation:
+        body = {**self.body, "messages": messages, **({} if seed is None else {"seed": seed}),
+                **({"tools": tools} if tools else {})}
         data = self._post(body)
         try:
             choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
+            text = reply_text(choice["message"].get("content"), choice["message"].get("tool_calls"))
         except (KeyError, IndexError, TypeError, AttributeError) as e:
             raise GenerationError(f"{self.url}: unexpected response {str(data)[:300]}") from e
         logprobs = None

@@ -10,6 +10,15 @@ or a list of ``{"type": "text", "text": ...}`` parts (joined with newlines, as v
 400 naming the part. Every answer carries ``usage`` with
 ``prompt_tokens``, ``completion_tokens`` (all choices, stop tokens included) and ``total_tokens``.
 
+Tools, as vLLM's ``hermes`` tool parser answers them: ``tools`` (a list of ``{"type": "function", "function":
+{"name", ...}}``) go to the chat template (Qwen2.5/Qwen3 templates list them in the system turn), and a reply that
+holds well-formed ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks is answered as
+``message.tool_calls`` (ids ``call_...``, ``arguments`` a JSON string) with the text before the first block as
+``content`` (``null`` when empty) and ``finish_reason: "tool_calls"``; streamed, the calls come as one
+``delta.tool_calls`` chunk. ``tool_choice`` may be ``"auto"`` (the default) or ``"none"`` (the reply stays text);
+another choice is a 400 (this server cannot force a call). Messages may carry earlier ``tool_calls`` (assistant,
+``content`` null) and ``tool`` results, as the SDK sends them.
+
 ``stream: true`` answers Server-Sent Events in OpenAI's format: ``chat.completion.chunk`` objects, first the
 assistant role, then one chunk per generated token (with its log-probability when ``logprobs`` is set), then the
 ``finish_reason``, then ``data: [DONE]``; with ``stream_options: {"include_usage": true}`` a last chunk with empty
@@ -52,6 +61,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from agentgym_bench import cli
+from agentgym_bench.agent.tools import split_tool_calls
 from agentgym_bench.http_body import read_within
 from agentgym_bench.rollout.hf import HFPolicy
 
@@ -160,7 +170,8 @@ def _content(content: Any, where: str) -> str:
 
 
 def _messages(messages: Any) -> list[dict[str, Any]]:
-    """The request's ``messages``, each content as one string (:func:`_content`)."""
+    """The request's ``messages``, each content as one string (:func:`_content`; an assistant message with
+    ``tool_calls`` may have none)."""
     if not isinstance(messages, list) or not messages:
         raise FieldError("messages", "messages must be a non-empty list of {role, content} objects", "invalid_type")
     out = []
@@ -168,8 +179,25 @@ def _messages(messages: Any) -> list[dict[str, Any]]:
         where = f"messages[{i}]"
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise FieldError(where, f"{where} must be an object with a role string and content", "invalid_type")
-        out.append({**message, "content": _content(message.get("content"), where)})
+        content = message.get("content")
+        if content is None and message["role"] == "assistant" and message.get("tool_calls"):
+            content = ""
+        out.append({**message, "content": _content(content, where)})
     return out
+
+
+def _tools(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """``tools`` (function tools only, each with a name) unless ``tool_choice`` is ``"none"``; ``[]`` when absent."""
+    tools, choice = _given(request, "tools", []), _given(request, "tool_choice", "auto")
+    if choice not in ("auto", "none"):
+        raise FieldError("tool_choice", f"tool_choice={choice!r}"[:120] + " is not supported: this server takes "
+                         "'auto' or 'none' (it cannot force a call)")
+    if not isinstance(tools, list) or not all(
+            isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
+            and isinstance(t["function"].get("name"), str) for t in tools):
+        raise FieldError("tools", "tools must be a list of {type: 'function', function: {name, ...}} objects",
+                         "invalid_type")
+    return [] if choice == "none" else tools
 
 
 def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_TOKENS_WITHOUT_LIMIT
@@ -196,7 +224,8 @@ def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_
     if request.get("max_completion_tokens") is not None:  # OpenAI's newer name wins
         max_tokens = _number(request, "max_completion_tokens", default, 1, max_tokens_limit, integer=True)
     seed = _number(request, "seed", next_seed, -MAX_SEED, MAX_SEED, integer=True)
-    return {"model": model, "messages": messages, "n": n, "stream": bool(stream), "stop": _stop_strings(request),
+    return {"model": model, "messages": messages, "tools": _tools(request), "n": n, "stream": bool(stream),
+            "stop": _stop_strings(request),
             "include_usage": bool(options.get("include_usage", False)), "logprobs": bool(request.get("logprobs")),
             "policy": {"temperature": float(_number(request, "temperature", 1.0, 0, 1e6)),
                        "top_p": float(_number(request, "top_p", 1.0, 0, 1, low_open=True)),
@@ -298,7 +327,8 @@ class ChatHandler(BaseHTTPRequestHandler):
             limit = positions if positions is not None else MAX_TOKENS_WITHOUT_LIMIT
             settings = _request_settings(parse_body(raw), next(self.server.seeds), limit)
             policy = HFPolicy(self.server.model, tokenizer, **settings["policy"])
-            prompt = tokenizer.apply_chat_template(settings["messages"], add_generation_prompt=True, tokenize=False)
+            prompt = tokenizer.apply_chat_template(settings["messages"], tools=settings["tools"] or None,
+                                                   add_generation_prompt=True, tokenize=False)
             ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         except FieldError as e:
             raise RequestError(400, f"bad request: {e}"[:500], param=e.param, code=e.code) from None
@@ -326,7 +356,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         if settings["stream"]:
             self._stream(head, generations, settings, usage)
             return
-        choices = [self._choice(i, g, settings) for i, g in enumerate(generations)]
+        choices = [self._choice(i, g, settings, head["id"]) for i, g in enumerate(generations)]
         self._send(200, {**head, "object": "chat.completion", "choices": choices, "usage": usage})
 
     def _finish_reason(self, generation: Any) -> str:
@@ -366,15 +396,30 @@ class ChatHandler(BaseHTTPRequestHandler):
             length += len(kept[-1])
         return kept, "stop"
 
-    def _choice(self, index: int, generation: Any, settings: dict[str, Any]) -> dict[str, Any]:
+    def _tool_calls(self, text: str, settings: dict[str, Any], call_id: str) -> tuple[str | None, list] | None:
+        """With ``tools`` offered and a reply that holds tool calls: its ``content`` (``None`` when empty) and
+        OpenAI's ``tool_calls`` (ids ``call_id`` + ``_k``); ``None`` otherwise."""
+        found = split_tool_calls(text) if settings["tools"] else None
+        if found is None:
+            return None
+        content, calls = found
+        return content or None, [{"id": f"{call_id}_{k}", "type": "function",
+                                  "function": {"name": name, "arguments": json.dumps(arguments)}}
+                                 for k, (name, arguments) in enumerate(calls)]
+
+    def _choice(self, index: int, generation: Any, settings: dict[str, Any], completion_id: str) -> dict[str, Any]:
         text, ids, logprobs = generation.text, generation.token_ids, generation.logprobs
         finish_reason = self._finish_reason(generation)
         cut = self._cut(generation, settings["stop"])
         if cut is not None:
             pieces, finish_reason = cut
             text, ids, logprobs = "".join(pieces), ids[: len(pieces)], logprobs[: len(pieces)]
-        choice: dict[str, Any] = {"index": index, "message": {"role": "assistant", "content": text},
-                                  "finish_reason": finish_reason}
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        calls = self._tool_calls(text, settings, completion_id.replace("chatcmpl-", "call_") + f"_{index}")
+        if calls is not None:
+            message = {"role": "assistant", "content": calls[0], "tool_calls": calls[1]}
+            finish_reason = "tool_calls"
+        choice: dict[str, Any] = {"index": index, "message": message, "finish_reason": finish_reason}
         if settings["logprobs"]:
             choice["logprobs"] = self._logprobs(ids, logprobs)
         return choice
@@ -398,6 +443,10 @@ class ChatHandler(BaseHTTPRequestHandler):
             ids = generation.token_ids
             pieces, finish_reason = self._cut(generation, settings["stop"]) or (self._pieces(generation),
                                                                                  self._finish_reason(generation))
+            calls = self._tool_calls("".join(pieces), settings, head["id"].replace("chatcmpl-", "call_") + f"_{index}")
+            if calls is not None:
+                self._stream_tool_calls(event, index, *calls)
+                continue
             for k, piece in enumerate(pieces):
                 delta = {"index": index, "delta": {"content": piece}, "finish_reason": None}
                 if settings["logprobs"]:
@@ -408,6 +457,17 @@ class ChatHandler(BaseHTTPRequestHandler):
             event([], usage=usage)
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
+
+
+    @staticmethod
+    def _stream_tool_calls(event: Any, index: int, content: str | None, calls: list[dict[str, Any]]) -> None:
+        """A reply with tool calls, streamed: its content (if any) in one chunk, the calls in one, then
+        ``finish_reason: "tool_calls"``."""
+        if content:
+            event([{"index": index, "delta": {"content": content}, "finish_reason": None}])
+        deltas = [{"index": k, **call} for k, call in enumerate(calls)]
+        event([{"index": index, "delta": {"tool_calls": deltas}, "finish_reason": None}])
+        event([{"index": index, "delta": {}, "finish_reason": "tool_calls"}])
 
 
 class ChatServer(ThreadingHTTPServer):

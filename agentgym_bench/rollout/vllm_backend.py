@@ -31,6 +31,7 @@ import socket
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from agentgym_bench.agent.tools import offered_tools
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 INSTALL_HINT = "vLLM is not installed; install the extra with: pip install 'agentgym-bench[vllm]' (needs a CUDA GPU)"
@@ -128,10 +129,12 @@ class VLLMPolicy:
 
     def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
                  keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
-        """Reply to each conversation (``envs`` is ignored); ``keys``: one per conversation, see
-        :mod:`agentgym_bench.rollout.policy`."""
-        return self.generate_text([self.tokenizer.apply_chat_template(list(c), add_generation_prompt=True,
-                                                                      tokenize=False) for c in conversations], keys)
+        """Reply to each conversation (``envs`` only give the ``tools`` an agent env in tool format offers, passed
+        to the chat template); ``keys``: one per conversation, see :mod:`agentgym_bench.rollout.policy`."""
+        tools = offered_tools(envs, len(conversations))
+        return self.generate_text([self.tokenizer.apply_chat_template(list(c), tools=t, add_generation_prompt=True,
+                                                                      tokenize=False)
+                                   for c, t in zip(conversations, tools, strict=True)], keys)
 
     def generate_text(self, prompts: Sequence[str], keys: Sequence[tuple[int, ...]] | None = None
                       ) -> list[Generation]:
