@@ -165,7 +165,7 @@ class EnvGroups:
         trajectories = [
             Trajectory(env_id=tag, env_kwargs=dict(self.kwargs[tag]), tag=tag, seed=seeds[i],
                        group=self.groups[i // self.group_size], system_prompt=str(info.get("system_prompt", "")),
-                       history=history)
+                       history=history, tools=list(info.get("tools", [])))
             for i, (tag, (_, info)) in enumerate(zip(self.env_tags, starts, strict=True))
         ]
         observations = [obs for obs, _ in starts]

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentgym_bench.agent.tools import offered_tools
 from agentgym_bench.rollout.policy import Message
 from agentgym_bench.rollout.trajectory import Trajectory, Turn
 
@@ -68,9 +69,10 @@ class TokenView:
         return len(self.input_ids)
 
 
-def render(tokenizer: Any, messages: list[Message]) -> str:
-    """The prompt text of ``messages`` with the generation prompt, by the tokenizer's chat template."""
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+def render(tokenizer: Any, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> str:
+    """The prompt text of ``messages`` (and the ``tools`` offered, if any) with the generation prompt, by the
+    tokenizer's chat template."""
+    return tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True, tokenize=False)
 
 
 def encode(tokenizer: Any, text: str) -> list[int]:
@@ -166,12 +168,13 @@ class TokenInTokenOut:
 
     def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
                  keys: Sequence[tuple[int, ...]] | None = None) -> list[Any]:
-        """Reply to each conversation (``envs`` is ignored; ``keys`` go to a text backend's keyed sampling)."""
+        """Reply to each conversation (``envs`` give the ``tools`` an agent env in tool format offers; ``keys`` go to
+        a text backend's keyed sampling)."""
         prompts = []
-        for messages in conversations:
+        for messages, tools in zip(conversations, offered_tools(envs, len(conversations)), strict=True):
             previous = self._contexts.get(_key(messages[:-1]))
             if previous is None:
-                text = render(self.tokenizer, list(messages))
+                text = render(self.tokenizer, list(messages), tools)
                 prompts.append(encode(self.tokenizer, text) if self.by_ids else text)
             else:
                 context, ids = previous
@@ -211,7 +214,7 @@ def trajectory_token_view(trajectory: Trajectory, tokenizer: Any, *, tito: bool 
         pieces, previous = [], None
         for t, turn in enumerate(trajectory.turns):
             ids = reply_token_ids(tokenizer, turn)
-            prompt = (render(tokenizer, trajectory.messages(t)) if previous is None
+            prompt = (render(tokenizer, trajectory.messages(t), trajectory.tools) if previous is None
                       else tito_continuation(tokenizer, previous, turn.observation))
             pieces.append((prompt, ids, turn.reward, t))
             previous = ids
@@ -219,7 +222,7 @@ def trajectory_token_view(trajectory: Trajectory, tokenizer: Any, *, tito: bool 
     pieces = []
     consumed, pending_stop = "", ""
     for t, turn in enumerate(trajectory.turns):
-        prompt = render(tokenizer, trajectory.messages(t))
+        prompt = render(tokenizer, trajectory.messages(t), trajectory.tools)
         if not prompt.startswith(consumed):
             raise ValueError(f"the chat template re-renders earlier turns differently (turn {t}): the prompt does "
                              "not start with the previous prompt and reply; roll out through TokenInTokenOut and "
@@ -235,8 +238,8 @@ def trajectory_token_view(trajectory: Trajectory, tokenizer: Any, *, tito: bool 
 
 def step_token_views(trajectory: Trajectory, tokenizer: Any) -> list[TokenView]:
     """One row per turn: the prompt the model read (under the trajectory's history window) and its reply."""
-    return [_assemble(tokenizer, [(render(tokenizer, trajectory.messages(t)), reply_token_ids(tokenizer, turn),
-                                   turn.reward, t)])
+    return [_assemble(tokenizer, [(render(tokenizer, trajectory.messages(t), trajectory.tools),
+                                   reply_token_ids(tokenizer, turn), turn.reward, t)])
             for t, turn in enumerate(trajectory.turns)]
 
 

@@ -82,6 +82,8 @@ class Trajectory:
         final_observation: the observation after the last turn (never shown to the model).
         success: ``info["success"]`` at the end.
         terminated / truncated: how the episode ended.
+        tools: ``info["tools"]`` from reset: the OpenAI tools the model was offered (an agent env in tool format;
+            ``[]`` otherwise), rendered into every prompt by the chat template.
     """
 
     env_id: str
@@ -96,6 +98,7 @@ class Trajectory:
     success: bool = False
     terminated: bool = False
     truncated: bool = False
+    tools: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def episode_reward(self) -> float:

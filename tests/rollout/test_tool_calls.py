@@ -10,9 +10,11 @@ import pytest
 import torch
 
 from agentgym_bench.agent.tools import ACTION_TOOL, format_tool_reply
+from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.openai_compat import OpenAIPolicy
 from agentgym_bench.rollout.server import ChatServer
+from agentgym_bench.rollout.tokens import step_token_views
 from tests.rollout.test_tokens import with_template
 
 openai = pytest.importorskip("openai", reason="the dev extra installs the official client")
@@ -132,3 +134,16 @@ def test_hf_backend_renders_the_env_tools_into_the_template(taught):
     assert generation.text == REPLY
     _, _, _, _, info = env.step(generation.text)
     assert info["format_valid"] and info["actions"] == ["Up", "Left"]
+
+
+def test_a_tool_format_rollout_records_the_tools_and_its_training_rows_render_them(taught):
+    model, tokenizer = taught
+    _, messages, tools = first_turn()
+    groups = EnvGroups(["AgentFrozenLake-v0"], [1], env_kwargs=ENV_KWARGS, seed=SEED, fixed_seeds=True)
+    (trajectory,) = groups.rollout(HFPolicy(model, tokenizer, temperature=0.0, max_new_tokens=64), history=0)
+    assert trajectory.tools == tools and trajectory.turns[0].reply == REPLY
+    view = step_token_views(trajectory, tokenizer)[0]  # the row a trainer learns from: the prompt the model read
+    prompt = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    assert view.input_ids[: len(prompt_ids)] == prompt_ids and not any(view.loss_mask[: len(prompt_ids)])
+    assert tokenizer.decode([i for i, m in zip(view.input_ids, view.loss_mask, strict=True) if m]).startswith(REPLY)
