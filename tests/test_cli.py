@@ -48,6 +48,14 @@ def test_play_a_whole_episode_from_stdin():
     assert "Episode over:" in out.stdout
 
 
+def test_play_in_tool_format_writes_bare_actions_as_a_tool_call_and_names_the_format():
+    out = cli("play", "AgentFrozenLakeNoSlip-v0", "--arg", "action_format=tool",
+              stdin="Up Left\n<tool_call>x</tool_call>\n")
+    assert out.returncode == 0, out.stderr
+    assert "executed ['Up', 'Left']" in out.stdout
+    assert 'write <think>...</think><tool_call>{"name": "take_actions"' in out.stdout
+
+
 def test_play_stops_cleanly_when_input_ends():
     out = cli("play", "AgentSokoban-v0", "--seed", "1", stdin="Up\n")
     assert out.returncode == 0 and "(input closed)" in out.stdout

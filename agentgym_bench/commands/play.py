@@ -7,7 +7,6 @@ import ast
 
 import gymnasium as gym
 
-from agentgym_bench.agent import format_reply
 from agentgym_bench.agent.env import LLMAgentEnv
 from agentgym_bench.commands.envs import check_env_id
 from agentgym_bench.errors import UserError
@@ -27,23 +26,27 @@ def parse_kwargs(items: list[str]) -> dict:
     return out
 
 
-def to_reply(line: str, enable_think: bool, words: bool = True) -> str:
-    """A typed line as a model reply: kept as is if it has a ``<think>`` or ``<answer>`` tag, else bare actions are
-    wrapped in the reply format. Actions are separated by ``||``; without one, ``words=True`` (games whose actions
-    are single words) also splits on spaces (``Up Left``), and ``words=False`` (open-text actions such as WebShop's
-    ``search[pink portable charger]``) keeps the line as one action."""
-    if "<answer>" in line or "<think>" in line:
+def to_reply(line: str, agent: LLMAgentEnv, words: bool = True) -> str:
+    """A typed line as a model reply: kept as is if it has a ``<think>``, ``<answer>`` or ``<tool_call>`` tag, else
+    bare actions are written in ``agent``'s reply format (``<answer>`` tags or a tool call). Actions are separated by
+    ``||``; without one, ``words=True`` (games whose actions are single words) also splits on spaces (``Up Left``),
+    and ``words=False`` (open-text actions such as WebShop's ``search[pink portable charger]``) keeps the line as
+    one action."""
+    if any(tag in line for tag in ("<answer>", "<think>", "<tool_call>")):
         return line
     if "||" in line:
         actions = [a.strip() for a in line.split("||")]
     else:
         actions = line.split() if words else [line.strip()]
-    return format_reply([a for a in actions if a], enable_think=enable_think)
+    return agent.write_reply([a for a in actions if a])
 
 
-def format_hint(enable_think: bool) -> str:
-    """What a well-formed reply looks like."""
-    return ("<think>...</think><answer>action || action</answer>" if enable_think
+def format_hint(agent: LLMAgentEnv) -> str:
+    """What a well-formed reply looks like in ``agent``'s format."""
+    if agent.action_format == "tool":
+        call = '<tool_call>{"name": "take_actions", "arguments": {"actions": ["action", "action"]}}</tool_call>'
+        return f"<think>...</think>{call}" if agent.enable_think else call
+    return ("<think>...</think><answer>action || action</answer>" if agent.enable_think
             else "<answer>action || action</answer>")
 
 
@@ -85,11 +88,11 @@ def run(args: argparse.Namespace) -> int:
             print("\n(input closed)")
             break
         obs, reward, terminated, truncated, info = env.step(
-            to_reply(line, agent.enable_think, words=agent.valid_actions is not None))
+            to_reply(line, agent, words=agent.valid_actions is not None))
         total += reward
         print(obs if args.show_prompt else env.render())
         if not info["format_valid"]:
-            print(f"invalid reply format: nothing executed; write {format_hint(agent.enable_think)} "
+            print(f"invalid reply format: nothing executed; write {format_hint(agent)} "
                   "or bare actions")
         print(f"executed {info['executed_actions']}, invalid {info['invalid_actions']}, "
               f"dropped {info['dropped_actions']}; reward {reward:+.2f} (total {total:+.2f})")
