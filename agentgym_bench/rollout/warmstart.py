@@ -38,6 +38,7 @@ Command line: ``agentgym-bench warmstart`` (see ``--help``).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import math
@@ -58,6 +59,7 @@ from agentgym_bench.rollout.scripted import (
     RandomPolicy,
     has_demonstrator,
 )
+from agentgym_bench.rollout.tokens import TokenView
 from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 
@@ -77,6 +79,9 @@ CHECKPOINT_SUFFIX = ".warmstart-checkpoint.pt"
 """The checkpoint sits beside the output folder, ``<output>.warmstart-checkpoint.pt`` (inside, it would make a
 half-trained folder look like a model): a stopped warm start run again continues from it; removed once the model
 and ``warmstart.json`` are written."""
+DEMONSTRATIONS_SUFFIX = ".warmstart-demonstrations.pt"
+"""The demonstrations' training rows sit beside the output folder too, ``<output>.warmstart-demonstrations.pt``, so a
+stopped warm start does not play and tokenise them again (:func:`demonstration_rows`); removed with the checkpoint."""
 MATCH_ENVS = ("Bargain-v0",)
 """Two-player env ids with a demonstrator: random-demand matches (module docstring)."""
 
@@ -254,7 +259,21 @@ def reply_loss(model: Any, batch: dict[str, Any]) -> Any:
 
 def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config: WarmStartConfig, *,
              progress: bool = False, checkpoint: Path | None = None) -> tuple[list[float], float]:
-    """Supervised fine-tuning on the replies of ``trajectories`` (in place). Returns the loss of every step and the
+    """Supervised fine-tuning on the replies of ``trajectories`` (in place): :func:`fit` on their training rows."""
+    return fit(model, tokenizer, training_rows(trajectories, tokenizer), config, progress=progress,
+               checkpoint=checkpoint)
+
+
+def training_rows(trajectories: list[Trajectory], tokenizer: Any) -> list[TokenView]:
+    """One row per turn of each trajectory (:func:`agentgym_bench.rollout.tokens.step_token_views`)."""
+    from agentgym_bench.rollout.tokens import step_token_views
+
+    return [v for t in trajectories for v in step_token_views(t, tokenizer)]
+
+
+def fit(model: Any, tokenizer: Any, views: list[TokenView], config: WarmStartConfig, *,
+        progress: bool = False, checkpoint: Path | None = None) -> tuple[list[float], float]:
+    """Supervised fine-tuning on the replies of ``views`` (in place). Returns the loss of every step and the
     seconds of fine-tuning spent by earlier runs (0 unless resumed).
 
     With ``checkpoint`` (a file), the state of training is written there every :data:`CHECKPOINT_STEPS` optimiser
@@ -262,9 +281,8 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
     threads) continues from it, bit for bit as if it had not stopped; a checkpoint of other settings is ignored."""
     import torch
 
-    from agentgym_bench.rollout.tokens import collate, step_token_views
+    from agentgym_bench.rollout.tokens import collate
 
-    views = [v for t in trajectories for v in step_token_views(t, tokenizer)]
     steps_per_epoch = math.ceil(len(views) / config.batch_size)
     total = steps_per_epoch * config.epochs
     warmup = max(1, int(config.warmup * total))
@@ -414,10 +432,9 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
     earlier = earlier_stage(config.model)  # read before the output is written: it may be the same folder
     output = model_dir("warmstart") if config.output is None else expand(config.output)
     checkpoint = output.with_name(output.name + CHECKPOINT_SUFFIX)
-    demonstrations = collect_demonstrations(config, progress=progress)
-    variants = copy_augmented(demonstrations, config.copy_augment, config.seed)
-    losses, resumed_seconds = finetune(model, tokenizer, demonstrations + variants, config, progress=progress,
-                                       checkpoint=checkpoint)
+    cache = output.with_name(output.name + DEMONSTRATIONS_SUFFIX)
+    views, described = demonstration_rows(config, tokenizer, cache, progress=progress)
+    losses, resumed_seconds = fit(model, tokenizer, views, config, progress=progress, checkpoint=checkpoint)
     trained = time.time()
     policy = HFPolicy(model, tokenizer, temperature=config.temperature, max_new_tokens=config.max_new_tokens,
                       seed=config.seed, max_batch_size=256)
@@ -434,9 +451,7 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
         "config": {**asdict(config), "envs": list(config.envs)},
         "rollout": {"prompt": config.prompt, "history": config.history, "max_new_tokens": config.max_new_tokens,
                     "temperature": config.temperature},
-        "demonstrations": {"episodes": len(demonstrations), "turns": sum(len(t.turns) for t in demonstrations),
-                           "success": sum(t.success for t in demonstrations) / len(demonstrations),
-                           **({"copy_variants": len(variants)} if variants else {})},
+        "demonstrations": described,
         "train": {"steps": len(losses), "first_loss": losses[0], "final_loss": sum(losses[-20:]) / len(losses[-20:]),
                   "seconds": round(trained - started + resumed_seconds, 1),
                   **({"resumed": True} if resumed_seconds else {})},
@@ -447,7 +462,70 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
         report["started_from"] = earlier
     (output / "warmstart.json").write_text(json.dumps(report, indent=2) + "\n")
     checkpoint.unlink(missing_ok=True)
+    cache.unlink(missing_ok=True)
     return report
+
+
+def demonstration_rows(config: WarmStartConfig, tokenizer: Any, cache: Path | None = None, *,
+                       progress: bool = False) -> tuple[list[TokenView], dict[str, Any]]:
+    """The warm start's training rows (its demonstrations and their copy variants, tokenised) and their
+    description for ``warmstart.json`` (episodes, turns, demonstrators' success, copy variants).
+
+    With ``cache`` (a file), rows made with the same ``config`` and tokenizer are read from it, and rows made here
+    are written to it: a stopped warm start run again skips the minutes of playing and tokenising."""
+    import torch
+
+    key = {"config": asdict(config), "tokenizer": tokenizer_fingerprint(tokenizer)}
+    saved = torch.load(cache, weights_only=False) if cache is not None and cache.is_file() else None
+    if saved is not None and saved["key"] == key:
+        print(f"warmstart: the demonstrations' rows read from {cache}", file=sys.stderr)
+        return unpack_rows(saved["rows"]), saved["described"]
+    demonstrations = collect_demonstrations(config, progress=progress)
+    variants = copy_augmented(demonstrations, config.copy_augment, config.seed)
+    described = {"episodes": len(demonstrations), "turns": sum(len(t.turns) for t in demonstrations),
+                 "success": sum(t.success for t in demonstrations) / len(demonstrations),
+                 **({"copy_variants": len(variants)} if variants else {})}
+    views = training_rows(demonstrations + variants, tokenizer)
+    if cache is not None:
+        buffer = io.BytesIO()
+        torch.save({"key": key, "rows": pack_rows(views), "described": described}, buffer)
+        write_atomic(cache, buffer.getvalue())
+    return views, described
+
+
+def tokenizer_fingerprint(tokenizer: Any) -> str:
+    """SHA-256 of the tokenizer's vocabulary, merges and chat template: what turns the same text into other rows."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    text = (backend.to_str() if backend is not None else repr(sorted(tokenizer.get_vocab().items())))
+    return hashlib.sha256((text + str(tokenizer.chat_template)).encode()).hexdigest()
+
+
+def pack_rows(views: list[TokenView]) -> dict[str, Any]:
+    """One-reply rows as flat tensors: ``ids`` (all rows' tokens, int32), per row ``length``, ``reply`` (where its
+    reply starts), ``turn`` and ``reward``."""
+    import torch
+
+    if any(len(v.spans) != 1 or v.spans[0][1] != len(v) for v in views):
+        raise ValueError("pack_rows takes rows of one reply each, at the end of the row")
+    return {"ids": torch.tensor([i for v in views for i in v.input_ids], dtype=torch.int32),
+            "length": torch.tensor([len(v) for v in views], dtype=torch.int32),
+            "reply": torch.tensor([v.spans[0][0] for v in views], dtype=torch.int32),
+            "turn": torch.tensor([v.turns[0] for v in views], dtype=torch.int32),
+            "reward": torch.tensor([v.rewards[-1] for v in views], dtype=torch.float64)}
+
+
+def unpack_rows(packed: dict[str, Any]) -> list[TokenView]:
+    """The rows :func:`pack_rows` packed, equal to the originals."""
+    ids, out, start = packed["ids"].tolist(), [], 0
+    for length, reply, turn, reward in zip(packed["length"].tolist(), packed["reply"].tolist(),
+                                           packed["turn"].tolist(), packed["reward"].tolist(), strict=True):
+        rewards = [0.0] * length
+        if reply < length:
+            rewards[-1] = reward
+        out.append(TokenView(ids[start:start + length], [0] * reply + [1] * (length - reply), rewards,
+                             [(reply, length)], [turn]))
+        start += length
+    return out
 
 
 def earlier_stage(model: str) -> dict[str, Any] | None:

@@ -219,7 +219,8 @@ warmstart.warm_start(warmstart.WarmStartConfig(**eval(sys.argv[1])))
 """
 
 
-def test_a_warm_start_killed_with_sigkill_resumes_to_the_same_model(tmp_path, small_model, monkeypatch):
+def test_a_warm_start_killed_with_sigkill_resumes_to_the_same_model(tmp_path, small_model, monkeypatch,
+                                                                   capsys):
     """The killed run is a fresh process, as a user's would be; the resumed and the uninterrupted runs run here (one
     torch thread everywhere: the checkpoint is only taken up by a run on the same thread count)."""
     from agentgym_bench.rollout import warmstart
@@ -233,7 +234,11 @@ def test_a_warm_start_killed_with_sigkill_resumes_to_the_same_model(tmp_path, sm
     assert not (tmp_path / "killed").exists(), "the run wrote its model before it could be killed"
     saved = torch.load(checkpoint, weights_only=False)
     assert 0 < len(saved["losses"]) < 3 * math.ceil(saved["key"]["rows"] / 16)  # stopped part-way
+    rows = tmp_path / f"killed{warmstart.DEMONSTRATIONS_SUFFIX}"
+    assert rows.is_file()  # the demonstrations' rows, kept for the resumed run
+    capsys.readouterr()
     resumed = warm_start(killed)
+    assert f"rows read from {rows}" in capsys.readouterr().err and not rows.exists()
     straight = warm_start(config(tmp_path, small_model, "straight", episodes=200, epochs=3, eval_episodes=4))
     assert resumed["train"]["resumed"] and "resumed" not in straight["train"]
     assert resumed["train"]["steps"] == straight["train"]["steps"]
@@ -255,3 +260,13 @@ def test_a_checkpoint_of_other_settings_is_not_taken_up(tmp_path, small_model, m
     fresh = warm_start(config(tmp_path, small_model, "fresh", episodes=30, epochs=1, eval_episodes=4, lr=1e-3))
     assert "other settings" in capsys.readouterr().err
     assert "resumed" not in other["train"] and other["train"]["final_loss"] == fresh["train"]["final_loss"]
+
+
+def test_packed_rows_unpack_to_the_same_rows(tmp_path, small_model):
+    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.warmstart import pack_rows, training_rows, unpack_rows
+
+    _, tokenizer = load_model(str(small_model))
+    rows = training_rows(collect_demonstrations(config(tmp_path, small_model, "x", episodes=20)), tokenizer)
+    assert len(rows) > 20 and any(r.rewards[-1] != 0 for r in rows)
+    assert unpack_rows(pack_rows(rows)) == rows
