@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from agentgym_bench.agent import oracle_reply, random_reply
 from agentgym_bench.agent.tools import (
     ACTION_TOOL,
+    action_tool,
     format_tool_reply,
     parse_tool_reply,
     reply_text,
@@ -100,6 +101,11 @@ def test_tool_format_plays_the_same_episode_as_answer_tags():
     env = gym.make("AgentFrozenLake-v0", action_format="tool", enable_think=False)
     env.reset(seed=1)
     assert parse_tool_reply(random_reply(env, np.random.default_rng(0)), enable_think=False).format_ok
+
+
+def test_open_text_games_get_free_string_actions():
+    items = action_tool(None, 1)["function"]["parameters"]["properties"]["actions"]["items"]
+    assert items == {"type": "string"}
 
 
 def test_default_stays_answer_tags_and_a_bad_format_name_is_refused():
