@@ -1,25 +1,36 @@
-"""Warm-start (imitation) steps of the default model on one torch thread vs two.
+"""Warm-start (imitation) steps of the default model on one torch thread, two threads, and two one-thread processes.
 
-Run:  .venv/bin/python benchmarks/warmstart_threads.py [--steps 20] [--rounds 3]
+Run:  .venv/bin/python benchmarks/warmstart_threads.py [--steps 20] [--rounds 3] [--load 0]
 
 Builds the untrained default model in a temporary folder, takes Sokoban demonstration rows (the bulk of the default
-warm start), and times ``--steps`` optimiser steps of ``warmstart.finetune``'s inner loop (reply loss, backward,
-clipping, AdamW; batch 128) on 1 thread, then 2, alternating for ``--rounds`` rounds; prints the best round of each
-(seconds a step) and their ratio. Run it on otherwise idle cores: a second thread only helps on a free core.
-Results: benchmarks/warmstart_threads.md.
+warm start), and times ``--steps`` optimiser steps of ``warmstart.fit``'s inner loop (reply loss, backward,
+clipping, AdamW; batch 128) on 1 thread, on 2 threads, and data-parallel on two processes of one thread each over
+gloo (``warmstart --processes 2``: each process half of every batch, one all_reduce a step), alternating for
+``--rounds`` rounds; prints the best round of each (seconds a step) and the ratios. ``--load N`` runs N busy-looping
+processes beside the timed ones (cores shared with other work). Results: benchmarks/warmstart_threads.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import socket
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
 from agentgym_bench.rollout.default_model import build_default_model, load_model
 from agentgym_bench.rollout.tokens import collate, step_token_views
-from agentgym_bench.rollout.warmstart import WarmStartConfig, collect_demonstrations, reply_loss
+from agentgym_bench.rollout.warmstart import (
+    WarmStartConfig,
+    collect_demonstrations,
+    pack_rows,
+    reply_loss,
+    shard_step,
+    unpack_rows,
+)
 
 
 def seconds_per_step(model, optimizer, batches) -> float:
@@ -33,38 +44,95 @@ def seconds_per_step(model, optimizer, batches) -> float:
     return (time.perf_counter() - start) / len(batches)
 
 
+def data_parallel_seconds(folder: str, rows_file: Path, steps: int, batch_size: int) -> float:
+    """Seconds a step of two one-thread processes sharing each batch (:func:`shard_step`), best of one round."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    context = multiprocessing.get_context("spawn")
+    queue = context.SimpleQueue()
+    workers = [context.Process(target=_worker, args=(rank, port, folder, rows_file, steps, batch_size, queue))
+               for rank in (0, 1)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return queue.get()
+
+
+def _worker(rank: int, port: int, folder: str, rows_file: Path, steps: int, batch_size: int, queue) -> None:
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    model, tokenizer = load_model(folder)
+    rows = unpack_rows(torch.load(rows_file))
+    batches = [collate(rows[i : i + batch_size][rank::2], tokenizer.pad_token_id)
+               for i in range(0, (steps + 3) * batch_size, batch_size)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model.train()
+    for i, batch in enumerate(batches):
+        if i == 3:  # after the warm-up steps
+            dist.barrier()
+            start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        shard_step(model, batch)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    if rank == 0:
+        queue.put((time.perf_counter() - start) / steps)
+    dist.destroy_process_group()
+
+
+def busy() -> None:
+    while True:
+        pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="timed steps per round and thread count")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--load", type=int, default=0, help="busy-looping processes beside the timed ones")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        model, tokenizer = load_model(build_default_model(folder))
-    episodes = args.steps * args.batch_size // 3 + 1  # ~3.2 turns an episode
+    folder = tempfile.mkdtemp()
+    model, tokenizer = load_model(build_default_model(folder))
+    episodes = (args.steps + 3) * args.batch_size // 3 + 1  # ~3.2 turns an episode
     views = [v for t in collect_demonstrations(WarmStartConfig(envs=("AgentSokoban-v0",), episodes=episodes))
              for v in step_token_views(t, tokenizer)]
+    rows_file = Path(folder) / "rows.pt"
+    torch.save(pack_rows(views), rows_file)
     batches = [collate(views[i : i + args.batch_size], tokenizer.pad_token_id)
                for i in range(0, args.steps * args.batch_size, args.batch_size)]
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     model.train()
     before = torch.get_num_threads()
-    best = {1: float("inf"), 2: float("inf")}
+    best = {"1 thread": float("inf"), "2 threads": float("inf"), "2 processes x 1 thread": float("inf")}
+    load = [multiprocessing.get_context("fork").Process(target=busy, daemon=True) for _ in range(args.load)]
+    for p in load:
+        p.start()
     try:
         torch.set_num_threads(1)
         seconds_per_step(model, optimizer, batches[:3])  # warm-up
         for _ in range(args.rounds):
-            for threads in best:
+            for name, threads in (("1 thread", 1), ("2 threads", 2)):
                 torch.set_num_threads(threads)
-                best[threads] = min(best[threads], seconds_per_step(model, optimizer, batches))
+                best[name] = min(best[name], seconds_per_step(model, optimizer, batches))
+            torch.set_num_threads(before)
+            best["2 processes x 1 thread"] = min(best["2 processes x 1 thread"], data_parallel_seconds(
+                folder, rows_file, args.steps, args.batch_size))
     finally:
         torch.set_num_threads(before)
+        for p in load:
+            p.terminate()
     tokens = sum(int(b["attention_mask"].sum()) for b in batches) / len(batches)
-    print(f"{len(batches)} steps of batch {args.batch_size} (~{tokens:.0f} tokens a step), best of {args.rounds}")
-    print("| threads | s/step |\n|---|---|")
-    for threads, seconds in best.items():
-        print(f"| {threads} | {seconds:.3f} |")
-    print(f"two threads / one: {best[1] / best[2]:.2f}x faster")
+    print(f"{len(batches)} steps of batch {args.batch_size} (~{tokens:.0f} tokens a step), best of {args.rounds}, "
+          f"{args.load} busy processes beside")
+    print("| run | s/step | vs 1 thread |\n|---|---|---|")
+    for name, seconds in best.items():
+        print(f"| {name} | {seconds:.3f} | {best['1 thread'] / seconds:.2f}x |")
+    print(f"two processes / two threads: {best['2 threads'] / best['2 processes x 1 thread']:.2f}x faster")
 
 
 if __name__ == "__main__":

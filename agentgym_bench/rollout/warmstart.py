@@ -257,6 +257,36 @@ def reply_loss(model: Any, batch: dict[str, Any]) -> Any:
     return torch.nn.functional.cross_entropy(logits.float(), batch["input_ids"][:, 1:][predicts])
 
 
+def shard_step(model: Any, batch: dict[str, Any] | None) -> float:
+    """One data-parallel step's gradients: this process's share of the batch (``batch``; ``None`` if it has no
+    rows), the summed cross-entropy of its reply tokens back-propagated, then one ``all_reduce`` of every gradient
+    with the loss and the token count, so each process holds the gradient of the whole batch's mean (as
+    :func:`reply_loss` on the whole batch, up to the order of the sums). Returns that mean."""
+    import torch
+    import torch.distributed as dist
+
+    from agentgym_bench.rollout.heads import logits_at
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    loss_sum, count = torch.zeros(()), torch.zeros(())
+    if batch is not None:
+        predicts = batch["loss_mask"][:, 1:].bool()
+        logits = logits_at(model, batch["input_ids"], batch["attention_mask"], predicts)
+        loss_sum = torch.nn.functional.cross_entropy(logits.float(), batch["input_ids"][:, 1:][predicts],
+                                                     reduction="sum")
+        loss_sum.backward()
+        count = predicts.sum().float()
+    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).float() for p in params]
+                     + [loss_sum.detach().reshape(1), count.reshape(1)])
+    dist.all_reduce(flat)
+    total = flat[-1].clamp(min=1.0)
+    offset = 0
+    for p in params:
+        p.grad = (flat[offset:offset + p.numel()] / total).view_as(p).to(p.dtype)
+        offset += p.numel()
+    return float(flat[-2] / total)
+
+
 def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config: WarmStartConfig, *,
              progress: bool = False, checkpoint: Path | None = None) -> tuple[list[float], float]:
     """Supervised fine-tuning on the replies of ``trajectories`` (in place): :func:`fit` on their training rows."""
@@ -278,11 +308,15 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: WarmStartCon
 
     With ``checkpoint`` (a file), the state of training is written there every :data:`CHECKPOINT_STEPS` optimiser
     steps and at the end, and a run started again with the same settings (``config``, demonstrations, torch
-    threads) continues from it, bit for bit as if it had not stopped; a checkpoint of other settings is ignored."""
+    threads) continues from it, bit for bit as if it had not stopped; a checkpoint of other settings is ignored.
+
+    In a process group (:func:`data_parallel`) each of the ``W`` processes takes every ``W``-th row of each batch
+    (:func:`shard_step`): the same steps, the batch's gradient shared; process 0 writes the checkpoint."""
     import torch
 
     from agentgym_bench.rollout.tokens import collate
 
+    rank, world = process_rank()
     steps_per_epoch = math.ceil(len(views) / config.batch_size)
     total = steps_per_epoch * config.epochs
     warmup = max(1, int(config.warmup * total))
@@ -291,7 +325,8 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: WarmStartCon
         1 + math.cos(math.pi * min(1.0, (s + 1 - warmup) / max(1, total - warmup))))))
     generator = torch.Generator().manual_seed(config.seed)
     device = next(model.parameters()).device
-    key = {"config": asdict(config), "rows": len(views), "threads": torch.get_num_threads()}
+    key = {"config": asdict(config), "rows": len(views), "threads": torch.get_num_threads(),
+           **({"processes": world} if world > 1 else {})}
     saved = _load_checkpoint(checkpoint, key) if checkpoint is not None else None
     losses: list[float] = []
     earlier, started = 0.0, time.time()
@@ -312,18 +347,23 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: WarmStartCon
             epoch_start = generator.get_state()  # a checkpoint inside this epoch re-draws its order from here
             batches = epoch_batches([len(v) for v in views], config.batch_size, generator, config.group_by_length)
             for step in range(len(losses) - epoch * steps_per_epoch, steps_per_epoch):
-                batch = collate([views[i] for i in batches[step]], tokenizer.pad_token_id)
-                batch = {k: v.to(device) for k, v in batch.items()}
-                loss = reply_loss(model, batch)
+                rows = batches[step][rank::world]
+                batch = collate([views[i] for i in rows], tokenizer.pad_token_id) if rows else None
+                batch = {k: v.to(device) for k, v in batch.items()} if batch is not None else None
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                if world == 1:
+                    loss = reply_loss(model, batch)
+                    loss.backward()
+                    losses.append(float(loss.detach()))
+                else:
+                    losses.append(shard_step(model, batch))
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
                 schedule.step()
-                losses.append(float(loss.detach()))
                 bar.update(1)
                 bar.set_postfix_str(f"loss {losses[-1]:.3f}")
-                if checkpoint is not None and (len(losses) % CHECKPOINT_STEPS == 0 or len(losses) == total):
+                if rank == 0 and checkpoint is not None and (len(losses) % CHECKPOINT_STEPS == 0
+                                                             or len(losses) == total):
                     _save_checkpoint(checkpoint, {
                         "key": key, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "schedule": schedule.state_dict(), "generator": epoch_start,
@@ -422,19 +462,27 @@ def _match_evaluation(env_id: str, policy: Any, config: WarmStartConfig, history
 
 def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, Any]:
     """Run the whole warm start; write the model and ``warmstart.json`` to ``config.output``; return the report."""
-    from agentgym_bench.rollout.default_model import build_default_model, load_model
+    import torch
+
+    from agentgym_bench.rollout.default_model import load_model
     from agentgym_bench.rollout.hf import HFPolicy
 
     started = time.time()
-    if config.model == "default" and not model_dir("default").is_dir():
-        build_default_model(model_dir("default"), seed=config.seed)
+    default_model_ready(config)
     model, tokenizer = load_model(config.model)
     earlier = earlier_stage(config.model)  # read before the output is written: it may be the same folder
     output = model_dir("warmstart") if config.output is None else expand(config.output)
     checkpoint = output.with_name(output.name + CHECKPOINT_SUFFIX)
     cache = output.with_name(output.name + DEMONSTRATIONS_SUFFIX)
+    rank, world = process_rank()
+    if rank > 0:  # process 0 plays and tokenises the demonstrations; the others read its rows
+        _barrier()
     views, described = demonstration_rows(config, tokenizer, cache, progress=progress)
+    if rank == 0 and world > 1:
+        _barrier()
     losses, resumed_seconds = fit(model, tokenizer, views, config, progress=progress, checkpoint=checkpoint)
+    if rank > 0:
+        return {}
     trained = time.time()
     policy = HFPolicy(model, tokenizer, temperature=config.temperature, max_new_tokens=config.max_new_tokens,
                       seed=config.seed, max_batch_size=256)
@@ -453,7 +501,8 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
                     "temperature": config.temperature},
         "demonstrations": described,
         "train": {"steps": len(losses), "first_loss": losses[0], "final_loss": sum(losses[-20:]) / len(losses[-20:]),
-                  "seconds": round(trained - started + resumed_seconds, 1),
+                  "seconds": round(trained - started + resumed_seconds, 1), "threads": torch.get_num_threads(),
+                  **({"processes": world} if world > 1 else {}),
                   **({"resumed": True} if resumed_seconds else {})},
         "evaluation": evaluation,
         "seconds": round(time.time() - started + resumed_seconds, 1),
@@ -464,6 +513,62 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
     checkpoint.unlink(missing_ok=True)
     cache.unlink(missing_ok=True)
     return report
+
+
+def default_model_ready(config: WarmStartConfig) -> None:
+    """Build the home's default model if ``config`` starts from it and it is not there yet."""
+    from agentgym_bench.rollout.default_model import build_default_model
+
+    if config.model == "default" and not model_dir("default").is_dir():
+        build_default_model(model_dir("default"), seed=config.seed)
+
+
+def process_rank() -> tuple[int, int]:
+    """``(rank, world size)`` of this process's ``torch.distributed`` group; ``(0, 1)`` outside one."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _barrier() -> None:
+    import torch.distributed as dist
+
+    dist.barrier()
+
+
+def data_parallel(config: WarmStartConfig, processes: int, threads: int) -> dict[str, Any]:
+    """:func:`warm_start` on ``processes`` processes of ``threads`` torch threads each, data-parallel over gloo on
+    this machine (:func:`fit`); returns process 0's report. Two one-thread processes keep two cores busier than one
+    two-thread process, above all on cores shared with other work (benchmarks/warmstart_processes.md)."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    default_model_ready(config)  # before the processes start, which would race to build it
+    with socket.socket() as s:  # a free port on the loopback for the group's rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    reports = mp.get_context("spawn").SimpleQueue()
+    mp.start_processes(_data_parallel_worker, args=(processes, threads, port, config, reports), nprocs=processes,
+                       start_method="spawn")
+    return reports.get()
+
+
+def _data_parallel_worker(rank: int, processes: int, threads: int, port: int, config: WarmStartConfig,
+                          reports: Any) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(threads)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=processes)
+    try:
+        report = warm_start(config, progress=rank == 0)
+        if rank == 0:
+            reports.put(report)
+    finally:
+        dist.destroy_process_group()
 
 
 def demonstration_rows(config: WarmStartConfig, tokenizer: Any, cache: Path | None = None, *,
@@ -604,8 +709,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="reply budget in tokens (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=d.seed, help="seed of everything (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=DEFAULT_THREADS,
-                        help="torch intra-op threads; the same seed on another thread count gives another model; "
-                        "use 1 on cores shared with other jobs (default: %(default)s)")
+                        help="torch intra-op threads (of each process); the same seed on another thread count gives "
+                        "another model; use 1 on cores shared with other jobs (default: %(default)s)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="data-parallel processes on this machine (gloo), each on --threads threads; another "
+                        "process count gives another model (default: %(default)s)")
 
 
 def parse_episodes(values: list[str], envs: list[str]) -> int | dict[str, int]:
@@ -652,8 +760,9 @@ def run(args: argparse.Namespace) -> int:
 
     from agentgym_bench.errors import UserError
 
-    if args.threads < 1:
-        raise UserError(f"--threads {args.threads} must be >= 1")
+    for name in ("threads", "processes"):
+        if getattr(args, name) < 1:
+            raise UserError(f"--{name} {getattr(args, name)} must be >= 1")
     demonstrators = parse_demonstrators(args.demonstrator, args.envs)
     episodes = parse_episodes(args.episodes, args.envs)
     try:
@@ -667,7 +776,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:  # a bad argument: one line, not a traceback
         raise UserError(f"warmstart: {e}") from None
     torch.set_num_threads(args.threads)  # after every check: a refused command changes nothing
-    report = warm_start(config, progress=True)
+    report = data_parallel(config, args.processes, args.threads) if args.processes > 1 else warm_start(
+        config, progress=True)
     print(format_report(report))
     output = model_dir("warmstart") if config.output is None else expand(config.output)
     print(f"wrote {output} in {report['seconds']:.0f} s (loss {report['train']['first_loss']:.3f} -> "

@@ -270,3 +270,70 @@ def test_packed_rows_unpack_to_the_same_rows(tmp_path, small_model):
     rows = training_rows(collect_demonstrations(config(tmp_path, small_model, "x", episodes=20)), tokenizer)
     assert len(rows) > 20 and any(r.rewards[-1] != 0 for r in rows)
     assert unpack_rows(pack_rows(rows)) == rows
+
+
+SHARD_WORKER = """
+import sys
+import torch
+import torch.distributed as dist
+from agentgym_bench.rollout.default_model import load_model
+from agentgym_bench.rollout.tokens import collate
+from agentgym_bench.rollout.warmstart import shard_step, unpack_rows
+
+rank, port, model_path, rows_file, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+torch.set_num_threads(1)
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+model, tokenizer = load_model(model_path)
+rows = unpack_rows(torch.load(rows_file))
+loss = shard_step(model, collate(rows[rank::2], tokenizer.pad_token_id))
+if rank == 0:
+    torch.save({"loss": loss, "grads": [p.grad for p in model.parameters()]}, out)
+dist.destroy_process_group()
+"""
+
+
+def test_two_processes_share_the_whole_batch_gradient(tmp_path, small_model):
+    """Data-parallel warm start (``--processes``): each process's half of the batch, one all_reduce, and every
+    process holds the gradient and loss of the whole batch, as one process computes them."""
+    import socket
+    import subprocess
+    import sys
+
+    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.tokens import collate
+    from agentgym_bench.rollout.warmstart import pack_rows, reply_loss, training_rows
+
+    model, tokenizer = load_model(str(small_model))
+    rows = training_rows(collect_demonstrations(config(tmp_path, small_model, "x", episodes=12)), tokenizer)[:17]
+    torch.save(pack_rows(rows), tmp_path / "rows.pt")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    workers = [subprocess.Popen([sys.executable, "-c", SHARD_WORKER, str(rank), str(port), str(small_model),
+                                 str(tmp_path / "rows.pt"), str(tmp_path / "out.pt")]) for rank in (0, 1)]
+    assert [w.wait(timeout=120) for w in workers] == [0, 0]
+    shared = torch.load(tmp_path / "out.pt")
+    loss = reply_loss(model, collate(rows, tokenizer.pad_token_id))  # an odd batch: the halves differ in size
+    loss.backward()
+    assert shared["loss"] == pytest.approx(float(loss.detach()), rel=1e-5)
+    for p, g in zip(model.parameters(), shared["grads"], strict=True):
+        assert torch.allclose(p.grad, g, atol=1e-6, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_warmstart_on_two_processes_from_the_command_line(tmp_path, small_model):
+    import subprocess
+    import sys
+
+    runs = {}
+    for processes in (1, 2):
+        out = tmp_path / f"p{processes}"
+        subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "warmstart", "--model", str(small_model),
+                        "--output", str(out), "--envs", "AgentFrozenLakeNoSlip-v0", "--episodes", "60",
+                        "--batch-size", "16", "--eval-episodes", "8", "--threads", "1", "--processes",
+                        str(processes)], check=True, timeout=600)
+        runs[processes] = json.loads((out / "warmstart.json").read_text())["train"]
+    assert runs[2]["processes"] == 2 and "processes" not in runs[1]
+    assert runs[2]["steps"] == runs[1]["steps"]  # the same steps, each batch split between the processes
+    assert runs[2]["first_loss"] == pytest.approx(runs[1]["first_loss"], rel=1e-4)  # same weights, same first batch
+    assert runs[2]["final_loss"] < runs[2]["first_loss"]
