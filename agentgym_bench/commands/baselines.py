@@ -102,6 +102,10 @@ REFERENCE_MINUTES = {
 """The reference recipe's steps on the reference machine (2 cores; docs/baselines.md, "Wall time"): the warm start's
 stages on two threads, the rest on one each; ``submit`` of a local model re-generates its replies (as long as its
 ``eval``)."""
+SELECTION = {"warmstart": "the last stage of the recipe's warm start, as the recipe ends (no checkpoint chosen)",
+             "train": "the final checkpoint of the recipe's training run (no checkpoint chosen)"}
+"""What ``eval --selection`` records of the main job's models: the recipe was fixed on validation beforehand, and
+each model is the one its recipe ends with, read once on the test suite."""
 RECIPES: dict[str, Recipe] = {
     "reference": Recipe(warmstart=((), SECOND_STAGE, THIRD_STAGE),
                         train={name: (config, ()) for name, config in TRAINED.items()},
@@ -172,7 +176,8 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
         made_by = ["warmstart"]
     else:
         warm, made_by = checkpoint, []
-    trained_by = ("--trained-by", str(warm)) if checkpoint is None else ()  # a published folder holds weights only
+    trained_by = (("--trained-by", str(warm), "--selection", SELECTION["warmstart"]) if checkpoint is None
+                  else ())  # a published folder holds weights only
     for name, (config, overrides) in recipe.train.items():
         run = work / "runs" / name
         jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
@@ -187,8 +192,8 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
     for name in recipe.train:
         run = work / "runs" / name
         jobs.append(Job(f"eval {name}", cli("eval", "--policy", f"hf:{run}", "--suite", suite,
-                                            *recipe.model_eval, "--trained-by", str(run),
-                                            "--out", str(results / f"{name}.json.gz")),
+                                            *recipe.model_eval, "--trained-by", str(run), "--selection",
+                                            SELECTION["train"], "--out", str(results / f"{name}.json.gz")),
                         results / f"{name}.json.gz", after=[f"train {name}"]))
     for stem in ("oracle", "random", "warmstart", *recipe.train):
         jobs.append(Job(f"submit {stem}", cli("submit", str(results / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
@@ -213,7 +218,8 @@ def two_player_jobs(recipe: Recipe, work: Path, ma_board: Path, ma_suite: str, w
                                        "--out", str(ma / f"{name}.json.gz")), ma / f"{name}.json.gz")
             for name in ("random", "scripted")]
     jobs += [Job(f"eval-ma {name}", cli("eval", "--policy", f"hf:{model}", "--suite", ma_suite, *recipe.ma_model_eval,
-                                        *(trained_by if name == "warmstart" else ("--trained-by", str(model))),
+                                        *(trained_by if name == "warmstart" else ("--trained-by", str(model),
+                                                                                   "--selection", SELECTION["train"])),
                                         "--out", str(ma / f"{name}.json.gz")),
                  ma / f"{name}.json.gz", after=after) for name, (model, after) in models.items()]
     jobs += [Job(f"submit-ma {stem}", cli("submit", str(ma / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
