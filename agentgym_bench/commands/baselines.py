@@ -1,31 +1,33 @@
 """``agentgym-bench baselines``: every reference baseline, evaluated on the suite and put on a leaderboard.
 
 The main job of the package. It runs, as separate processes, on at most ``--jobs`` cores at a time (default: the
-number of CPU cores), each process on one torch thread except the warm start, which every later step waits for: it
-takes two threads and two of the cores (``warmstart.DEFAULT_THREADS``, at most ``--jobs``):
+number of CPU cores), each process on one torch thread except the warm start (``--from-scratch``), which every later
+step waits for: it takes two threads and two of the cores (``warmstart.DEFAULT_THREADS``, at most ``--jobs``):
 
-1. the oracle and a random agent on the suite (the ceiling and the floor);
-2. the warm start, evaluated: the **published checkpoint** (the committed board's "default model + SFT" weights,
+1. the warm start: the **published checkpoint** (the committed board's "default model + SFT" weights,
    ``leaderboards/<suite>/models/default-model-sft``, hash-checked against that entry: our "pretrained model", as
-   Qwen2.5-0.5B-Instruct is RAGEN's), or with ``--from-scratch`` (or where no checkpoint is published yet) the small
+   Qwen2.5-0.5B-Instruct is RAGEN's), or with ``--from-scratch`` (or where no checkpoint is published) the small
    local default model (``init-model``) warm-started on oracle demonstrations in the recipe's stages (hours);
-3. StarPO, StarPO-S and GiGPO from the warm start (``train``), each evaluated;
-4. each results file submitted to the board (verified by replay, and re-generation for the local models), the board
-   rendered, and each baseline compared with the committed board's entry of the same name on the same seeds;
-5. the two-player suite (``--ma-suite``, default ``agentgym-ma-v2``): the random and scripted Bargain policies and
-   the warm-started model (the starting point of self-play training; the RL baselines are not trained on Bargain
-   either, and 1,200 matches of a model take minutes), each evaluated and submitted to a second board
-   (``--ma-board``), compared the same way.
+2. StarPO, StarPO-S and GiGPO from the warm start (``train``), the longest steps, started first;
+3. the oracle, a random agent, the warm start and the three trained models evaluated on the suite;
+4. each results file submitted to the board as soon as it is written (verified by replay, and re-generation for the
+   local models), the board rendered, and each baseline compared with the committed board's entry of the same name
+   on the same seeds, for the suite and per env;
+5. with ``--from-scratch`` (or ``--ma-suite``), the two-player suite (default ``agentgym-ma-v2``): the random and
+   scripted Bargain policies and the warm-started model (the RL baselines are not trained on Bargain), each
+   evaluated and submitted to a second board (``--ma-board``), compared the same way. From the published checkpoint
+   it is skipped unless asked: the checkpoint's two-player entry is on the committed board already, and its 1,200
+   matches, played and re-generated, take about 15 minutes.
 
-Recipes: ``reference`` (the default) is the reference recipe — a warm start with ``agentgym-bench warmstart``'s
+Recipes: ``reference`` (the default) is the reference recipe: a warm start with ``agentgym-bench warmstart``'s
 defaults, then a second and a third stage, each from the one before (``SECOND_STAGE``, ``THIRD_STAGE`` in
 agentgym_bench/commands/baselines.py), and the bundled ``trainers/configs/baseline-*.yaml`` as they are
-(docs/baselines.md) — about three hours on 2 CPU cores, more on slower ones; the committed board in ``leaderboards/``
-holds (or, for agentgym-v2 while it is re-made, will hold) its runs, so the comparison printed at the end is a
-reproduction check (each entry can also be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the
-pipeline in minutes (its numbers mean nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists
-is not run again (delete it to redo it), and a warm-start or training step stopped part-way resumes from its last
-checkpoint when the job is run again.
+(docs/baselines.md). From the published checkpoint it takes about half an hour on 2 cores; with ``--from-scratch``
+about three hours more (the job prints its estimate at the start and the time left as it goes). The committed board
+in ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each entry can
+also be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its numbers mean
+nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo
+it), and a warm-start or training step stopped part-way resumes from its last checkpoint when the job is run again.
 """
 
 from __future__ import annotations
