@@ -13,6 +13,7 @@ import argparse
 import errno
 import importlib
 import os
+import re
 import sys
 
 from agentgym_bench.errors import UserError
@@ -55,6 +56,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+REST_ROLE = re.compile(r":[a-z]+:`(~?)([^`<]*?)\s*(?:<[^`>]*>)?`")
+"""A Sphinx role (``:func:`~a.b.c```, ``:mod:`a.b``` or ``:ref:`title <target>```): groups ``~``, name or title."""
+
+
+def plain_text(doc: str | None) -> str | None:
+    """A module docstring's reStructuredText as plain text for ``--help``: ``code`` loses its backticks, a role
+    (:data:`REST_ROLE`) becomes its name (the last dotted part after ``~``) or title, ``**strong**`` loses its
+    stars, and a literal-block marker ``::`` ending a line becomes ``:``. ``None`` stays ``None``."""
+    if doc is None:
+        return None
+    text = REST_ROLE.sub(lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), doc)
+    text = re.sub(r"\*\*(\S[^*]*?)\*\*", r"\1", text.replace("``", ""))
+    return re.sub(r"\s*::$", ":", text, flags=re.M)
+
+
 def port(text: str) -> int:
     """``--port`` values: an integer in [0, 65535] (0: the system picks a free port)."""
     try:
@@ -89,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(module_name)
         command_parser = argparse.ArgumentParser(prog=f"agentgym-bench {name}", description=help_text)
         module.configure_parser(command_parser)
+        # commands build their description and epilog from their module docstring: show it without reST markup
+        command_parser.description = plain_text(command_parser.description)
+        command_parser.epilog = plain_text(command_parser.epilog)
         args = command_parser.parse_intermixed_args(argv[1:])  # options may sit between positionals
         return int(module.run(args) or 0)
     except UserError as err:

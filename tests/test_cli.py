@@ -163,3 +163,23 @@ def test_play_webshop_keeps_a_typed_action_whole_and_flags_a_bad_format():
     assert out.returncode == 0, out.stderr
     assert "executed ['search[pink portable charger]']" in out.stdout
     assert "invalid reply format" in out.stdout
+
+
+def test_plain_text_drops_restructuredtext_markup():
+    from agentgym_bench.cli import plain_text
+
+    doc = ("``agentgym-bench x``: see :func:`~agentgym_bench.leaderboard.verify.verify`, :mod:`agentgym_bench.seeds`"
+           " and :ref:`the page <page>`; the **published** one.\n\nExamples::\n\n    agentgym-bench x --y\n")
+    assert plain_text(doc) == ("agentgym-bench x: see verify, agentgym_bench.seeds and the page; the published one."
+                               "\n\nExamples:\n\n    agentgym-bench x --y\n")
+    assert plain_text(None) is None
+
+
+@pytest.mark.parametrize("command", ["baselines", "submit", "reproduce", "compare-results", "eval", "board",
+                                     "publish-model"])
+def test_command_help_shows_no_restructuredtext(command):
+    """These commands build their description and epilog from their module docstring (reST)."""
+    out = cli(command, "--help")
+    assert out.returncode == 0 and f"agentgym-bench {command}" in out.stdout
+    for markup in ("``", ":func:`", ":mod:`", ":class:`", ":data:`", "::\n"):
+        assert markup not in out.stdout, (markup, out.stdout)
