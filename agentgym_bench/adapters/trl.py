@@ -1,26 +1,33 @@
-"""Train on our agent envs with TRL's ``GRPOTrainer``: multi-turn episodes through its ``rollout_func`` hook.
+"""Train on our agent envs with TRL's ``GRPOTrainer``: multi-turn episodes through either of its env hooks.
 
-TRL (https://github.com/huggingface/trl; the extra pins 1.16) lets a ``rollout_func(prompts, trainer) -> dict``
-replace generation. It receives the batch's prompts (each repeated ``num_generations`` times, one entry per
-completion) and returns ``prompt_ids``, ``completion_ids`` and ``logprobs``; an ``env_mask`` (1 = model token,
-0 = environment token) becomes TRL's tool mask, so the loss covers only the model's own tokens; any other key
-reaches the reward functions as a per-completion argument.
+TRL (https://github.com/huggingface/trl; the extra pins 1.16) offers two hooks for multi-turn environments, both
+marked experimental in TRL; this module fits our envs to each.
 
-:class:`EpisodeRollout` is that function. Each prompt names an episode (:func:`episode_prompt`: env id and seed,
-as JSON); the completions of one prompt form a GRPO group that starts from the same state. It plays every episode
-with the rollout engine (:class:`~agentgym_bench.rollout.EnvGroups`, the trainer's model behind
+``rollout_func`` (:class:`EpisodeRollout`): a ``rollout_func(prompts, trainer) -> dict`` replaces generation. It
+receives the batch's prompts (each repeated ``num_generations`` times, one entry per completion) and returns
+``prompt_ids``, ``completion_ids`` and ``logprobs``; an ``env_mask`` (1 = model token, 0 = environment token)
+becomes TRL's tool mask, so the loss covers only the model's own tokens; any other key reaches the reward functions
+as a per-completion argument. Each prompt names an episode (:func:`episode_prompt`: env id and seed, as JSON); the
+completions of one prompt form a GRPO group that starts from the same state. It plays every episode with the
+rollout engine (:class:`~agentgym_bench.rollout.EnvGroups`, the trainer's model behind
 :class:`~agentgym_bench.rollout.hf.HFPolicy`) and returns each episode as our token view
 (:func:`~agentgym_bench.rollout.trajectory_token_view`): ``prompt_ids`` = the first prompt, ``completion_ids`` =
 every reply and every later observation in order, ``env_mask`` = the view's ``loss_mask`` over them. The episode's
-return goes to the reward function :func:`env_reward`.
+return goes to the reward function :func:`env_reward`. The replies are our free-text format
+(``<answer>Up || Left</answer>``), token for token, without a tool schema; generation is our ``HFPolicy``
+(transformers, one batched call per turn within each group), not TRL's.
 
-Where we differ from TRL's own examples, and why: TRL's ``environment_factory`` exposes an env's methods as
-function-calling tools and needs a tool-calling chat template; our envs take a free-text reply each turn (no tool
-call), so the token-level ``rollout_func`` hook fits them without a tool schema. Generation here is our
-``HFPolicy`` (transformers, one batched call per turn within each group), not TRL's vLLM path.
+``environment_factory`` (:class:`AgentToolEnv`): TRL makes one environment per rollout, calls its
+``reset(**row)`` with the dataset row (the returned first observation is appended to the row's user message),
+offers its public methods as function-calling tools, generates and runs the tool calls itself, and scores each
+rollout with the environment's ``get_reward()``. ``AgentToolEnv`` offers one tool, ``step(actions)``: one turn of
+the agent env with those actions (as the well-formed reply ``<think></think><answer>actions</answer>``), answered
+with the env's next observation. Rows come from :func:`environment_dataset` (``env_id`` and ``seed`` columns).
+TRL's generation and tool loop are used, so the model and its chat template must do tool calls (Qwen2.5, Qwen3,
+Llama 3.1, ...).
 
-Install: ``pip install 'agentgym-bench[trl]'`` (trl 1.16 needs Python >= 3.11).
-Example: ``examples/trl_grpo_frozenlake.py``.
+Install (from a clone): ``pip install -e '.[trl]'`` (trl 1.16 needs Python >= 3.11).
+Example: ``examples/trl_grpo_frozenlake.py``; both hooks in ``docs/integrations.md``.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from typing import Any
 
 import agentgym_bench  # noqa: F401 - registers the env ids
 from agentgym_bench.adapters import require
+from agentgym_bench.agent.parsing import ACTION_SEP, format_reply
+from agentgym_bench.agent.policies import agent_env
 from agentgym_bench.registration import AGENT_ENVS
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
@@ -170,3 +179,97 @@ def completion_view(trajectory: Trajectory, tokenizer: Any) -> tuple[list[int], 
         if sampled is not None and len(sampled) == hi - lo:
             logprobs[lo:hi] = sampled
     return view.input_ids[:start], view.input_ids[start:], logprobs[start:], view.loss_mask[start:]
+
+
+def environment_dataset(env_id: str, seeds: Sequence[int], instruction: str = "") -> Any:
+    """A ``datasets.Dataset`` for :class:`AgentToolEnv`, one row per seed: ``prompt`` (one user message holding
+    ``instruction``, to which TRL appends the env's first observation), ``env_id`` and ``seed`` (read by
+    ``AgentToolEnv.reset``). Training seeds only (:func:`episode_prompt` checks them)."""
+    datasets = require("datasets", "trl")
+    for seed in seeds:
+        episode_prompt(env_id, int(seed))  # validates the id and the seed
+    rows = {"prompt": [[{"role": "user", "content": instruction}] for _ in seeds], "env_id": [env_id] * len(seeds),
+            "seed": [int(s) for s in seeds]}
+    return datasets.Dataset.from_dict(rows)
+
+
+class AgentToolEnv:
+    """An agent env for TRL's ``environment_factory``: one episode at a time, played through the tool ``step``.
+
+    ``GRPOTrainer(environment_factory=AgentToolEnv, ...)``, or ``functools.partial(AgentToolEnv, prompt="compact")``
+    for ``gym.make`` keyword arguments. TRL keeps a pool of these and calls ``reset(**row)`` before each rollout.
+
+    Arguments:
+        env_id: the agent env played when a row names none.
+        **env_kwargs: ``gym.make`` keyword arguments for every episode (e.g. ``prompt="compact"``).
+
+    Attributes (of the current episode):
+        episode_reward: the sum of the env's rewards so far (``get_reward`` returns it).
+        success: whether the episode was won.
+        done: whether it ended (terminated or truncated); a later ``step`` is an error, which TRL hands the model.
+        seed: the episode's seed.
+        replies: the reply each ``step`` played (``<think></think><answer>Up || Left</answer>``), in order: the
+            native env given the same seed and replies plays the same episode.
+        infos: the env's ``info`` after reset and after every turn, in order.
+
+    A rollout that stops calling the tool before the episode ends keeps the reward it earned: the reply that made
+    no call is not scored as a turn (the native env would give it the format penalty).
+    """
+
+    def __init__(self, env_id: str = "AgentFrozenLake-v0", **env_kwargs: Any):
+        episode_prompt(env_id, 0)  # validates the id
+        self.env_id = env_id
+        self.env_kwargs = env_kwargs
+        self._env: Any = None
+        self._env_of: str | None = None
+        self.episode_reward = 0.0
+        self.success = False
+        self.done = True
+        self.seed: int | None = None
+        self.replies: list[str] = []
+        self.infos: list[dict[str, Any]] = []
+
+    def reset(self, seed: int | None = None, env_id: str | None = None, **row: Any) -> str:
+        """Start the episode ``(env_id, seed)`` of a dataset row (other columns are ignored); returns its first
+        observation. ``seed`` is required and must be a training seed."""
+        import gymnasium as gym
+
+        env_id = env_id or self.env_id
+        if seed is None:
+            raise ValueError("AgentToolEnv.reset needs a seed: build the dataset with environment_dataset()")
+        episode_prompt(env_id, seed)  # validates: a known id and a training seed
+        if self._env is None or self._env_of != env_id:
+            if self._env is not None:
+                self._env.close()
+            self._env, self._env_of = gym.make(env_id, **self.env_kwargs), env_id
+        observation, info = self._env.reset(seed=seed)
+        self.episode_reward, self.success, self.done = 0.0, False, False
+        self.seed, self.replies, self.infos = seed, [], [info]
+        return observation
+
+    def step(self, actions: str) -> str:
+        """Take your next actions in the game and see what happens.
+
+        Args:
+            actions: The actions to take this turn, in order, separated by " || " (for example "Up || Left").
+
+        Returns:
+            The game's answer: the reward of the turn and the new state.
+        """
+        if self._env is None:
+            raise ValueError("no episode: reset() first")
+        if self.done:
+            raise ValueError("the episode is over; no more actions")
+        agent = agent_env(self._env)
+        reply = format_reply([a.strip() for a in actions.split(ACTION_SEP)], enable_think=agent.enable_think)
+        observation, reward, terminated, truncated, info = self._env.step(reply)
+        self.replies.append(reply)
+        self.episode_reward += float(reward)
+        self.success = bool(info.get("success", False))
+        self.done = bool(terminated or truncated)
+        self.infos.append(info)
+        return observation
+
+    def get_reward(self) -> float:
+        """The episode's return so far (TRL calls it once per rollout)."""
+        return self.episode_reward

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from functools import partial
 
 import pytest
 
@@ -15,10 +16,12 @@ import torch  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from agentgym_bench.adapters.trl import (  # noqa: E402
+    AgentToolEnv,
     EpisodeRollout,
     checkpointing_off,
     completion_view,
     env_reward,
+    environment_dataset,
     episode_dataset,
     episode_prompt,
     parse_episode_prompt,
@@ -133,15 +136,30 @@ def test_completion_view_without_logprobs_fills_zeros(trainer):
     assert logprobs == [0.0] * len(completion_ids) and sum(env_mask) > 0
 
 
+def episode_logprob(model, tokenizer, trajectory) -> float:
+    """The model's log-probability of the episode's replies (its model tokens, given everything before them)."""
+    view = trajectory_token_view(trajectory, tokenizer)
+    ids = torch.tensor([view.input_ids])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), -1).gather(-1, ids[0, 1:, None])[:, 0]
+    return float((logp * torch.tensor(view.loss_mask[1:], dtype=torch.float)).sum())
+
+
 @pytest.mark.slow
 def test_two_grpo_steps_on_cpu_change_the_model_and_train_on_the_env_rewards(model_dir, tmp_path):
-    """A short warm start (so rewards vary within groups), then 2 GRPO steps through ``rollout_func``."""
+    """A warm start on 600 non-slippery FrozenLake episodes (so rewards vary within groups), then 2 GRPO steps
+    through ``rollout_func``: TRL trains on the env's rewards, and the update makes the better episodes of each
+    group more likely and the worse ones less (advantage-weighted change of their log-probability > 0)."""
+    import copy
+
     from agentgym_bench.rollout.warmstart import WarmStartConfig, collect_demonstrations, finetune
 
     torch.set_num_threads(1)
+    env_id = "AgentFrozenLakeNoSlip-v0"
     model, tokenizer = load_model(model_dir)
-    config = WarmStartConfig(envs=(ENV,), episodes=200, epochs=3, history=None)
+    config = WarmStartConfig(envs=(env_id,), episodes=600, epochs=3, batch_size=64, history=None)
     finetune(model, tokenizer, collect_demonstrations(config), config)
+    start = copy.deepcopy(model)
 
     rollout = EpisodeRollout(env_kwargs=KWARGS, max_new_tokens=12)
     produced, seen = [], []
@@ -155,10 +173,9 @@ def test_two_grpo_steps_on_cpu_change_the_model_and_train_on_the_env_rewards(mod
         seen.append(list(env_reward))
         return list(env_reward)
 
-    before = {k: v.detach().clone() for k, v in model.named_parameters()}
     trainer = GRPOTrainer(model=model, reward_funcs=[recording_reward],
                           args=grpo_config(tmp_path, per_device_train_batch_size=8, num_generations=4),
-                          train_dataset=episode_dataset(ENV, range(10_000, 10_032)), processing_class=tokenizer,
+                          train_dataset=episode_dataset(env_id, range(10_000, 10_032)), processing_class=tokenizer,
                           rollout_func=recording_rollout)
     trainer.train()
 
@@ -169,8 +186,12 @@ def test_two_grpo_steps_on_cpu_change_the_model_and_train_on_the_env_rewards(mod
             assert_native(trajectory)
         assert log["reward"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-6)
     assert any(len(set(r)) > 1 for r in seen), "no reward variance: GRPO had nothing to learn from"
-    changed = [k for k, v in model.named_parameters() if not torch.equal(v.detach(), before[k])]
-    assert changed, "GRPO steps left every parameter unchanged"
+    trajectories = [t for ts, _ in produced for t in ts]
+    rewards = torch.tensor([t.episode_reward for t in trajectories]).view(-1, 4)
+    advantages = ((rewards - rewards.mean(1, keepdim=True)) / (rewards.std(1, keepdim=True) + 1e-4)).flatten()
+    change = torch.tensor([episode_logprob(model, tokenizer, t) - episode_logprob(start, tokenizer, t)
+                           for t in trajectories])
+    assert float((advantages * change).sum()) > 0, "the update did not favour the better episodes"
 
 
 @pytest.mark.slow
@@ -187,3 +208,211 @@ def test_the_example_script_runs(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert "step   1  reward" in out.stdout
     assert (tmp_path / "trained" / "config.json").exists()
+
+
+# --- environment_factory: AgentToolEnv, with a tool-calling chat template on the local default model -------------
+
+TOOL_ENV = "AgentFrozenLakeNoSlip-v0"
+TOOL_KWARGS = {"prompt": "compact"}
+
+# Hermes-style tool calls, as Qwen2.5's and Qwen3's templates write them, over the default model's message tokens;
+# the tool names alone stand in the system message (a short prompt for a 1024-position model).
+TOOL_CHAT_TEMPLATE = (
+    "{%- if tools -%}{{ '<|system|>tools:' }}{%- for tool in tools %} {{ tool.function.name }}{%- endfor -%}"
+    "{{ '<|end|>' }}{%- endif -%}"
+    "{%- for message in messages -%}"
+    "{%- if message['role'] == 'assistant' -%}"
+    "{{ '<|assistant|>' }}{% generation %}{{ message['content'] }}"
+    "{%- for call in message.get('tool_calls') or [] -%}"
+    "{{ '<tool_call>' }}{{ {'name': call['function']['name'], 'arguments': call['function']['arguments']} | tojson }}"
+    "{{ '</tool_call>' }}{%- endfor -%}{{ '<|end|>' }}{% endgeneration %}"
+    "{%- elif message['role'] == 'tool' -%}"
+    "{{ '<|user|><tool_response>' + message['content'] + '</tool_response><|end|>' }}"
+    "{%- else -%}"
+    "{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|assistant|>' }}{%- endif -%}"
+)
+# transformers' response parsing (TRL's parse_response reads it) for that template, as TRL writes Qwen3's.
+TOOL_RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|assistant|>",
+    "fields": {
+        "tool_calls": {"open": "<tool_call>", "close_pattern": r"</tool_call>\s*", "repeats": True, "content": "json",
+                       "transform": {"type": "function", "function": "{content}"}},
+        "content": {"close_pattern": r"<\|end\|>\s*", "content": "text"},
+    },
+}
+
+
+def tool_calling(model, tokenizer):
+    """The default model and tokenizer made able to write tool calls: the tool-call tags and JSON words as tokens,
+    the template and response parsing above."""
+    new = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "name", "arguments", "step", "tools"]
+    tokenizer.add_tokens([w for w in new if w not in tokenizer.get_vocab()])
+    model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    tokenizer.chat_template = TOOL_CHAT_TEMPLATE
+    tokenizer.response_template = TOOL_RESPONSE_TEMPLATE
+    return model, tokenizer
+
+
+def oracle_tool_conversations(tokenizer, seeds) -> list[tuple[list[int], list[int]]]:
+    """``(input_ids, assistant_mask)`` of oracle episodes written as tool calls, the native env answering."""
+    import gymnasium as gym
+
+    from agentgym_bench.agent.parsing import format_reply
+    from agentgym_bench.agent.policies import agent_env
+
+    env = gym.make(TOOL_ENV, **TOOL_KWARGS)
+    rows = []
+    for seed in seeds:
+        observation, _ = env.reset(seed=seed)
+        messages, done = [{"role": "user", "content": observation}], False
+        while not done:
+            agent = agent_env(env)
+            # at most 2 actions a turn, so that episodes take several turns
+            actions = agent.game.unwrapped.oracle_turn(agent.turns_left, agent.actions_left, 2)
+            call = {"type": "function", "function": {"name": "step", "arguments": {"actions": " || ".join(actions)}}}
+            observation, _, terminated, truncated, _ = env.step(format_reply(list(actions)))
+            messages += [{"role": "assistant", "content": "", "tool_calls": [call]},
+                         {"role": "tool", "name": "step", "content": observation}]
+            done = terminated or truncated
+        messages.append({"role": "assistant", "content": ""})  # the episode is over: stop
+        out = tokenizer.apply_chat_template(messages, tools=[AgentToolEnv().step], return_dict=True,
+                                            return_assistant_tokens_mask=True)
+        rows.append((out["input_ids"], out["assistant_masks"]))
+    return rows
+
+
+def imitate(model, tokenizer, rows, *, epochs: int, batch_size: int = 16, lr: float = 2e-3) -> float:
+    """Supervised fine-tuning on the assistant tokens of ``rows``; returns the last batch's loss."""
+    from agentgym_bench.rollout.warmstart import reply_loss
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    generator = torch.Generator().manual_seed(0)
+    model.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(rows), generator=generator).tolist()
+        for i in range(0, len(order), batch_size):
+            batch = [rows[j] for j in order[i:i + batch_size]]
+            width = max(len(ids) for ids, _ in batch)
+            padded = [(ids + [tokenizer.pad_token_id] * (width - len(ids)), [1] * len(ids) + [0] * (width - len(ids)),
+                       mask + [0] * (width - len(ids))) for ids, mask in batch]
+            loss = reply_loss(model, {name: torch.tensor([row[i] for row in padded])
+                                      for i, name in enumerate(["input_ids", "attention_mask", "loss_mask"])})
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    model.eval()
+    return float(loss.detach())
+
+
+def test_tool_env_plays_the_native_episode():
+    env = AgentToolEnv(TOOL_ENV, **TOOL_KWARGS)
+    first = env.reset(seed=10_003, prompt=[{"role": "user", "content": ""}], env_id=TOOL_ENV)  # a whole dataset row
+    answers = [env.step(actions) for actions in ("Up || Left", "Fly", "Down||Right || Right")]
+    expected = native_episode(TOOL_ENV, 10_003, env.replies, **TOOL_KWARGS)
+    assert [first, *answers] == [step[0] for step in expected][:4]
+    assert env.replies[0] == "<think></think><answer>Up || Left</answer>"
+    assert env.get_reward() == pytest.approx(sum(step[1] for step in expected[1:4]))
+    assert env.infos[2]["format_valid"] is True and env.infos[2]["invalid_actions"] == ["Fly"]
+    assert env.reset(seed=10_003) == first and env.replies == [] and env.get_reward() == 0.0
+    assert env.step("Up || Left") == answers[0]
+
+
+def test_tool_env_refuses_what_is_not_a_training_episode():
+    env = AgentToolEnv(TOOL_ENV)
+    with pytest.raises(ValueError, match="reset"):
+        env.step("Up")
+    with pytest.raises(ValueError, match="needs a seed"):
+        env.reset()
+    with pytest.raises(ValueError, match="held-out test seeds"):
+        env.reset(seed=TEST_SEEDS.start)
+    with pytest.raises(ValueError, match="unknown agent env id"):
+        AgentToolEnv("AgentChess-v0")
+    env.reset(seed=10_000)
+    while not env.done:
+        env.step("Up")
+    with pytest.raises(ValueError, match="episode is over"):
+        env.step("Up")
+    dataset = environment_dataset(TOOL_ENV, [10_000, 10_001], instruction="play")
+    assert dataset[1] == {"prompt": [{"role": "user", "content": "play"}], "env_id": TOOL_ENV, "seed": 10_001}
+    with pytest.raises(ValueError, match="held-out test seeds"):
+        environment_dataset(TOOL_ENV, [TEST_SEEDS.start])
+
+
+class RecordingToolEnv(AgentToolEnv):
+    """``AgentToolEnv`` that records each rollout as TRL scores it: ``(seed, replies, reward)``."""
+
+    played: list[tuple[int, list[str], float]] = []
+
+    def get_reward(self) -> float:
+        RecordingToolEnv.played.append((self.seed, list(self.replies), super().get_reward()))
+        return super().get_reward()
+
+
+def train_with_tools(model, tokenizer, tmp_path, seeds) -> tuple[GRPOTrainer, list]:
+    """2 GRPO steps of 2 groups x 4 rollouts through ``environment_factory``; the trainer and the rollouts played."""
+    RecordingToolEnv.played = []
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer,
+                          args=grpo_config(tmp_path, per_device_train_batch_size=8, num_generations=4,
+                                           temperature=1.0),
+                          train_dataset=environment_dataset(TOOL_ENV, seeds),
+                          environment_factory=partial(RecordingToolEnv, TOOL_ENV, **TOOL_KWARGS))
+    trainer.train()
+    played = RecordingToolEnv.played
+    assert trainer.state.global_step == 2 and len(played) == 16
+    for step, log in enumerate(trainer.state.log_history[:2]):
+        rewards = [r for _, _, r in played[8 * step:8 * step + 8]]
+        assert log["reward"] == pytest.approx(sum(rewards) / 8, abs=1e-6)  # TRL's reward is get_reward's
+        starts = [s for s, _, _ in played[8 * step:8 * step + 8]]
+        assert starts[:4] == [starts[0]] * 4 and starts[4:] == [starts[4]] * 4  # 2 groups, each from one start
+        assert set(starts) <= set(seeds)
+    for seed, replies, reward in played:  # every rollout is the native episode of its seed and replies
+        expected = native_episode(TOOL_ENV, seed, replies, **TOOL_KWARGS)
+        assert reward == pytest.approx(sum(step[1] for step in expected[1:]))
+    return trainer, played
+
+
+def test_environment_factory_runs_grpo_steps(model_dir, tmp_path):
+    """TRL builds the envs, resets each to its row's seed and scores it with ``get_reward`` (an untrained model
+    seldom writes a well-formed call, so this checks the plumbing; the slow test below checks the tool calls)."""
+    torch.set_num_threads(1)
+    model, tokenizer = tool_calling(*load_model(model_dir))
+    trainer, _ = train_with_tools(model, tokenizer, tmp_path, range(20_000, 20_016))
+    assert all(isinstance(env, RecordingToolEnv) for env in trainer.environments)
+
+
+@pytest.mark.slow
+def test_environment_factory_trains_with_grpo_on_tool_calls(model_dir, tmp_path):
+    """A short imitation of oracle tool calls (about 45 s), then 2 real GRPO steps in which TRL generates, calls
+    ``step`` several times an episode and scores with ``get_reward``; rewards vary and the update moves the model."""
+    torch.set_num_threads(1)
+    model, tokenizer = tool_calling(*load_model(model_dir))
+    imitate(model, tokenizer, oracle_tool_conversations(tokenizer, range(10_000, 10_250)), epochs=6)
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    trainer, played = train_with_tools(model, tokenizer, tmp_path, easy_seeds(range(20_000, 20_200), 32))
+
+    logs = trainer.state.log_history[:2]
+    assert sum(log["tools/call_frequency"] for log in logs) > 0, "the model never called the tool"
+    assert max(len(replies) for _, replies, _ in played) >= 2, "no episode of several tool calls"
+    assert any(log["reward_std"] > 0 for log in logs), "no reward variance: GRPO had nothing to learn from"
+    changed = [k for k, v in model.named_parameters() if not torch.equal(v.detach(), before[k])]
+    assert changed, "GRPO steps left every parameter unchanged"
+
+
+def easy_seeds(seeds, n: int) -> list[int]:
+    """The first ``n`` of ``seeds`` whose map the oracle solves in at most 2 moves (a short imitation wins some)."""
+    import gymnasium as gym
+
+    from agentgym_bench.agent.policies import agent_env
+
+    env = gym.make(TOOL_ENV, **TOOL_KWARGS)
+    agent, easy = agent_env(env), []
+    for seed in seeds:
+        env.reset(seed=seed)
+        if len(agent.game.unwrapped.oracle_turn(agent.turns_left, agent.actions_left, 10)) <= 2:
+            easy.append(seed)
+    assert len(easy) >= n
+    return easy[:n]
