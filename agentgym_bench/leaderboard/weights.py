@@ -37,7 +37,7 @@ def publish_model(source: str | os.PathLike, board: str | os.PathLike, name: str
     """
     import torch
 
-    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.default_model import load_model, no_progress_bars
 
     target = published_path(board, name)
     if target.exists() and not replace:
@@ -45,8 +45,9 @@ def publish_model(source: str | os.PathLike, board: str | os.PathLike, name: str
     model, tokenizer = load_model(source)
     staging = target.with_name(f".staging-{target.name}")
     shutil.rmtree(staging, ignore_errors=True)
-    model.to(torch.bfloat16).save_pretrained(staging)
-    tokenizer.save_pretrained(staging)
+    with no_progress_bars():
+        model.to(torch.bfloat16).save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
     if target.exists():
         shutil.rmtree(target)
     staging.rename(target)

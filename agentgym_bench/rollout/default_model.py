@@ -72,6 +72,8 @@ import argparse
 import os
 import re
 import string
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -277,6 +279,23 @@ def build_model(vocab_size: int, *, pad_id: int, eos_id: int, size: ModelSize = 
     return model
 
 
+@contextmanager
+def no_progress_bars() -> Iterator[None]:
+    """Hide transformers' progress bars (``Loading weights``, ``Writing model shards``) while a local model folder
+    loads or saves: for a model of a few MB they flash by on every command and say nothing. The switch is
+    ``transformers.utils.logging.disable_progress_bar`` (it also silences ``huggingface_hub``'s bars); the previous
+    setting is restored afterwards, so a user's own loads keep theirs."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
 def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
                         size: ModelSize = ModelSize(), words: list[str] | None = None,
                         tokenizer: str = "words") -> Path:
@@ -295,8 +314,9 @@ def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
     model = build_model(len(built), pad_id=built.pad_token_id, eos_id=built.eos_token_id, size=size, seed=seed)
     path = model_dir("default") if path is None else expand(path)
     path.mkdir(parents=True, exist_ok=True)
-    built.save_pretrained(path)
-    model.save_pretrained(path)
+    with no_progress_bars():
+        built.save_pretrained(path)
+        model.save_pretrained(path)
     return path
 
 
@@ -306,7 +326,8 @@ def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtyp
     ``path`` goes through :func:`agentgym_bench.paths.resolve_model`: a folder (``~`` expanded), a name under
     ``$AGENTGYM_BENCH_HOME/models`` (``"default"``, ``"warmstart"``) or a hub id. ``dtype=None`` on a CPU computes
     in float32 whatever the checkpoint stores (the boards' published models store bfloat16, which converts exactly);
-    elsewhere it keeps the checkpoint's dtype, as transformers does.
+    elsewhere it keeps the checkpoint's dtype, as transformers does. A local folder loads without progress bars
+    (:func:`no_progress_bars`); a hub id keeps them (it may download).
 
     Raises:
         UserError: a built model name or local path that does not exist (the message says what to run), or a folder
@@ -320,8 +341,9 @@ def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtyp
 
         dtype = torch.float32
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        with no_progress_bars() if Path(path).is_dir() else nullcontext():
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     except (OSError, ValueError) as err:  # transformers: no such repo / folder without a model / unknown architecture
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UserError(f"cannot load a model from {path!r}: {first}") from err

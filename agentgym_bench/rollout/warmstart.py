@@ -464,7 +464,7 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
     """Run the whole warm start; write the model and ``warmstart.json`` to ``config.output``; return the report."""
     import torch
 
-    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.default_model import load_model, no_progress_bars
     from agentgym_bench.rollout.hf import HFPolicy
 
     started = time.time()
@@ -493,8 +493,9 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
         "random_one_action": success_table(RandomPolicy(config.seed, max_actions=1), config, history=config.history),
     }
     output.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(output)
-    tokenizer.save_pretrained(output)
+    with no_progress_bars():
+        model.save_pretrained(output)
+        tokenizer.save_pretrained(output)
     report = {
         "config": {**asdict(config), "envs": list(config.envs)},
         "rollout": {"prompt": config.prompt, "history": config.history, "max_new_tokens": config.max_new_tokens,

@@ -270,3 +270,15 @@ def test_loading_a_missing_model_says_what_to_run(tmp_path, monkeypatch):
         default_model.load_model()
     with pytest.raises(UserError, match="init-model"):
         default_model.load_model("~/no/such/model")
+
+
+def test_a_local_model_builds_and_loads_without_progress_bars_and_the_setting_is_restored(tmp_path, capfd):
+    from transformers.utils import logging as hf_logging
+
+    from agentgym_bench.rollout.default_model import load_model
+
+    assert hf_logging.is_progress_bar_enabled()
+    load_model(build_default_model(tmp_path / "m"))
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err and "Writing model shards" not in err and "it/s]" not in err
+    assert hf_logging.is_progress_bar_enabled()  # a user's own loads keep their bars
