@@ -15,7 +15,8 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,50 @@ def evaluate(policy: Policy, suite: Suite, policy_record: dict[str, Any], *,
                 "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "hardware": hardware(),
                 "compute": compute}
     return Results(suite.name, suite.version, metadata, entries)
+
+
+def evaluate_by_entry(policy: Policy, suite: Suite, policy_record: dict[str, Any], *, done: Results | None = None,
+                      on_entry: Callable[[Results], None] | None = None,
+                      prompt: str | Mapping[str, str] | None = None, **kwargs: Any) -> Results:
+    """:func:`evaluate`, one entry after the other, so finished work can be kept: each model call holds one entry's
+    episodes (``metadata.compute.batching`` is ``"entry"``, which verification's re-generation follows).
+
+    Args:
+        done: results of entries already played (a run that stopped), kept as they are; the others are played.
+        on_entry: called with the results so far (``done`` and every entry played) after each entry.
+        prompt, kwargs: as for :func:`evaluate`.
+    """
+    if not suite.multiagent:
+        entry_prompts(suite, prompt)  # a prompt mapping naming an entry the suite does not have: refused before play
+    results = done
+    for entry in suite.entries:
+        if done is not None and entry.name in {e.name for e in done.entries}:
+            continue
+        own = {entry.name: prompt[entry.name]} if isinstance(prompt, Mapping) and entry.name in prompt else None
+        one = evaluate(policy, replace(suite, entries=(entry,)), policy_record,
+                       prompt=own if isinstance(prompt, Mapping) else prompt, **kwargs)
+        results = one if results is None else merged(results, one, suite)
+        results.metadata["compute"]["batching"] = "entry"
+        if on_entry is not None:
+            on_entry(results)
+    assert results is not None, "a suite has entries"
+    return results
+
+
+def merged(earlier: Results, later: Results, suite: Suite) -> Results:
+    """``later``'s metadata with both runs' entries (in the suite's order) and compute (summed)."""
+    a, b = earlier.metadata["compute"], later.metadata["compute"]
+
+    def total(key: str) -> Any:
+        values = [c[key] for c in (a, b) if c.get(key) is not None]
+        return sum(values) if values else None
+
+    compute = {**b, "episodes": a["episodes"] + b["episodes"], "env_steps": a["env_steps"] + b["env_steps"],
+               "generated_tokens": total("generated_tokens"), "prompt_tokens": total("prompt_tokens"),
+               "wall_time_s": round(a["wall_time_s"] + b["wall_time_s"], 3)}
+    order = [e.name for e in suite.entries]
+    entries = sorted([*earlier.entries, *later.entries], key=lambda e: order.index(e.name))
+    return Results(later.suite_name, later.suite_version, {**later.metadata, "compute": compute}, entries)
 
 
 def package_version() -> str:

@@ -7,6 +7,13 @@ Examples::
     agentgym-bench eval --policy openai:my-model@http://127.0.0.1:8000/v1 --max-new-tokens 256
     agentgym-bench eval --suite agentgym-ma-v2 --policy scripted --out runs/scripted-ma.json.gz
     agentgym-bench eval --suite agentgym-ma-v2 --policy hf:warmstart --out runs/warmstart-ma.json.gz
+    agentgym-bench eval --policy openai:my-model@http://127.0.0.1:8000/v1 --episodes 3 --entries bandit
+
+Finished work is kept: each entry's results go to OUT.partial as soon as the entry finishes, and running the same
+command again resumes from there (the file is checked to be the same run). A failing endpoint ends the run with one
+line naming the URL, the HTTP status and what to change; the finished entries stay in OUT.partial. An openai:
+policy's model name is checked against the endpoint's /v1/models before anything is played. --episodes and
+--entries make a quick check: its results file says so, and `submit` refuses it.
 
 On the two-player suites (agentgym-ma-v2, agentgym-ma-v2-validation) the policy plays Bargain against the suite's
 opponents and itself; `random` and `scripted` are Bargain's model-free policies there, there is no `oracle`, and no
@@ -16,14 +23,18 @@ opponents and itself; `random` and `scripted` are Bargain's model-free policies 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark.evaluate import entry_prompts, evaluate_by_entry
 from agentgym_bench.benchmark.matches import suite_policy
 from agentgym_bench.benchmark.provenance import training_record
-from agentgym_bench.benchmark.results import format_summary, summarize, write_results
-from agentgym_bench.benchmark.suites import DEFAULT_SUITE, available_suites, load_suite
+from agentgym_bench.benchmark.results import Results, format_summary, read_results, summarize, write_results
+from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, available_suites, load_suite
 from agentgym_bench.errors import UserError
+from agentgym_bench.rollout.endpoint import check_model, what_to_change
+from agentgym_bench.rollout.openai_compat import GenerationError
 from agentgym_bench.rollout.specs import SPEC_HELP, Sampling
 
 
@@ -71,15 +82,66 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trained-by", metavar="FOLDER", default=None,
                         help="record how the model was trained: a trainer run folder (its config, cost and curves: "
                         "config.yaml, summary.json, metrics.jsonl) or a warm-start folder (warmstart.json)")
+    parser.add_argument("--episodes", type=int, default=None, metavar="N",
+                        help="quick check: only the first N episodes of every entry (not submittable)")
+    parser.add_argument("--entries", nargs="+", default=None, metavar="NAME",
+                        help="quick check: only these entries of the suite (not submittable)")
     parser.add_argument("--selection", metavar="TEXT", default=None,
                         help="with --trained-by: which checkpoint this is and how it was chosen, decided on "
                         "validation before reading the test suite (e.g. 'the final checkpoint of the recipe')")
 
 
+def quick_check(suite: Suite, episodes: int | None, entries: list[str] | None) -> tuple[Suite, dict | None]:
+    """The part of ``suite`` that ``--episodes`` and ``--entries`` choose, and the ``metadata.quick_check`` record
+    that marks its results as not submittable (``None``: the whole suite)."""
+    if episodes is None and entries is None:
+        return suite, None
+    if episodes is not None and episodes < 1:
+        raise UserError(f"--episodes {episodes}: give at least 1")
+    chosen = [suite.entry(name) for name in dict.fromkeys(entries)] if entries else list(suite.entries)
+    if episodes is not None:
+        chosen = [replace(e, episodes=min(episodes, e.episodes)) for e in chosen]
+    return replace(suite, entries=tuple(chosen)), {"episodes": episodes, "entries": entries}
+
+
+def partial_path(out: Path) -> Path:
+    """Where the finished entries of a run to ``out`` are kept until it completes: ``OUT.partial``."""
+    return out.with_name(out.name + ".partial")
+
+
+def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict[str, str]) -> Results | None:
+    """The finished entries kept in ``partial`` by an earlier run of the same settings, or ``None`` if there is no
+    such file; a :class:`UserError` if it holds another run's (other suite, policy, sampling, history, prompts or
+    quick check)."""
+    if not partial.is_file():
+        return None
+    done = read_results(partial)
+    differs = [what for what, same in [
+        ("suite", (done.suite_name, done.suite_version) == (suite.name, suite.version)),
+        ("policy, model or sampling", done.metadata["policy"] == metadata["policy"]),
+        ("trainer record", done.metadata["trainer"] == metadata["trainer"]),
+        ("--episodes/--entries", done.metadata.get("quick_check") == metadata.get("quick_check")),
+        ("prompts", all(e.prompt == prompts.get(e.name, "") for e in done.entries)),
+        ("entries", all(e.name in {s.name for s in suite.entries} for e in done.entries))] if not same]
+    if differs:
+        raise UserError(f"{partial} holds finished entries of a run with another {differs[0]}: delete it to start "
+                        "again, or give another --out")
+    return done
+
+
+def failure(err: GenerationError, partial: Path) -> UserError:
+    """One line for a run stopped by its endpoint: what failed, what to change, what was kept."""
+    hint = what_to_change(err)
+    kept = read_results(partial).entries if partial.is_file() else []
+    keep = (f"{len(kept)} finished entries kept in {partial} ({', '.join(e.name for e in kept)}): run the same "
+            "command again to resume" if kept else "no entry had finished")
+    return UserError(f"{err}{f' — {hint}' if hint else ''}; {keep}")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
         raise UserError("need --max-new-tokens >= 1, --temperature >= 0 and 0 < --top-p <= 1")
-    suite = load_suite(args.suite)
+    suite, quick = quick_check(load_suite(args.suite), args.episodes, args.entries)
     trainer, training = training_record(args.trained_by) if args.trained_by else (None, None)
     if args.selection is not None:
         if trainer is None:
@@ -88,14 +150,43 @@ def run(args: argparse.Namespace) -> int:
     sampling = Sampling(args.temperature, args.top_p, args.max_new_tokens, args.seed)
     policy, record = suite_policy(args.policy, suite, sampling, device=args.device, timeout=args.timeout,
                                   max_concurrency=args.max_concurrency)
-    print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} "
-          f"{'matches' if suite.multiagent else 'episodes'}")
-    results = evaluate(policy, suite, record, prompt=args.prompt, history=args.history, trainer=trainer,
-                       training_compute=training, progress=True)
-    path = write_results(results, Path(args.out))
+    if record["kind"] == "openai":
+        check_model(args.policy.split("@", 1)[1], record["model"], timeout=min(args.timeout, 10.0))
+    out = Path(args.out)
+    partial = partial_path(out)
+    prompts = {} if suite.multiagent else entry_prompts(suite, args.prompt)
+    metadata = {"policy": {**record, "history": args.history}, "trainer": trainer,
+                **({"quick_check": quick} if quick else {})}
+    done = resumed(partial, suite, metadata, prompts)
+    what = "matches" if suite.multiagent else "episodes"
+    print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} {what}"
+          f"{' (a quick check: not submittable)' if quick else ''}")
+    if done is not None:
+        print(f"resuming from {partial}: {', '.join(e.name for e in done.entries)} kept")
+
+    def keep(results: Results) -> None:
+        if quick:
+            results.metadata["quick_check"] = quick
+        write_results(results, partial)
+
+    try:
+        results = evaluate_by_entry(policy, suite, record, done=done, on_entry=keep, prompt=args.prompt,
+                                    history=args.history, trainer=trainer, training_compute=training, progress=True)
+    except GenerationError as err:
+        raise failure(err, partial) from None
+    keep(results)
+    path = write_results(results, out)
+    partial.unlink(missing_ok=True)
     print(format_summary(summarize(results, suite)))
     compute = results.metadata["compute"]
-    print(f"wrote {path} ({compute['episodes']} {'matches' if suite.multiagent else 'episodes'}, "
-          f"{compute['env_steps']} turns, "
-          f"{compute['wall_time_s']:.0f}s); submit it with: agentgym-bench submit {path} --name NAME")
+    print(f"wrote {path} ({compute['episodes']} {what}, {compute['env_steps']} turns, {compute['wall_time_s']:.0f}s); "
+          + (f"a quick check ({quick_text(quick)}): not for a board" if quick
+             else f"submit it with: agentgym-bench submit {path} --name NAME"))
     return 0
+
+
+def quick_text(quick: dict[str, Any]) -> str:
+    """``--episodes 3 --entries bandit`` of a ``metadata.quick_check`` record."""
+    parts = ([f"--episodes {quick['episodes']}"] if quick.get("episodes") is not None else []) + (
+        [f"--entries {' '.join(quick['entries'])}"] if quick.get("entries") else [])
+    return " ".join(parts)

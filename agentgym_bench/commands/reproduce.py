@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark import stats
-from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark.evaluate import evaluate, evaluate_by_entry
 from agentgym_bench.benchmark.matches import suite_policy
 from agentgym_bench.benchmark.results import EntryResults, Results, loads, summarize
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, parse_suite
@@ -215,7 +215,8 @@ def run(args: argparse.Namespace) -> int:
     seeds = "every seed" if args.sample is None else f"the first {args.sample} seeds of every entry"
     print(f"reproducing {record['name']!r} ({spec}, history {policy_record['history']}) on {suite.name} "
           f"v{suite.version}, {seeds}: {suite.episodes} of {full_suite.episodes} episodes")
-    new = evaluate(policy, suite, new_record, prompt=prompts, history=policy_record["history"], progress=True)
+    play = evaluate_by_entry if recorded.metadata["compute"].get("batching") == "entry" else evaluate  # its batches
+    new = play(policy, suite, new_record, prompt=prompts, history=policy_record["history"], progress=True)
     rows = agreement(suite, recorded, new)
     print("\n".join(format_rows(rows, "payoff" if suite.multiagent else "success")))
     same, total, _ = rows[-1]["counts"]

@@ -7,7 +7,8 @@ that names what is wrong:
 2. the suite: name and version equal to the suite given (by default the bundled suite the file names);
 3. the entries: exactly the suite's names, each with the entry's env id, ``env_kwargs`` equal to the entry's fixed
    ones plus a ``prompt`` among the entry's ``prompts``;
-4. the seeds: exactly the entry's seeds, no missing, foreign or duplicated seed;
+4. the seeds: exactly the entry's seeds, no missing, foreign or duplicated seed (a quick check of a part of the
+   suite, ``eval --episodes`` / ``--entries``, says so in ``metadata.quick_check`` and is refused first);
 5. **replay** (:func:`replay_entry`): every episode's raw replies are fed, in order, to one fresh
    ``gym.make(env_id, **env_kwargs)`` per entry, reset with the episode's seed. Each turn's observation hash, parsed
    and executed actions and reward (within :data:`REWARD_TOLERANCE`), the number of turns, the final observation
@@ -200,6 +201,16 @@ def read_source(source: str | os.PathLike | bytes) -> bytes:
     if len(raw) > MAX_FILE_BYTES:
         raise ResultsError(f"results file {path} is more than {MAX_FILE_BYTES:,} bytes")
     return raw
+
+
+def check_submittable(results: Results) -> None:
+    """Refuse a quick check (``eval --episodes`` / ``--entries``: ``metadata.quick_check``), a part of the suite."""
+    quick = results.metadata.get("quick_check")
+    if quick is not None:
+        flags = " ".join(([f"--episodes {quick['episodes']}"] if quick["episodes"] is not None else [])
+                         + ([f"--entries {' '.join(quick['entries'])}"] if quick["entries"] else []))
+        raise ResultsError(f"results file is a quick check ({flags}), not for a board: evaluate the whole suite "
+                           "(eval without --episodes and --entries) to submit")
 
 
 def check_suite(results: Results, suite: Suite | None) -> Suite:
@@ -554,7 +565,9 @@ def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int
 
     ``eval`` of a single-agent suite plays every entry at once (:func:`~agentgym_bench.benchmark.evaluate.
     play_suite`): call ``t`` holds turn ``t`` of every episode that lasted that long, entries in the suite's order,
-    seeds ascending. A two-player suite is played entry by entry (:func:`~agentgym_bench.multiagent.selfplay.
+    seeds ascending; or, if ``metadata.compute.batching`` is ``"entry"`` (:func:`~agentgym_bench.benchmark.evaluate.
+    evaluate_by_entry`, what the ``eval`` command does), one entry after the other, each as a suite of its own. A
+    two-player suite is played entry by entry (:func:`~agentgym_bench.multiagent.selfplay.
     play_matches`, all matches in lockstep): call ``j`` of an entry holds move ``j`` of every match where the policy
     made it (every match in self-play), seeds ascending. A model's reply can depend on the batch around it (other
     rows change the last bits of its logits), so re-generation makes the same calls, and an honest file's replies
@@ -566,6 +579,7 @@ def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int
     calls: list[list[Move]] = []
     by_name = {e.name: e for e in results.entries}
     single: dict[int, list[Move]] = {}
+    by_entry = results.metadata["compute"].get("batching") == "entry"
     for suite_entry in suite.entries:
         entry = by_name[suite_entry.name]
         ticks: dict[int, list[Move]] = {}
@@ -583,6 +597,9 @@ def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int
                                                      f"entry {entry.name}, seed {episode.seed}, turn {t + 1}", turn,
                                                      (entry.name, episode.seed)))
         calls += [ticks[t] for t in sorted(ticks)]
+        if by_entry:
+            calls += [single[t] for t in sorted(single)]
+            single = {}
     return calls + [single[t] for t in sorted(single)]
 
 
@@ -670,6 +687,7 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     raw = read_source(source)
     digest = hashlib.sha256(raw).hexdigest()
     results = loads(raw)
+    check_submittable(results)
     suite = check_suite(results, suite)
     check_entries(results, suite)
     model_free = model_free_policy(results, suite)

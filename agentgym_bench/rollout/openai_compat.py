@@ -33,7 +33,24 @@ RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
 class GenerationError(RuntimeError):
-    """A backend could not produce a reply (after its retries)."""
+    """A backend could not produce a reply (after its retries). For an HTTP endpoint: its ``url``, the last HTTP
+    ``status`` (``None``: no answer) and the error ``code`` the server gave (OpenAI's ``error.code``, e.g.
+    ``context_length_exceeded``), so a caller can say what to change."""
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None, code: str | None = None):
+        super().__init__(message)
+        self.url, self.status, self.code = url, status, code
+
+
+def error_of(body: bytes) -> tuple[str, str | None]:
+    """``(message, code)`` of an error answer: OpenAI's ``{"error": {"message", "code"}}`` on one line, else the
+    body's first 300 characters."""
+    try:
+        error = json.loads(body)["error"]
+        message, code = str(error["message"]), error.get("code")
+    except (ValueError, KeyError, TypeError):
+        message, code = body[:300].decode(errors="replace"), None
+    return " ".join(message.split())[:500], code if isinstance(code, str) else None
 
 
 class OpenAIPolicy:
@@ -129,7 +146,7 @@ class OpenAIPolicy:
         key = os.environ.get(self.api_key_env, "")
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        problem = ""
+        problem, status, code = "", None, None
         for attempt in range(self.max_retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
@@ -138,12 +155,15 @@ class OpenAIPolicy:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     return json.loads(response.read())
             except urllib.error.HTTPError as e:
-                problem = f"HTTP {e.code}: {e.read()[:300].decode(errors='replace')}"
+                message, code = error_of(e.read(1 << 16))
+                status, problem = e.code, f"HTTP {e.code}{f' ({code})' if code else ''}: {message}"
                 if e.code not in RETRY_STATUS:
                     break
             except (TimeoutError, urllib.error.URLError, ConnectionError) as e:
+                status, code = None, None
                 reason = getattr(e, "reason", e)
                 problem = f"timed out after {self.timeout}s" if isinstance(reason, TimeoutError) else f"{reason}"
             except json.JSONDecodeError as e:
                 problem = f"response is not JSON ({e})"
-        raise GenerationError(f"{self.url} (model {self.model!r}) failed after {attempt + 1} attempt(s): {problem}")
+        raise GenerationError(f"{self.url} (model {self.model!r}) failed after {attempt + 1} attempt(s): {problem}",
+                              url=self.url, status=status, code=code)

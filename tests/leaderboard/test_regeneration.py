@@ -102,3 +102,17 @@ def test_one_forged_reply_is_found_whatever_the_bytes_of_the_file(suite, hf_byte
         assert "in 1 episodes differ; the first, entry sokoban-6x6, seed 1000000005, turn 1: " in (
             verified.regeneration)
     assert verify(edit(hf_bytes, lambda d: None), suite).mark == REPRODUCED
+
+
+def test_a_file_played_entry_by_entry_is_regenerated_in_its_own_batches(suite, model_dir):
+    """``eval`` plays one entry after the other (so finished entries are kept): the file says so
+    (``compute.batching: "entry"``), the batches rebuilt from it are its calls, and it is reproduced."""
+    from agentgym_bench.benchmark.evaluate import evaluate_by_entry
+
+    policy, record = policy_from_spec(f"hf:{model_dir}", Sampling(max_new_tokens=16, seed=3))
+    recorder = Recorder(policy)
+    raw = dumps(evaluate_by_entry(recorder, suite, record, prompt="compact", history=1))
+    assert loads(raw).metadata["compute"]["batching"] == "entry"
+    assert len(recorder.calls[0][0]) == suite.entries[0].episodes  # turn 1 of the first entry alone
+    assert _rebuilt_calls(raw, suite) == recorder.calls
+    assert verify(raw, suite, root=model_dir.parent).mark == REPRODUCED

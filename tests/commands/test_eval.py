@@ -1,0 +1,133 @@
+"""``agentgym-bench eval`` as a user runs it (a real subprocess) against the package's own server on loopback: the
+endpoint is checked before any work, a failing endpoint ends with one line and keeps the finished entries, a re-run
+resumes them, and a quick check (--episodes / --entries) is marked so that ``submit`` refuses it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentgym_bench.benchmark.results import read_results
+from agentgym_bench.rollout.default_model import ModelSize, build_default_model, load_model
+from agentgym_bench.rollout.server import ChatHandler, ChatServer
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = {
+    "name": "tiny-eval", "version": 1, "split": "test", "seed_start": 1_000_000_000,
+    "entries": [
+        {"name": "bandit", "env_id": "AgentBandit-v0", "env_kwargs": {}, "prompts": ["compact", "ragen"],
+         "episodes": 4, "oracle_success": 1.0},
+        {"name": "sokoban", "env_id": "AgentSokoban-v0", "env_kwargs": {}, "prompts": ["ragen", "compact"],
+         "episodes": 3, "oracle_success": 1.0},
+    ],
+}
+
+
+class CountingHandler(ChatHandler):
+    posts: list[str] = []
+
+    def do_POST(self):  # noqa: N802
+        CountingHandler.posts.append(self.path)
+        super().do_POST()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``serve``'s server for a model reading 200 positions: bandit's compact prompt (17 tokens) fits, Sokoban's
+    ragen prompt (356) does not."""
+    folder = build_default_model(tmp_path_factory.mktemp("short") / "m", seed=0,
+                                 size=ModelSize(n_layer=1, n_embd=32, n_head=2, n_positions=200))
+    with ChatServer(*load_model(folder), model_name="tiny", handler=CountingHandler) as s:
+        yield s
+
+
+@pytest.fixture
+def suite_file(tmp_path) -> Path:
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps(SUITE))
+    return path
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentgym_bench.cli", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def one_line(out: subprocess.CompletedProcess) -> str:
+    lines = [line for line in out.stderr.splitlines() if line.startswith("agentgym-bench: error:")]
+    assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+    return lines[0]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_refused_connection_is_one_line_before_any_work(tmp_path, suite_file):
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    line = one_line(cli("eval", "--policy", f"openai:tiny@{url}", "--suite", str(suite_file), cwd=tmp_path))
+    assert f"{url}/models does not answer" in line and "is the server running?" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["suite.json"]
+
+
+def test_an_unknown_model_name_lists_the_served_ones(tmp_path, suite_file, server):
+    line = one_line(cli("eval", "--policy", f"openai:tinny@{server.base_url}", "--suite", str(suite_file),
+                        cwd=tmp_path))
+    assert f"{server.base_url}/models does not list model 'tinny'; it serves 'tiny'" in line
+
+
+def test_a_context_overflow_keeps_finished_entries_and_a_rerun_resumes_them(tmp_path, suite_file, server):
+    run = ["eval", "--policy", f"openai:tiny@{server.base_url}", "--suite", str(suite_file), "--out", "r.json.gz",
+           "--max-new-tokens", "16", "--history", "0"]
+    CountingHandler.posts.clear()
+    line = one_line(cli(*run, cwd=tmp_path))
+    assert f"{server.base_url}/chat/completions (model 'tiny') failed" in line
+    assert "HTTP 400 (context_length_exceeded)" in line and "--prompt compact and/or --history 0" in line
+    assert "1 finished entries kept in r.json.gz.partial (bandit): run the same command again to resume" in line
+    assert not (tmp_path / "r.json.gz").exists()
+    kept = read_results(tmp_path / "r.json.gz.partial")
+    assert [e.name for e in kept.entries] == ["bandit"] and len(kept.entries[0].episodes) == 4
+    assert kept.metadata["compute"]["batching"] == "entry"
+    first = len(CountingHandler.posts)
+    assert first == 4 + 3  # bandit: 4 one-turn episodes; Sokoban: its 3 first requests at once (a 400: no retry)
+
+    again = cli(*run, cwd=tmp_path)  # the same command: bandit is not played again
+    assert "resuming from r.json.gz.partial: bandit kept" in again.stdout
+    assert "1 finished entries kept" in one_line(again) and len(CountingHandler.posts) == first + 3
+
+    line = one_line(cli(*run[:-1], "1", cwd=tmp_path))  # another history window: not the same run
+    assert "r.json.gz.partial holds finished entries of a run with another policy, model or sampling" in line
+
+    done = cli(*run, "--prompt", "bandit=compact,sokoban=compact", cwd=tmp_path)  # bandit's prompt unchanged
+    assert done.returncode == 0, done.stderr
+    results = read_results(tmp_path / "r.json.gz")
+    assert [e.name for e in results.entries] == ["bandit", "sokoban"] and not (tmp_path / "r.json.gz.partial").exists()
+    assert results.entries[0] == kept.entries[0]  # kept as played
+    assert results.metadata["compute"]["episodes"] == 7
+    check = cli("submit", "r.json.gz", "--name", "tiny", "--board", "board", "--suite", str(suite_file), "--check",
+                cwd=tmp_path)
+    assert check.returncode == 0 and "replayed" in check.stdout, check.stderr
+
+
+def test_a_quick_check_is_marked_and_submit_refuses_it(tmp_path, suite_file):
+    out = cli("eval", "--policy", "random", "--suite", str(suite_file), "--episodes", "2", "--entries", "sokoban",
+              "--out", "q.json.gz", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "a quick check (--episodes 2 --entries sokoban): not for a board" in out.stdout
+    results = read_results(tmp_path / "q.json.gz")
+    assert results.metadata["quick_check"] == {"episodes": 2, "entries": ["sokoban"]}
+    assert [(e.name, len(e.episodes)) for e in results.entries] == [("sokoban", 2)]
+    line = one_line(cli("submit", "q.json.gz", "--name", "quick", "--board", "board", "--suite", str(suite_file),
+                        cwd=tmp_path))
+    assert "results file is a quick check (--episodes 2 --entries sokoban), not for a board" in line
+    assert not (tmp_path / "board").exists()
+    line = one_line(cli("eval", "--policy", "random", "--suite", str(suite_file), "--entries", "bandt", cwd=tmp_path))
+    assert "has no entry 'bandt'" in line
