@@ -11,8 +11,9 @@ Examples::
 
 Finished work is kept: each entry's results go to OUT.partial as soon as the entry finishes, and running the same
 command again resumes from there (the file is checked to be the same run). A failing endpoint ends the run with one
-line naming the URL, the HTTP status and what to change; the finished entries stay in OUT.partial. An openai:
-policy's model name is checked against the endpoint's /v1/models before anything is played. --episodes and
+line naming the URL, the HTTP status and what to change; the finished entries stay in OUT.partial. Before anything
+is played, an openai: policy's model name is checked against the endpoint's /v1/models, and each entry's first
+prompt is sent once (a prompt over the model's context is refused there). --episodes and
 --entries make a quick check: its results file says so, and `submit` refuses it.
 
 On the two-player suites (agentgym-ma-v2, agentgym-ma-v2-validation) the policy plays Bargain against the suite's
@@ -129,6 +130,29 @@ def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict
     return done
 
 
+def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str]) -> None:
+    """Before playing, send each entry's first prompt (its first seed) to the endpoint once, with the run's reply
+    budget: a prompt the model's context cannot hold, or any other refusal, ends the run here with one line, before
+    any work. (A prompt that only outgrows the context later, with history, is caught when it happens.)"""
+    import gymnasium as gym
+
+    from agentgym_bench.rollout.trajectory import build_messages
+
+    for entry in suite.entries:
+        env = gym.make(entry.env_id, **entry.make_kwargs(prompts[entry.name]))
+        try:
+            observation, info = env.reset(seed=entry.seed_start)
+        finally:
+            env.close()
+        messages = build_messages(str(info.get("system_prompt", "")), [], [], observation, None)
+        try:
+            policy.generate([messages], [env.unwrapped])
+        except GenerationError as err:
+            hint = what_to_change(err)
+            raise UserError(f"before playing, entry {entry.name}'s first prompt: {err}"
+                            f"{f' — {hint}' if hint else ''}; nothing was played") from None
+
+
 def failure(err: GenerationError, partial: Path) -> UserError:
     """One line for a run stopped by its endpoint: what failed, what to change, what was kept."""
     hint = what_to_change(err)
@@ -158,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
     metadata = {"policy": {**record, "history": args.history}, "trainer": trainer,
                 **({"quick_check": quick} if quick else {})}
     done = resumed(partial, suite, metadata, prompts)
+    if record["kind"] == "openai" and not suite.multiagent:
+        probe_first_prompts(policy, suite, prompts)
     what = "matches" if suite.multiagent else "episodes"
     print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} {what}"
           f"{' (a quick check: not submittable)' if quick else ''}")

@@ -37,13 +37,23 @@ class CountingHandler(ChatHandler):
         super().do_POST()
 
 
+def tiny_server(folder: Path, positions: int) -> ChatServer:
+    model = build_default_model(folder, seed=0, size=ModelSize(n_layer=1, n_embd=32, n_head=2, n_positions=positions))
+    return ChatServer(*load_model(model), model_name="tiny", handler=CountingHandler)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """``serve``'s server for a model reading 200 positions: bandit's compact prompt (17 tokens) fits, Sokoban's
-    ragen prompt (356) does not."""
-    folder = build_default_model(tmp_path_factory.mktemp("short") / "m", seed=0,
-                                 size=ModelSize(n_layer=1, n_embd=32, n_head=2, n_positions=200))
-    with ChatServer(*load_model(folder), model_name="tiny", handler=CountingHandler) as s:
+    """``serve``'s server for a model reading 80 positions: bandit's compact prompt (17 tokens) and Sokoban's
+    (42) fit with 16 new tokens, Sokoban's ragen prompt (356) does not, nor its compact one with a turn of history."""
+    with tiny_server(tmp_path_factory.mktemp("short") / "m", 80) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def long_server(tmp_path_factory):
+    """The same model name, reading 1,024 positions (a server restarted with a longer context)."""
+    with tiny_server(tmp_path_factory.mktemp("long") / "m", 1024) as s:
         yield s
 
 
@@ -84,11 +94,23 @@ def test_an_unknown_model_name_lists_the_served_ones(tmp_path, suite_file, serve
     assert f"{server.base_url}/models does not list model 'tinny'; it serves 'tiny'" in line
 
 
-def test_a_context_overflow_keeps_finished_entries_and_a_rerun_resumes_them(tmp_path, suite_file, server):
-    run = ["eval", "--policy", f"openai:tiny@{server.base_url}", "--suite", str(suite_file), "--out", "r.json.gz",
-           "--max-new-tokens", "16", "--history", "0"]
+def test_a_first_prompt_over_the_context_is_refused_before_any_work(tmp_path, suite_file, server):
     CountingHandler.posts.clear()
-    line = one_line(cli(*run, cwd=tmp_path))
+    line = one_line(cli("eval", "--policy", f"openai:tiny@{server.base_url}", "--suite", str(suite_file),
+                        "--max-new-tokens", "16", cwd=tmp_path))
+    assert line.startswith("agentgym-bench: error: before playing, entry sokoban's first prompt: "
+                           f"{server.base_url}/chat/completions (model 'tiny') failed after 1 attempt(s): HTTP 400 "
+                           "(context_length_exceeded)"), line
+    assert "--prompt compact and/or --history 0; nothing was played" in line
+    assert len(CountingHandler.posts) == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["suite.json"]
+
+
+def test_a_context_overflow_keeps_finished_entries_and_a_rerun_resumes_them(tmp_path, suite_file, server,
+                                                                           long_server):
+    run = ["eval", "--suite", str(suite_file), "--out", "r.json.gz", "--max-new-tokens", "16", "--prompt",
+           "sokoban=compact"]
+    CountingHandler.posts.clear()
+    line = one_line(cli(*run, "--policy", f"openai:tiny@{server.base_url}", cwd=tmp_path))
     assert f"{server.base_url}/chat/completions (model 'tiny') failed" in line
     assert "HTTP 400 (context_length_exceeded)" in line and "--prompt compact and/or --history 0" in line
     assert "1 finished entries kept in r.json.gz.partial (bandit): run the same command again to resume" in line
@@ -96,18 +118,18 @@ def test_a_context_overflow_keeps_finished_entries_and_a_rerun_resumes_them(tmp_
     kept = read_results(tmp_path / "r.json.gz.partial")
     assert [e.name for e in kept.entries] == ["bandit"] and len(kept.entries[0].episodes) == 4
     assert kept.metadata["compute"]["batching"] == "entry"
-    first = len(CountingHandler.posts)
-    assert first == 4 + 3  # bandit: 4 one-turn episodes; Sokoban: its 3 first requests at once (a 400: no retry)
+    posts = len(CountingHandler.posts)
 
-    again = cli(*run, cwd=tmp_path)  # the same command: bandit is not played again
+    again = cli(*run, "--policy", f"openai:tiny@{server.base_url}", cwd=tmp_path)  # bandit is not played again
     assert "resuming from r.json.gz.partial: bandit kept" in again.stdout
-    assert "1 finished entries kept" in one_line(again) and len(CountingHandler.posts) == first + 3
+    assert "1 finished entries kept" in one_line(again)
+    assert len(CountingHandler.posts) - posts == 2 + 3 + 3  # 2 probes, Sokoban's turn 1, its turn 2 refused
 
-    line = one_line(cli(*run[:-1], "1", cwd=tmp_path))  # another history window: not the same run
+    line = one_line(cli(*run, "--policy", f"openai:tiny@{server.base_url}", "--history", "1", cwd=tmp_path))
     assert "r.json.gz.partial holds finished entries of a run with another policy, model or sampling" in line
 
-    done = cli(*run, "--prompt", "bandit=compact,sokoban=compact", cwd=tmp_path)  # bandit's prompt unchanged
-    assert done.returncode == 0, done.stderr
+    done = cli(*run, "--policy", f"openai:tiny@{long_server.base_url}", cwd=tmp_path)  # a longer context
+    assert done.returncode == 0 and "resuming from r.json.gz.partial: bandit kept" in done.stdout, done.stderr
     results = read_results(tmp_path / "r.json.gz")
     assert [e.name for e in results.entries] == ["bandit", "sokoban"] and not (tmp_path / "r.json.gz.partial").exists()
     assert results.entries[0] == kept.entries[0]  # kept as played
