@@ -1,6 +1,6 @@
 """Train a model on AgentFrozenLake-v0 with TRL's GRPOTrainer: multi-turn episodes through ``rollout_func``.
 
-    pip install 'agentgym-bench[trl]'
+    pip install -e '.[trl]'
     agentgym-bench init-model                      # the small local model (or pass --model any HF causal LM)
     python examples/trl_grpo_frozenlake.py --max-steps 2
 

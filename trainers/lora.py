@@ -1,5 +1,5 @@
 """LoRA through ``peft`` (``lora_target``, ``lora_rank``, ``lora_alpha``: ROLL's keys), the optional extra
-``pip install 'agentgym-bench[lora]'``.
+``pip install -e '.[lora]'``.
 
 - :func:`add_adapters`: wrap actor or critic with fresh adapters (the critic's value head stays fully trainable,
   ``peft``'s ``TOKEN_CLS`` task), drawn from the run's seed without touching the global RNG; or, on resume, load
@@ -19,7 +19,8 @@ import torch
 
 from trainers.config import ConfigError, TrainConfig
 
-INSTALL_HINT = ("lora_target needs the peft package; install the extra with: pip install 'agentgym-bench[lora]'")
+INSTALL_HINT = ("lora_target needs the peft package; install the extra with: pip install -e '.[lora]' in a clone of "
+                "agentgym-bench")
 ADAPTER = "default"
 _PREFIX = "base_model.model."
 VALUE_HEADS = ["classifier", "score"]  # the token-classification heads of GPT-2 / Qwen2 / Llama (peft's TOKEN_CLS)

@@ -3,11 +3,13 @@
 - :mod:`agentgym_bench.adapters.openenv`: the agent envs as OpenEnv environments (``openenv-core``'s server and
   types, WebSocket sessions) and a client class; ``agentgym-bench openenv-serve``.
 - :mod:`agentgym_bench.adapters.gem`: the agent envs through GEM's ``gem.Env`` interface (``gem-llm``; ROLL).
-- :mod:`agentgym_bench.adapters.trl`: a ``rollout_func`` for ``trl.GRPOTrainer`` that plays multi-turn episodes
-  and returns our token view (model tokens masked from env tokens).
+- :mod:`agentgym_bench.adapters.trl`: for ``trl.GRPOTrainer``, a ``rollout_func`` that plays multi-turn episodes
+  and returns our token view (model tokens masked from env tokens), and an ``environment_factory`` environment
+  whose tool ``step`` plays a turn.
 
 Each third-party package is an optional extra, imported only when its adapter module is imported; a missing one
-is a :class:`~agentgym_bench.errors.UserError` naming the install command. See ``docs/integrations.md``.
+is a :class:`~agentgym_bench.errors.UserError` naming the install command (from a clone). See
+``docs/integrations.md``.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from agentgym_bench.errors import UserError
 
 
 def require(module: str, extra: str) -> ModuleType:
-    """Import ``module`` or raise :class:`UserError` saying ``pip install 'agentgym-bench[extra]'``."""
+    """Import ``module`` or raise :class:`UserError` saying ``pip install -e '.[extra]'`` (in a clone)."""
     try:
         return importlib.import_module(module)
     except ImportError as e:
         raise UserError(f"this needs the optional package behind `{module}` ({e}); install it with "
-                        f"pip install 'agentgym-bench[{extra}]'") from e
+                        f"pip install -e '.[{extra}]' in a clone of agentgym-bench") from e

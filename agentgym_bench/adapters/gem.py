@@ -19,7 +19,7 @@ Where we differ from GEM's base class, and why:
 - The reply format is ours (``<answer>Up || Left</answer>``, several actions a turn), not GEM's ``\\boxed{...}``;
   the default (``ragen``) prompt's first observation says so; the ``compact`` prompt assumes a model trained on it.
 
-Install: ``pip install 'agentgym-bench[gem]'`` (gem-llm 0.1.0 needs Python <= 3.12.0 and pins nltk==3.9.1).
+Install: ``pip install -e '.[gem]'`` (gem-llm 0.1.0 needs Python <= 3.12.0 and pins nltk==3.9.1).
 Note that ``import gem`` calls ``logging.basicConfig(level=INFO)``.
 """
 

@@ -22,7 +22,7 @@ with the reason. Episodes run on the WebSocket: :class:`AgentEnvClient`, an Open
 
 One server serves several env ids: ``reset(env_id=...)`` picks one of them (default: the first).
 
-Install: ``pip install 'agentgym-bench[openenv]'``. Command line: ``agentgym-bench openenv-serve [ENV_ID ...]``
+Install: ``pip install -e '.[openenv]'``. Command line: ``agentgym-bench openenv-serve [ENV_ID ...]``
 (:mod:`agentgym_bench.commands.openenv_serve`).
 """
 

@@ -199,7 +199,7 @@ def _match_entry(suite: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry
             from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
         except ImportError as e:
             raise UserError(f"{where} is a two-player game, which needs PettingZoo ({e}): "
-                            "pip install 'agentgym-bench[multiagent]'") from None
+                            "pip install -e . in a clone of agentgym-bench") from None
         if raw["env_id"] not in MULTIAGENT_ENVS:
             raise ValueError(f"{where}: {raw['env_id']!r} is not a two-player env id ({sorted(MULTIAGENT_ENVS)} or "
                              "'TextArena/<id>')")

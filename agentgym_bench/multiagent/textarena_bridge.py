@@ -29,7 +29,7 @@ import numpy as np
 
 from agentgym_bench.spaces import sanitize
 
-INSTALL_HINT = "pip install 'agentgym-bench[multiagent]'"
+INSTALL_HINT = "pip install -e '.[multiagent]' in a clone of agentgym-bench"
 
 # Characters TextArena games print that are outside agentgym_bench.spaces.CHARSET, spelled in ASCII.
 ASCII_SPELLING = str.maketrans({

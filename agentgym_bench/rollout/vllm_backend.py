@@ -1,4 +1,4 @@
-"""vLLM generation backend (GPU; the optional extra ``pip install 'agentgym-bench[vllm]'``).
+"""vLLM generation backend (GPU; the optional extra ``pip install -e '.[vllm]'``).
 
 vLLM is imported only when a :class:`VLLMPolicy` is created. Prompts are rendered with the model's own chat
 template (as in :class:`~agentgym_bench.rollout.hf.HFPolicy`) or given as token ids (:meth:`VLLMPolicy.generate_ids`,
@@ -34,7 +34,8 @@ from typing import Any
 from agentgym_bench.agent.tools import offered_tools
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
-INSTALL_HINT = "vLLM is not installed; install the extra with: pip install 'agentgym-bench[vllm]' (needs a CUDA GPU)"
+INSTALL_HINT = ("vLLM is not installed; install the extra with: pip install -e '.[vllm]' in a clone of agentgym-bench "
+                "(needs a CUDA GPU)")
 
 
 def single_process_launch_env(environ: dict[str, str] | None = None) -> dict[str, str]:

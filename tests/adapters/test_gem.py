@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-pytest.importorskip("gem", reason="the GEM route needs gem-llm (Python <= 3.12): pip install 'agentgym-bench[gem]'")
+pytest.importorskip("gem", reason="the GEM route needs gem-llm (Python <= 3.12): pip install -e '.[gem]'")
 
 import gem  # noqa: E402
 

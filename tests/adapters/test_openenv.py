@@ -12,7 +12,7 @@ from contextlib import ExitStack
 import pytest
 
 pytest.importorskip("openenv.core", reason="the OpenEnv route needs openenv-core: "
-                    "pip install 'agentgym-bench[openenv]'")
+                    "pip install -e '.[openenv]'")
 
 import requests  # noqa: E402 - a dependency of openenv-core
 from websockets.exceptions import ConnectionClosed  # noqa: E402

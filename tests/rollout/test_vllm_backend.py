@@ -24,7 +24,7 @@ def _cuda() -> bool:
 
 @pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed; this checks the message shown when it is not")
 def test_missing_vllm_names_the_install_command():
-    with pytest.raises(ImportError, match=r"agentgym-bench\[vllm\]"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[vllm\]'"):
         VLLMPolicy("any-model")
     assert "pip install" in INSTALL_HINT
 
@@ -63,7 +63,7 @@ def test_unkeyed_request_seeds_count_the_requests_made():
         request_seeds(5, 0, 3, [(1,), (2,)])
 
 
-needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed (pip install 'agentgym-bench[vllm]')")
+needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed (pip install -e '.[vllm]')")
 needs_cuda = pytest.mark.skipif(not _cuda(), reason="no CUDA GPU")
 
 

@@ -95,7 +95,7 @@ def test_two_processes_make_the_same_update_as_one_with_ddp_and_fsdp2(tiny_model
 def test_an_fsdp2_run_killed_with_sigkill_resumes_to_the_same_weights(tiny_model, tmp_path, lora):
     """StarPO-S (actor and critic sharded), also with LoRA adapters on both (sharded with their frozen base)."""
     if lora:
-        pytest.importorskip("peft", reason="peft is not installed (pip install 'agentgym-bench[lora]')")
+        pytest.importorskip("peft", reason="peft is not installed (pip install -e '.[lora]')")
     run = ["max_steps=4", "save_steps=2", "eval_steps=2", "save_total_limit=1", "strategy=fsdp2",
            "train_env_manager.num_env_groups=2", "rollout_batch_size=8", "ppo_mini_batch_size=4"]
     run += ["lora_target=all", "lora_rank=4", "learning_rate=1e-2"] if lora else []

@@ -2,7 +2,7 @@
 only adapters (and the critic's value head), its KL reference is the base, its checkpoints keep adapters and its
 actor folder is the merged plain model that ``hf:RUN_FOLDER`` evaluates; a LoRA run resumes to the same result.
 
-The tests that need peft skip without it (``pip install 'agentgym-bench[lora]'``)."""
+The tests that need peft skip without it (``pip install -e '.[lora]'``)."""
 
 import copy
 import math
@@ -21,7 +21,7 @@ try:
     import peft  # noqa: F401
 except ImportError:
     peft = None
-needs_peft = pytest.mark.skipif(peft is None, reason="peft is not installed (pip install 'agentgym-bench[lora]')")
+needs_peft = pytest.mark.skipif(peft is None, reason="peft is not installed (pip install -e '.[lora]')")
 
 
 def lora_config(model, out, preset="starpo", **overrides):
@@ -31,7 +31,7 @@ def lora_config(model, out, preset="starpo", **overrides):
 
 def test_without_peft_the_error_names_the_extra(tiny_model, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "peft", None)  # an import of peft now fails, installed or not
-    with pytest.raises(ConfigError, match=r"pip install 'agentgym-bench\[lora\]'"):
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[lora\]'"):
         main(lora_config(tiny_model, tmp_path))
 
 
