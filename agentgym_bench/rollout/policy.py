@@ -2,7 +2,8 @@
 
 A batch of chat-message lists goes in; one :class:`Generation` per conversation comes out. Backends that have them
 fill in the generated token ids and their log-probabilities. Policies that need no model (oracle, random) read the
-agent env itself, so the rollout engine passes the envs alongside the messages; model backends ignore them.
+agent env itself, so the rollout engine passes the envs alongside the messages; model backends read from them only
+the ``tools`` an agent env in tool format offers (:func:`agentgym_bench.agent.tools.offered_tools`).
 
 Keyed sampling. ``keys`` (optional) gives each conversation a tuple of integers that names it (the engine uses
 ``(tag hash, seed, group member, turn)``). A backend that takes keys draws that conversation's randomness from
