@@ -8,7 +8,7 @@ from functools import partial
 
 import pytest
 
-pytest.importorskip("trl", reason="the TRL route needs trl: pip install 'agentgym-bench[trl]'")
+pytest.importorskip("trl", reason="the TRL route needs trl: pip install -e '.[trl]'")
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -30,6 +30,7 @@ from agentgym_bench.rollout.default_model import build_default_model, load_model
 from agentgym_bench.rollout.tokens import trajectory_token_view  # noqa: E402
 from agentgym_bench.seeds import TEST_SEEDS  # noqa: E402
 from tests.adapters.episodes import native_episode  # noqa: E402
+from tests.adapters.tool_model import tool_calling  # noqa: E402
 
 ENV = "AgentFrozenLake-v0"
 KWARGS = {"prompt": "compact"}
@@ -214,48 +215,6 @@ def test_the_example_script_runs(tmp_path):
 
 TOOL_ENV = "AgentFrozenLakeNoSlip-v0"
 TOOL_KWARGS = {"prompt": "compact"}
-
-# Hermes-style tool calls, as Qwen2.5's and Qwen3's templates write them, over the default model's message tokens;
-# the tool names alone stand in the system message (a short prompt for a 1024-position model).
-TOOL_CHAT_TEMPLATE = (
-    "{%- if tools -%}{{ '<|system|>tools:' }}{%- for tool in tools %} {{ tool.function.name }}{%- endfor -%}"
-    "{{ '<|end|>' }}{%- endif -%}"
-    "{%- for message in messages -%}"
-    "{%- if message['role'] == 'assistant' -%}"
-    "{{ '<|assistant|>' }}{% generation %}{{ message['content'] }}"
-    "{%- for call in message.get('tool_calls') or [] -%}"
-    "{{ '<tool_call>' }}{{ {'name': call['function']['name'], 'arguments': call['function']['arguments']} | tojson }}"
-    "{{ '</tool_call>' }}{%- endfor -%}{{ '<|end|>' }}{% endgeneration %}"
-    "{%- elif message['role'] == 'tool' -%}"
-    "{{ '<|user|><tool_response>' + message['content'] + '</tool_response><|end|>' }}"
-    "{%- else -%}"
-    "{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}"
-    "{%- endif -%}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<|assistant|>' }}{%- endif -%}"
-)
-# transformers' response parsing (TRL's parse_response reads it) for that template, as TRL writes Qwen3's.
-TOOL_RESPONSE_TEMPLATE = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|assistant|>",
-    "fields": {
-        "tool_calls": {"open": "<tool_call>", "close_pattern": r"</tool_call>\s*", "repeats": True, "content": "json",
-                       "transform": {"type": "function", "function": "{content}"}},
-        "content": {"close_pattern": r"<\|end\|>\s*", "content": "text"},
-    },
-}
-
-
-def tool_calling(model, tokenizer):
-    """The default model and tokenizer made able to write tool calls: the tool-call tags and JSON words as tokens,
-    the template and response parsing above."""
-    new = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "name", "arguments", "step", "tools"]
-    tokenizer.add_tokens([w for w in new if w not in tokenizer.get_vocab()])
-    model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
-    tokenizer.chat_template = TOOL_CHAT_TEMPLATE
-    tokenizer.response_template = TOOL_RESPONSE_TEMPLATE
-    return model, tokenizer
-
 
 def oracle_tool_conversations(tokenizer, seeds) -> list[tuple[list[int], list[int]]]:
     """``(input_ids, assistant_mask)`` of oracle episodes written as tool calls, the native env answering."""
