@@ -9,6 +9,12 @@ the per-episode outcome the score averages (success, or a match's payoff for the
 :meth:`~agentgym_bench.benchmark.results.EntryResults.scored`). A multi-agent board shows per entry the mean
 payoff (95% normal interval) and win / draw / loss with the win's Wilson interval and the deal rate.
 
+Both tables also say, per entry, what the model was trained on (:func:`training_summary`, from the results file's
+trainer record: a specialist is ranked on every entry all the same) and, for a *replayed* entry, why its replies
+were not re-generated (:func:`mark_text`). The page embeds the records with the paths of the machine that made
+each file hidden (:func:`public_record`); its table fits 1,400 px (intervals on two lines) and a "Rank by" line sorts
+it by the suite score or by one entry in one click.
+
 The page (``index.html``) needs no server: the board's data is embedded in it, and each submission's transcripts
 live in ``transcripts/<slug>.js``, loaded on demand with a ``<script>`` tag (``fetch`` does not work from
 ``file://``). The page's state is its URL hash, so a link (or a test) can open any view directly::
@@ -37,9 +43,11 @@ from typing import Any
 import numpy as np
 
 from agentgym_bench.benchmark import stats
+from agentgym_bench.benchmark.provenance import local_paths_hidden
 from agentgym_bench.benchmark.results import SCORE_TEXT, Results
 from agentgym_bench.benchmark.suites import Suite
-from agentgym_bench.leaderboard.verify import EpisodeText
+from agentgym_bench.leaderboard.verify import MODEL_FREE, REPLAYED, EpisodeText
+from agentgym_bench.paths import is_machine_path
 from agentgym_bench.progress import progress as progress_bar
 
 
@@ -143,7 +151,79 @@ def score_legend(suite: Suite) -> str:
     graded = [e.name for e in suite.entries if e.graded]
     return (f"Score: {SCORE_TEXT[False]}, with a 95% stratified bootstrap interval. Entries: success rate with its "
             "95% Wilson interval" + (f"; {', '.join(graded)}: also the mean return (95% normal interval), the "
-                                     "graded reward that success counts only at 1" if graded else "") + ".")
+                                     "graded reward that success counts only at 1" if graded else "") + ". "
+            + ceiling_legend(suite))
+
+
+def ceiling_legend(suite: Suite) -> str:
+    """Why a score can exceed 1: the ceilings are exact (the suite's ``oracle_success``), the played successes are
+    not."""
+    below = [f"{e.name} {e.oracle_success:.3f}" for e in suite.entries if e.ceiling < 1]
+    return ("Oracle success, the ceiling of each entry, is exact: the oracle's success on these very episodes, on a "
+            "random game (slippery ice) its success probability computed over them, not a played run"
+            + (f" ({', '.join(below)}; the others 1)" if below else "") + ". Played successes, the oracle's own "
+            "included, vary around it by luck, so a score can land above 1; the interval shows by how much.")
+
+
+def trained_on(trainer_config: dict[str, Any] | None) -> list[str] | None:
+    """The env ids a model was trained on, as its results file's trainer record reports them: a reference trainer's
+    ``train_env_manager.tags`` and a warm start's ``envs``, through every earlier stage it names (``started_from``),
+    in order of first mention; ``None`` where the record names none (not reported)."""
+    found: list[str] = []
+    config = trainer_config
+    while isinstance(config, dict):
+        manager = config.get("train_env_manager")
+        ids = manager.get("tags") if isinstance(manager, dict) else config.get("envs")
+        found += [i for i in ids or [] if isinstance(i, str) and i not in found]
+        config = config.get("started_from")
+    return found or None
+
+
+def training_summary(suite: Suite, record: dict[str, Any]) -> dict[str, Any]:
+    """What an entry was trained on, against the suite: ``envs`` (:func:`trained_on`; ``None``: not reported or a
+    model-free policy), ``entries`` (the suite entries whose env id it trained on), ``specialist`` (it trained on at
+    most half of them) and ``text``, the table's words: "all entries", "only webshop", "all but bandit, webshop"."""
+    envs = None if record["kind"] in MODEL_FREE else trained_on(record["trainer_config"])
+    if envs is None:
+        text = "model-free" if record["kind"] in MODEL_FREE else "not reported"
+        return {"envs": None, "entries": [], "specialist": False, "text": text}
+    names = [e.name for e in suite.entries if e.env_id in envs]
+    rest = [e.name for e in suite.entries if e.env_id not in envs]
+    others = [i for i in envs if i not in {e.env_id for e in suite.entries}]
+    text = ("all entries" if not rest else "none of the entries" if not names
+            else "only " + ", ".join(names) if len(names) <= len(rest) else "all but " + ", ".join(rest))
+    if others:
+        text += f" (also {', '.join(others)})"
+    return {"envs": envs, "entries": names, "specialist": bool(rest) and len(names) <= len(rest), "text": text}
+
+
+def mark_text(record: dict[str, Any]) -> str:
+    """The Mark cell: the mark, and for *replayed* why the replies were not re-generated (or what re-generation
+    found), with machine paths hidden (:func:`hide_paths`)."""
+    if record["mark"] != REPLAYED:
+        return record["mark"]
+    return f"{record['mark']}: {hide_paths(record['regeneration'])}"
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.<>/~-])(?:~[\w.-]*/|/)[\w.][^\s'\",;:)]*")
+"""A path of the machine that made a file, inside free text: ``/name...``, ``~/...`` or ``~user/...`` not inside a
+word or a relative path."""
+
+
+def hide_paths(text: str) -> str:
+    """``text`` with every :data:`MACHINE_PATH` reduced to ``<local>/<its last part>``
+    (:func:`~agentgym_bench.benchmark.provenance.local_paths_hidden`'s form)."""
+    return MACHINE_PATH.sub(lambda m: local_paths_hidden(m.group(0)), text)
+
+
+def public_record(record: dict[str, Any]) -> dict[str, Any]:
+    """What the page embeds of an index record: the same, with the paths of the machine that made the file hidden
+    (the model's name if it is one, every path in the trainer config, paths inside the verification text and
+    notes)."""
+    model = record["model"]
+    return {**record, "model": local_paths_hidden(model) if model and is_machine_path(model) else model,
+            "trainer_config": local_paths_hidden(record["trainer_config"]),
+            "regeneration": hide_paths(record["regeneration"]), "notes": [hide_paths(n) for n in record["notes"]]}
 
 
 MARKDOWN_ESCAPED = re.compile(r"([\\`*_~\[\]!|:@#.])")
@@ -172,22 +252,24 @@ def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
              "*reproduced* (also re-generated here: every reply of a model-free policy or of a model, token for "
              "token where tokens are recorded, in the evaluation's batches; entries verified earlier by a "
              "sample of a model's, as their note says). Compute: env steps "
-             "(turns), generated tokens and wall time of the evaluation. See docs/leaderboard.md of agentgym-bench.",
+             "(turns), generated tokens and wall time of the evaluation. Trained on: the suite entries whose env "
+             "the model was trained on, as its results file's trainer record says (a specialist is still ranked on "
+             "every entry). See docs/leaderboard.md of agentgym-bench.",
              "",
-             "| Rank | Name | Kind | Mark | Score [95% CI] | " + " | ".join(h for _, h, _ in columns)
+             "| Rank | Name | Kind | Mark | Trained on | Score [95% CI] | " + " | ".join(h for _, h, _ in columns)
              + " | Env steps | Tokens | Wall s |",
-             "|---:|---|---|---|---|" + "---|" * len(columns) + "---:|---:|---:|"]
+             "|---:|---|---|---|---|---|" + "---|" * len(columns) + "---:|---:|---:|"]
     for rank, r in zip(ranks(records), records, strict=True):
         s = r["summary"]
         kind = r["kind"] + (f" ({r['trainer']})" if r["trainer"] else "")
-        cells = [str(rank), markdown_cell(r["name"]), markdown_cell(kind), markdown_cell(r["mark"]),
-                 _interval(*s["score"])]
+        cells = [str(rank), markdown_cell(r["name"]), markdown_cell(kind), markdown_cell(mark_text(r)),
+                 markdown_cell(training_summary(suite, r)["text"]), _interval(*s["score"])]
         cells += [cell(s["entries"][name]) for name, _, cell in columns]
         c = r["compute"]
         cells += [_count(c["env_steps"]), _count(c["generated_tokens"]), f"{c['wall_time_s']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     if not records:
-        lines.append("| | (no submissions yet) |" + " |" * (len(columns) + 6))
+        lines.append("| | (no submissions yet) |" + " |" * (len(columns) + 7))
     return "\n".join(lines) + "\n"
 
 
@@ -249,7 +331,8 @@ def html(suite: Suite, records: list[dict[str, Any]], comparisons: dict[str, dic
                                    "oracle_success": e.oracle_success, "opponent": e.opponent,
                                    "graded": e.graded}
                                   for e in suite.entries]},
-            "submissions": [{**r, "rank": k} for k, r in zip(ranks(records), records, strict=True)],
+            "submissions": [{**public_record(r), "rank": k, "trained_on": training_summary(suite, r)}
+                            for k, r in zip(ranks(records), records, strict=True)],
             "comparisons": comparisons}
     template = resources.files("agentgym_bench.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
     title = html_text.escape(f"{suite.name} v{suite.version} leaderboard")

@@ -39,7 +39,7 @@ HARNESS_TAIL = """  } catch (e) { log.error = String(e); }
 </script></body></html>"""
 
 SORT_AND_OPEN = """\
-    const rows = d => [...d.querySelectorAll("#board-body tr")].map(r => r.dataset.slug);
+    const rows = d => [...d.querySelectorAll("#board-body tr[data-slug]")].map(r => r.dataset.slug);
     log.initial = rows(d);
     d.querySelector('th[data-key="score"]').click(); await wait(100); log.score_first_click = rows(d);
     d.querySelector('th[data-key="score"]').click(); await wait(100); log.score_second_click = rows(d);
@@ -122,7 +122,9 @@ TRAINING_STEPS = """\
     log.charts = [...d.querySelectorAll("#training .chart")].map(c => [c.querySelector("text").textContent,
       [...c.querySelectorAll("polyline")].map(p => p.getAttribute("points").split(" ").length)]);
     log.legend = d.querySelector("#training .chart div").textContent;
-    log.config = d.querySelector("#details details pre").textContent;
+    log.config = [...d.querySelectorAll("#details details table.config tr")].map(r => [r.cells[0].textContent,
+      r.cells[1].textContent]);
+    log.details_text = d.getElementById("details").textContent;
 """
 
 
@@ -137,7 +139,9 @@ def test_the_details_plot_the_training_curves_a_file_reports(tmp_path, suite_fil
     # success: the training episodes (3 points), validation (2) and its per-env line (2); then the entropy (3)
     assert log["charts"] == [["success", [3, 2, 2]], ["policy entropy", [3]]]
     assert "training episodes" in log["legend"] and "validation AgentBandit-v0" in log["legend"]
-    assert json.loads(log["config"]) == {"preset": "gigpo", "learning_rate": 1e-4, "max_steps": 3}
+    # the trainer config as a table of plain values, no raw JSON anywhere in the details
+    assert log["config"] == [["preset", "gigpo"], ["learning_rate", "0.0001"], ["max_steps", "3"]]
+    assert "{" not in log["details_text"] and '":' not in log["details_text"]
 
 
 MA_STEPS = """\
