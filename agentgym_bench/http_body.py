@@ -1,35 +1,139 @@
-"""Reading a request body against a slow or hostile client: the one helper both servers (``serve``,
-``webshop-serve``) use, so a client that sends half a body cannot hold a thread forever."""
+"""Serving HTTP to a slow or hostile client: what both servers (``serve``, ``webshop-serve``) share, so that no
+client can hold a thread for ever or take every thread.
+
+- :class:`GuardedHandler`: a request handler whose socket reads run against deadlines. Waiting for a request (an
+  idle kept-alive connection) is bounded by the handler's ``timeout`` per read, as in ``http.server``; once the
+  first byte of a request has come, its request line and headers must all arrive within ``head_seconds`` (a
+  client that sends its head one byte at a time is cut off, the connection closed without an answer), and its body
+  within the ``seconds`` given to :meth:`GuardedHandler.read_body`.
+- :class:`GuardedServer`: a threading HTTP server that serves at most ``max_connections`` connections at once (one
+  thread each); a connection over the cap gets the server's :meth:`~GuardedServer.busy_answer` (a 503) and is
+  closed, as uvicorn's ``--limit-concurrency`` answers.
+"""
 
 from __future__ import annotations
 
+import io
+import math
+import socket
+import threading
 import time
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
-def read_within(handler: BaseHTTPRequestHandler, size: int, seconds: float, idle_seconds: float) -> bytes | None:
-    """``size`` bytes of ``handler``'s request body, all of them within ``seconds``; ``None`` if they did not arrive
-    in time (the caller answers 408 and closes the connection). The socket waits at most ``idle_seconds`` per read
-    and is left at that timeout.
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads against :attr:`deadline` (``time.monotonic()``): each read waits at most ``idle`` seconds
+    and none starts past the deadline (``TimeoutError``). With :attr:`head_seconds` set, the deadline is set that
+    far after the first bytes arrive."""
 
-    Raises:
-        ConnectionError: the client closed the connection mid-body.
-    """
-    deadline, chunks, left = time.monotonic() + seconds, [], size
-    try:
-        while left:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            handler.connection.settimeout(min(remaining, idle_seconds))
+    def __init__(self, sock: socket.socket, idle: float):
+        super().__init__()
+        self.sock, self.idle = sock, idle
+        self.deadline = math.inf
+        self.head_seconds: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the client did not send its request in time")
+        self.sock.settimeout(min(self.idle, left))
+        n = self.sock.recv_into(buffer)
+        if n and self.head_seconds is not None:
+            self.deadline, self.head_seconds = time.monotonic() + self.head_seconds, None
+        return n
+
+
+class GuardedHandler(BaseHTTPRequestHandler):
+    """``BaseHTTPRequestHandler`` with deadlines on its reads (see the module docstring). The server gives
+    ``head_seconds``; ``timeout`` is the longest wait of one socket read or write."""
+
+    server: GuardedServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the socket's own reader, replaced (an open one would keep the socket from closing)
+        self._reader = _DeadlineReader(self.connection, self.timeout)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        self._reader.deadline, self._reader.head_seconds = math.inf, self.server.head_seconds
+        super().handle_one_request()  # answers nothing and closes the connection on TimeoutError
+
+    def parse_request(self) -> bool:
+        """The head has arrived (request line and headers): lift its deadline."""
+        ok = super().parse_request()
+        self._reader.deadline, self._reader.head_seconds = math.inf, None
+        self.connection.settimeout(self.timeout)
+        return ok
+
+    def read_body(self, size: int, seconds: float) -> bytes | None:
+        """``size`` bytes of the request body, all of them within ``seconds``; ``None`` if they did not arrive in time
+        (the caller answers 408 and closes the connection).
+
+        Raises:
+            ConnectionError: the client closed the connection mid-body.
+        """
+        self._reader.deadline = time.monotonic() + seconds
+        try:
+            raw = self.rfile.read(size)
+        except TimeoutError:
+            return None
+        finally:
+            self._reader.deadline = math.inf
+            self.connection.settimeout(self.timeout)
+        if len(raw) < size:
+            raise ConnectionError("the client closed the connection mid-body")
+        return raw
+
+
+class GuardedServer(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` serving at most ``max_connections`` connections at once; the others get
+    :meth:`busy_answer` and are closed. ``head_seconds``: time a request's line and headers have to arrive."""
+
+    daemon_threads = True
+    request_queue_size = 128  # connections the kernel queues before accept (socketserver's default is 5)
+
+    def __init__(self, address: tuple[str, int], handler: type[GuardedHandler], *, max_connections: int,
+                 head_seconds: float):
+        if not isinstance(max_connections, int) or isinstance(max_connections, bool) or max_connections < 1:
+            raise ValueError(f"max_connections={max_connections!r} must be a positive integer")
+        if not head_seconds > 0:
+            raise ValueError(f"head_seconds={head_seconds!r} must be a positive number of seconds")
+        super().__init__(address, handler)
+        self.max_connections, self.head_seconds = max_connections, head_seconds
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def busy_answer(self) -> tuple[str, bytes]:
+        """Content type and body of the 503 a connection over the cap gets."""
+        return "text/plain", f"{self.max_connections} connections are open (the server's limit); retry".encode()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if self._slots.acquire(blocking=False):
             try:
-                chunk = handler.rfile.read1(left)
-            except TimeoutError:
-                continue
-            if not chunk:
-                raise ConnectionError("the client closed the connection mid-body")
-            chunks.append(chunk)
-            left -= len(chunk)
-    finally:
-        handler.connection.settimeout(idle_seconds)
-    return b"".join(chunks)
+                super().process_request(request, client_address)
+            except BaseException:
+                self._slots.release()
+                raise
+            return
+        kind, body = self.busy_answer()
+        head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
+                "Retry-After: 1\r\nConnection: close\r\n\r\n")
+        try:
+            request.settimeout(1.0)
+            request.sendall(head.encode() + body)
+            request.shutdown(socket.SHUT_WR)
+            request.settimeout(0.05)
+            request.recv(65536)  # what the client sent, so that closing does not reset the answer away
+        except OSError:
+            pass
+        request.close()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()

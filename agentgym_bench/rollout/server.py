@@ -31,11 +31,15 @@ or bad field, a number that is not finite or out of range — ``max_tokens: Infi
 longer than the model reads: ``code: "context_length_exceeded"``), 401 for a wrong key (when the server has one),
 404 for another path or a ``model`` other than the one served (``code: "model_not_found"``, as for
 ``GET /v1/models/{id}`` of another id), 408 for a body not sent within :data:`BODY_SECONDS`, 411 without a
-``Content-Length``, 413 for a body over :data:`MAX_BODY_BYTES`, 500 when generation fails. Every request gets an
+``Content-Length``, 413 for a body over :data:`MAX_BODY_BYTES`, 500 when generation fails, 503 for a connection over
+:data:`MAX_CONNECTIONS`. Every request gets an
 answer; none drops the connection.
 
-Abuse bounds: a body is at most :data:`MAX_BODY_BYTES` (1 MiB) and must arrive within :data:`BODY_SECONDS`; any
-socket read or write waits at most :data:`SOCKET_SECONDS` (an idle kept-alive connection is closed then);
+Abuse bounds: a body is at most :data:`MAX_BODY_BYTES` (1 MiB), nests at most :data:`MAX_DEPTH` levels and must
+arrive within :data:`BODY_SECONDS`; a request's line and headers must arrive within :data:`HEAD_SECONDS` of its first
+byte (else the connection is closed unanswered); any socket read or write waits at most :data:`SOCKET_SECONDS` (an
+idle kept-alive connection is closed then); at most :data:`MAX_CONNECTIONS` connections are served at once, one
+thread each, and another gets a 503 (:mod:`agentgym_bench.http_body`);
 ``max_tokens`` is at most the model's positions; the prompt is rendered and tokenised outside the model's lock, so
 a long prompt does not hold other clients up, and only generation is serialised.
 
@@ -54,15 +58,16 @@ import itertools
 import json
 import math
 import re
+import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from agentgym_bench import cli
 from agentgym_bench.agent.tools import split_tool_calls
-from agentgym_bench.http_body import read_within
+from agentgym_bench.errors import UserError
+from agentgym_bench.http_body import GuardedHandler, GuardedServer
 from agentgym_bench.rollout.hf import HFPolicy
 
 HOST = "127.0.0.1"
@@ -74,6 +79,12 @@ BODY_SECONDS = 30.0
 """Time a client has to send its whole body (408 after)."""
 SOCKET_SECONDS = 60.0
 """Longest wait of one socket read or write, an idle kept-alive connection's included."""
+HEAD_SECONDS = 10.0
+"""Time a client has to send a request's line and headers once it has begun (then the connection is closed)."""
+MAX_CONNECTIONS = 64
+"""Connections served at once, one thread each (a 503 for more)."""
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects a body may have (a tool's JSON schema is a few levels)."""
 MAX_SEED = 2**63 - 1
 MAX_TOKENS_WITHOUT_LIMIT = 32_768
 """``max_tokens`` cap for a model that does not say how many positions it has."""
@@ -106,13 +117,28 @@ def parse_body(raw: bytes) -> Any:
     digits included). ``NaN``, ``Infinity`` and ``1e999`` parse, and the field that holds one is refused by its
     check (:func:`_number`)."""
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
     except RecursionError:
         raise ValueError("the body nests arrays and objects too deeply") from None
     except UnicodeDecodeError as e:
         raise ValueError(f"the body is not UTF-8: {e}") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"the body is not JSON: {e}") from None
+    if _depth(body) > MAX_DEPTH:  # the chat template recurses into tools and messages: RecursionError long before 1000
+        raise ValueError(f"the body nests arrays and objects too deeply (more than {MAX_DEPTH} levels)")
+    return body
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and dicts (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is not None:
+            deepest = max(deepest, depth + 1)
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _number(request: dict[str, Any], key: str, default: float, low: float, high: float, *, integer: bool = False,
@@ -232,7 +258,7 @@ def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_
                        "max_new_tokens": int(max_tokens), "seed": int(seed)}}
 
 
-class ChatHandler(BaseHTTPRequestHandler):
+class ChatHandler(GuardedHandler):
     """Request handler; the server object carries ``model``, ``tokenizer``, ``model_name``, ``api_key``, ``lock``."""
 
     server: ChatServer
@@ -302,7 +328,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         if size > MAX_BODY_BYTES:
             self.close_connection = True
             raise RequestError(413, f"the body must be at most {MAX_BODY_BYTES} bytes, Content-Length says {size}")
-        raw = read_within(self, size, self.server.body_seconds, self.server.socket_seconds)
+        raw = self.read_body(size, self.server.body_seconds)
         if raw is None:
             self.close_connection = True
             raise RequestError(408, f"the body did not arrive within {self.server.body_seconds:g} s")
@@ -470,19 +496,19 @@ class ChatHandler(BaseHTTPRequestHandler):
         event([{"index": index, "delta": {}, "finish_reason": "tool_calls"}])
 
 
-class ChatServer(ThreadingHTTPServer):
+class ChatServer(GuardedServer):
     """Serve ``model`` / ``tokenizer`` on ``127.0.0.1:port`` (``port=0``: a free port; see :attr:`base_url`).
-    ``body_seconds`` / ``socket_seconds``: :data:`BODY_SECONDS` / :data:`SOCKET_SECONDS`.
+    ``body_seconds`` / ``socket_seconds`` / ``head_seconds`` / ``max_connections``: :data:`BODY_SECONDS` /
+    :data:`SOCKET_SECONDS` / :data:`HEAD_SECONDS` / :data:`MAX_CONNECTIONS`.
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
 
-    daemon_threads = True
-
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str = "local", port: int = 0,
                  api_key: str | None = None, verbose: bool = False, handler: type[ChatHandler] = ChatHandler,
-                 body_seconds: float = BODY_SECONDS, socket_seconds: float = SOCKET_SECONDS):
-        super().__init__((HOST, port), handler)
+                 body_seconds: float = BODY_SECONDS, socket_seconds: float = SOCKET_SECONDS,
+                 head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS):
+        super().__init__((HOST, port), handler, max_connections=max_connections, head_seconds=head_seconds)
         self.body_seconds, self.socket_seconds = body_seconds, socket_seconds
         self.model, self.tokenizer, self.model_name = model, tokenizer, model_name
         self.api_key, self.verbose = api_key, verbose
@@ -493,6 +519,17 @@ class ChatServer(ThreadingHTTPServer):
         self.seeds = itertools.count()
         self.ids = itertools.count()
         self._thread: threading.Thread | None = None
+
+    def busy_answer(self) -> tuple[str, bytes]:
+        """OpenAI's error shape for the 503 a connection over :attr:`max_connections` gets."""
+        message = f"{self.max_connections} connections are open (the server's limit); retry"
+        error = {"message": message, "type": "server_error", "param": None, "code": None}
+        return "application/json", json.dumps({"error": error}).encode()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients that hang up mid-answer are normal; anything else is printed."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     @property
     def base_url(self) -> str:
@@ -528,6 +565,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     parser.add_argument("--api-key-env", default=None,
                         help="environment variable whose value clients must send as the bearer key (default: none)")
+    parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
+                        help="connections served at once, one thread each; more get a 503 (default: %(default)s)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
 
 
@@ -536,11 +575,13 @@ def run(args: argparse.Namespace) -> int:
 
     from agentgym_bench.rollout.default_model import load_model
 
+    if args.max_connections < 1:
+        raise UserError(f"--max-connections {args.max_connections} must be at least 1")
     model, tokenizer = load_model(args.model, device=args.device)
     key = os.environ.get(args.api_key_env, "") if args.api_key_env else None
     try:
         server = ChatServer(model, tokenizer, model_name=args.name or args.model, port=args.port,
-                            api_key=key or None, verbose=args.verbose)
+                            api_key=key or None, verbose=args.verbose, max_connections=args.max_connections)
     except OSError as err:
         raise cli.listen_error(HOST, args.port, err) from err
     print(f"serving {args.model} at {server.base_url} (Ctrl-C to stop)", flush=True)

@@ -79,3 +79,24 @@ def test_envs_unused_for_their_ttl_are_dropped():
         fresh = client.create()  # creating sweeps: the old env is gone, the new one stays
         assert exchange(srv, b"GET /list_envs HTTP/1.1\r\nHost: x\r\n\r\n") == (200, [fresh])
         assert post(srv, "/step", json.dumps({"env_idx": old, "action": "search[x]"}).encode())[0] == 404
+
+
+def test_a_request_head_sent_byte_by_byte_is_cut_off_at_the_head_deadline():
+    """A slow-header client (one byte every 0.2 s, never ending its head) holds its thread no longer than the head
+    deadline (1 s here), although every single read is well within the socket timeout."""
+    from tests.rollout.test_server_abuse import closed_within
+
+    with serve_in_thread(host="127.0.0.1", port=0, head_seconds=1.0) as srv:
+        assert closed_within(srv.server_address[1], 10, drip=b"GET /list_envs HTTP/1.1\r\nX-Slow: " + b"a" * 1000) < 4
+        assert WebShopClient(srv.url).ping()
+
+
+def test_connections_over_the_cap_get_a_503_and_later_ones_are_served():
+    with serve_in_thread(host="127.0.0.1", port=0, max_connections=2) as srv:
+        held = [socket.create_connection(("127.0.0.1", srv.server_address[1])) for _ in range(2)]
+        time.sleep(0.5)
+        status, answer = exchange(srv, b"GET /list_envs HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert status == 503 and "--max-connections" in answer["detail"], answer
+        for sock in held:
+            sock.close()
+        assert WebShopClient(srv.url, retries=5).create() == 0  # the client retries a 503

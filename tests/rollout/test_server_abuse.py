@@ -2,7 +2,9 @@
 answer, never a dropped connection; bodies are bounded in size and time; the model's lock is held for generation
 only."""
 
+import itertools
 import json
+import math
 import socket
 import time
 
@@ -15,7 +17,7 @@ from tests.rollout.test_hf import conversations
 @pytest.fixture(scope="module")
 def server(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    with ChatServer(model, tokenizer, model_name="tiny", body_seconds=1.0, socket_seconds=5.0) as s:
+    with ChatServer(model, tokenizer, model_name="tiny", body_seconds=1.0, socket_seconds=5.0, head_seconds=1.0) as s:
         yield s
 
 
@@ -98,3 +100,59 @@ def test_the_prompt_is_tokenised_outside_the_model_lock(server):
     assert status == 400 and "exceed the model's 1024 positions" in answer["error"]["message"]
     assert time.monotonic() - started < 15
     assert post(server, body(max_tokens=4))[0] == 200
+
+
+def deep(levels: int) -> object:
+    return json.loads("[" * levels + "]" * levels)
+
+
+@pytest.mark.parametrize("fields", [
+    {"tools": [{"type": "function", "function": {"name": "f", "parameters": {"x": deep(900)}}}]},
+    {"messages": [{"role": "user", "content": "hi", "extra": deep(900)}]},
+])
+def test_deep_nesting_below_the_json_parsers_limit_is_a_400(server, fields):
+    """900 levels parse, and the chat template would recurse into them (RecursionError, a dropped connection):
+    the body's depth is checked first."""
+    status, answer = post(server, body(**fields))
+    assert status == 400 and "nests" in answer["error"]["message"], answer
+
+
+def closed_within(port: int, seconds: float, drip: bytes = b"") -> float:
+    """Open a connection, send ``drip`` one byte every 0.2 s (or nothing); seconds until the server closes it."""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
+        for k in itertools.count():
+            if time.monotonic() - started > seconds:
+                return math.inf
+            try:
+                if drip:
+                    sock.sendall(drip[k % len(drip): k % len(drip) + 1])
+                if sock.recv(1024) == b"":
+                    return time.monotonic() - started
+            except TimeoutError:
+                continue
+            except OSError:
+                return time.monotonic() - started
+
+
+def test_a_request_head_sent_byte_by_byte_is_cut_off_at_the_head_deadline(server):
+    """A slow-header client (one byte every 0.2 s, never ending its head) holds its thread no longer than the head
+    deadline (1 s here), although every single read is well within the 5 s socket timeout."""
+    port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+    assert closed_within(port, 10, drip=b"GET /v1/models HTTP/1.1\r\nX-Slow: " + b"a" * 1000) < 4
+
+
+def test_connections_over_the_cap_get_a_503_and_later_ones_are_served(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    with ChatServer(model, tokenizer, model_name="tiny", max_connections=2, socket_seconds=5.0) as s:
+        port = s.server_address[1]
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+        time.sleep(0.5)
+        status, answer = exchange(s, b"GET /v1/models HTTP/1.1\r\nHost: x")
+        assert status == 503 and "connections" in answer["error"]["message"], answer
+        for sock in held:
+            sock.close()
+        deadline = time.monotonic() + 10
+        while (status := exchange(s, b"GET /v1/models HTTP/1.1\r\nHost: x")[0]) == 503 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert status == 200

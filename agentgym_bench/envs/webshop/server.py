@@ -8,9 +8,12 @@ against it. Each env is a :class:`~agentgym_bench.envs.webshop.session.WebShopSe
 
 Errors answer ``{"detail": ...}`` like FastAPI: 404 for an unknown path or env, 411/413/422 for a bad request body
 or parameter (a ``Content-Length`` or ``env_idx`` that is not ASCII digits, JSON nested too deeply), 503 when
-``--max-envs`` envs exist (close some with ``/close``). The server is multi-threaded (one thread per connection,
-HTTP/1.1 keep-alive; a socket read or write waits at most :attr:`_Handler.timeout`) and shares one catalog and
-search index among all envs.
+``--max-envs`` envs exist (close some with ``/close``) or ``--max-connections`` connections are open. The server is
+multi-threaded (one thread per connection, HTTP/1.1 keep-alive, at most :data:`MAX_CONNECTIONS` by default) and
+shares one catalog and search index among all envs. Against slow clients (:mod:`agentgym_bench.http_body`): a socket
+read or write waits at most :attr:`_Handler.timeout` (an idle kept-alive connection's included), a request's line and
+headers must arrive within :data:`HEAD_SECONDS` of its first byte (else the connection is closed) and its body within
+:data:`BODY_SECONDS` (else a 408).
 
 Envs have no owner: there is no authentication, ids are sequential, and any client can step or close any env (as in
 AgentGym's server). An env nobody has used for ``--env-ttl`` seconds (default :data:`ENV_TTL`, an hour) is dropped
@@ -30,7 +33,6 @@ import time
 import traceback
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +42,16 @@ from agentgym_bench import cli
 from agentgym_bench.envs.webshop.catalog import Catalog, load_catalog
 from agentgym_bench.envs.webshop.session import WebShopSession
 from agentgym_bench.errors import UserError
-from agentgym_bench.http_body import read_within
+from agentgym_bench.http_body import GuardedHandler, GuardedServer
 
 DEFAULT_PORT = 36001
 MAX_BODY_BYTES = 1 << 20
 BODY_SECONDS = 30.0
 """Time a client has to send a whole request body (408 after)."""
+HEAD_SECONDS = 10.0
+"""Time a client has to send a request's line and headers once it has begun (then the connection is closed)."""
+MAX_CONNECTIONS = 1024
+"""Connections served at once, one thread each (a 503 for more; the client keeps one per env)."""
 ENV_TTL = 3600.0
 """Seconds an env may go unused before the server drops it."""
 INTEGER = re.compile(r"-?[0-9]{1,18}")
@@ -60,7 +66,7 @@ class HttpError(Exception):
         self.status, self.detail = status, detail
 
 
-class WebShopServer(ThreadingHTTPServer):
+class WebShopServer(GuardedServer):
     """The HTTP server holding the envs.
 
     Args:
@@ -71,17 +77,18 @@ class WebShopServer(ThreadingHTTPServer):
         verbose: log each request to stderr.
         env_ttl: seconds an env may go unused before it is dropped (when envs are created or listed).
         body_seconds: time a client has to send a request body (:data:`BODY_SECONDS`).
+        head_seconds: time a client has to send a request's line and headers (:data:`HEAD_SECONDS`).
+        max_connections: connections served at once (:data:`MAX_CONNECTIONS`); more get a 503.
     """
 
-    daemon_threads = True
-
     def __init__(self, address: tuple[str, int], catalog: Catalog, *, max_envs: int = 8000, seed: int = 0,
-                 verbose: bool = False, env_ttl: float = ENV_TTL, body_seconds: float = BODY_SECONDS):
+                 verbose: bool = False, env_ttl: float = ENV_TTL, body_seconds: float = BODY_SECONDS,
+                 head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS):
         if not isinstance(max_envs, int) or max_envs < 1:
             raise ValueError(f"max_envs={max_envs!r} must be a positive integer")
         if not env_ttl > 0:
             raise ValueError(f"env_ttl={env_ttl!r} must be a positive number of seconds")
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, max_connections=max_connections, head_seconds=head_seconds)
         self.catalog, self.max_envs, self.verbose, self.env_ttl = catalog, max_envs, verbose, env_ttl
         self.body_seconds = body_seconds
         self.envs: dict[int, tuple[WebShopSession, threading.Lock]] = {}
@@ -94,6 +101,11 @@ class WebShopServer(ThreadingHTTPServer):
         """Clients that hang up mid-answer are normal; anything else is printed."""
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
+
+    def busy_answer(self) -> tuple[str, bytes]:
+        """The 503 a connection over :attr:`max_connections` gets, as ``{"detail": ...}``."""
+        detail = f"{self.max_connections} connections are open (the --max-connections limit); retry"
+        return "application/json", json.dumps({"detail": detail}).encode()
 
     @property
     def url(self) -> str:
@@ -190,7 +202,7 @@ class WebShopServer(ThreadingHTTPServer):
         return {"state": session.observation(), "reward": reward, "done": done, "info": None}
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):
     protocol_version = "HTTP/1.1"
     server_version = "agentgym-bench-webshop/0"
     timeout = 600  # seconds an idle kept-alive connection may hold its thread
@@ -235,7 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read(self, size: int) -> bytes:
         """``size`` bytes of body, all within the server's ``body_seconds`` (408 for a client that stops half way)."""
-        raw = read_within(self, size, self.server.body_seconds, self.timeout)
+        raw = self.read_body(size, self.server.body_seconds)
         if raw is None:
             self.close_connection = True
             raise HttpError(408, f"the request body did not arrive within {self.server.body_seconds:g} s")
@@ -264,11 +276,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, *, catalog: Catalog | None = None, max_envs: int = 8000,
-                seed: int = 0, verbose: bool = False, env_ttl: float = ENV_TTL,
-                body_seconds: float = BODY_SECONDS) -> WebShopServer:
+                seed: int = 0, verbose: bool = False, env_ttl: float = ENV_TTL, body_seconds: float = BODY_SECONDS,
+                head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS) -> WebShopServer:
     """A bound, not yet serving :class:`WebShopServer` (call ``serve_forever``, e.g. in a thread)."""
     return WebShopServer((host, port), catalog or load_catalog(), max_envs=max_envs, seed=seed, verbose=verbose,
-                         env_ttl=env_ttl, body_seconds=body_seconds)
+                         env_ttl=env_ttl, body_seconds=body_seconds, head_seconds=head_seconds,
+                         max_connections=max_connections)
 
 
 @contextlib.contextmanager
@@ -296,6 +309,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed for goals drawn when no session_id is given")
     parser.add_argument("--env-ttl", type=float, default=ENV_TTL,
                         help="seconds an env may go unused before the server drops it (default %(default)g)")
+    parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
+                        help="connections served at once, one thread each; more get a 503 (default %(default)s)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
 
 
@@ -305,12 +320,14 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--catalog {args.catalog}: no such file")
     if args.max_envs < 1:
         raise UserError(f"--max-envs {args.max_envs} must be at least 1")
+    if args.max_connections < 1:
+        raise UserError(f"--max-connections {args.max_connections} must be at least 1")
     if not args.env_ttl > 0:
         raise UserError(f"--env-ttl {args.env_ttl} must be a positive number of seconds")
     catalog = load_catalog(args.catalog)
     try:
         server = make_server(args.host, args.port, catalog=catalog, max_envs=args.max_envs, seed=args.seed,
-                             verbose=args.verbose, env_ttl=args.env_ttl)
+                             verbose=args.verbose, env_ttl=args.env_ttl, max_connections=args.max_connections)
     except OSError as err:
         raise cli.listen_error(args.host, args.port, err) from err
     print(f"WebShop server listening on {server.url} ({len(catalog.products)} products, {len(catalog.goals)} goals)",
