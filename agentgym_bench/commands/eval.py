@@ -24,6 +24,7 @@ opponents and itself; `random` and `scripted` are Bargain's model-free policies 
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,10 @@ def run(args: argparse.Namespace) -> int:
                                     history=args.history, trainer=trainer, training_compute=training, progress=True)
     except GenerationError as err:
         raise failure(err, partial) from None
+    except KeyboardInterrupt:
+        if partial.is_file():
+            print(f"finished entries kept in {partial}: run the same command again to resume", file=sys.stderr)
+        raise
     keep(results)
     path = write_results(results, out)
     partial.unlink(missing_ok=True)
