@@ -193,7 +193,7 @@ def training_summary(suite: Suite, record: dict[str, Any]) -> dict[str, Any]:
     text = ("all entries" if not rest else "none of the entries" if not names
             else "only " + ", ".join(names) if len(names) <= len(rest) else "all but " + ", ".join(rest))
     if others:
-        text += f" (also {', '.join(others)})"
+        text += f" (also {', '.join(others)})" if len(others) <= 2 else f" (also {len(others)} other envs)"
     return {"envs": envs, "entries": names, "specialist": bool(rest) and len(names) <= len(rest), "text": text}
 
 

@@ -172,3 +172,24 @@ def test_the_details_show_plain_values_no_raw_json(tmp_path):
     assert "re-generated tokens differ" in meta["verification"]
     assert len(log["stages"]) == 10 and log["stages"][0] == "stage 10"
     assert "{" not in log["text"] and '":' not in log["text"] and "/home/" not in log["text"]
+
+
+@needs_browser
+def test_a_two_player_board_ranks_by_each_match_entry_and_fits(tmp_path):
+    index = json.loads((V1.parent.parent / "agentgym-ma-v1" / "board.json").read_text())
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "index.html").write_text(render.html(parse_suite(index["suite"]), index["submissions"], {}))
+    log = drive_wide(board, """\
+    log.right = d.getElementById("board").getBoundingClientRect().right;
+    log.rank_by = [...d.querySelectorAll("#rank-by a")].map(a => a.textContent);
+    log.trained = [...d.querySelectorAll("#board-body td.trained")].map(t => t.textContent);
+    log.greyed = d.querySelectorAll('#board-body tr[data-slug="default-model-sft"] td.untrained').length;
+    d.querySelector('#rank-by a[data-rank-by="entry:bargain-vs-scripted"]').click(); await wait(100);
+    log.first = d.querySelector("#board-body tr[data-slug]").dataset.slug;
+""")
+    assert log["right"] <= 1400
+    assert log["rank_by"] == ["suite score", "bargain-vs-random", "bargain-vs-scripted", "bargain-self-play"]
+    assert "none of the entries (also 5 other envs)" in log["trained"] and "all entries" in log["trained"]
+    assert log["greyed"] == 6  # a payoff and a win / draw / loss column per entry
+    assert log["first"] == "scripted"
