@@ -153,3 +153,20 @@ def test_a_quick_check_is_marked_and_submit_refuses_it(tmp_path, suite_file):
     assert not (tmp_path / "board").exists()
     line = one_line(cli("eval", "--policy", "random", "--suite", str(suite_file), "--entries", "bandt", cwd=tmp_path))
     assert "has no entry 'bandt'" in line
+
+
+def test_reproduce_replays_a_file_of_eval_in_its_entry_by_entry_batches(tmp_path, suite_file, model_dir, monkeypatch,
+                                                                        capsys):
+    """``reproduce`` plays as ``eval`` did (one entry after the other), so a local model's replies come back token
+    for token."""
+    from agentgym_bench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    board = str(tmp_path / "board")
+    assert main(["eval", "--policy", f"hf:{model_dir}", "--suite", str(suite_file), "--prompt", "compact",
+                 "--max-new-tokens", "8", "--history", "1", "--out", "hf.json.gz"]) == 0
+    assert read_results(tmp_path / "hf.json.gz").metadata["compute"]["batching"] == "entry"
+    assert main(["submit", "hf.json.gz", "--name", "tiny", "--board", board, "--suite", str(suite_file)]) == 0
+    assert "as reproduced" in capsys.readouterr().out
+    assert main(["reproduce", "tiny", "--board", board]) == 0
+    assert "(100.0%) identical" in capsys.readouterr().out
