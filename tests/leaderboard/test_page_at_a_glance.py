@@ -151,6 +151,7 @@ def test_the_v1_table_fits_1400_px_and_ranks_by_one_entry_in_one_click(tmp_path)
     assert log["by_webshop"][:2] == ["oracle", "webshop-only-model-sft"]  # the only model that shops: second
     assert all(slug == above for slug, above in log["why_after_sort"])
     assert log["by_sokoban_large"][:3] == ["oracle", "sokoban-8x8-only-model-sft-starpo", "sokoban-8x8-only-model-sft"]
+    assert log["by_webshop"][2:4] == ["default-model-sft-starpo", "default-model-sft-gigpo"]  # ties: suite ranking
     assert log["current"] == "sokoban-8x8-2box" and log["hash"] == "#sort=entry:sokoban-8x8-2box&dir=desc"
 
 
