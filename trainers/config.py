@@ -162,6 +162,23 @@ class EnvManager:
 
 
 @dataclass
+class AsyncRollout:
+    """Asynchronous rollouts with bounded staleness (issue 52; docs/trainers.md, "Asynchronous rollouts").
+
+    With ``max_staleness >= 1`` a rollout worker process generates the next batches with the latest weights it has
+    while the learner updates (:mod:`trainers.async_rollout`), and the update corrects for the lag with AReaL's
+    decoupled PPO objective (:func:`trainers.losses.behaviour_weights`)."""
+
+    max_staleness: int = 0
+    """Policy versions a training batch may lag behind the learner (AReaL ``max_head_offpolicyness``): batch ``k``
+    is generated only once the weights after iteration ``k - 1 - max_staleness`` exist. 0: the synchronous loop,
+    exactly (same code path, same metrics)."""
+    behaviour_weight_cap: float | None = 5.0
+    """Tokens whose behaviour importance weight ``pi_prox / pi_behav`` exceeds this get weight 0 (AReaL
+    ``behav_imp_weight_cap``, default 5 in its async recipes); ``null``: no cap."""
+
+
+@dataclass
 class TrainConfig:
     """Every setting of a StarPO / StarPO-S / GiGPO run. Defaults are vanilla StarPO (RAGEN paper, GRPO variant)."""
 
@@ -357,6 +374,9 @@ class TrainConfig:
     """``constant`` (RAGEN), ``linear`` or ``cosine`` decay to 0 at ``max_steps``; stepped once per iteration."""
     warmup_steps: int = 0
     """Linear warm-up over this many iterations."""
+
+    async_rollout: AsyncRollout = field(default_factory=AsyncRollout)
+    """Overlap generation and updates (``max_staleness >= 1``): the fields of :class:`AsyncRollout`."""
 
     # -- warnings --------------------------------------------------------------------------------------------------
     echo_trap: EchoTrapRule = field(default_factory=EchoTrapRule)
@@ -609,9 +629,30 @@ class TrainConfig:
                                                  or self.sequence_length <= self.max_new_tokens):
             raise ConfigError(f"sequence_length={self.sequence_length} must be an integer above max_new_tokens="
                               f"{self.max_new_tokens} (it caps prompt + reply), or null")
+        self._check_async()
         for name in ("generation_batch_size", "num_threads"):
             if getattr(self, name) is not None:
                 _positive_int(name, getattr(self, name))
+
+    def _check_async(self) -> None:
+        """``async_rollout``: what the rollout worker process supports today."""
+        staleness, cap = self.async_rollout.max_staleness, self.async_rollout.behaviour_weight_cap
+        if not isinstance(staleness, int) or isinstance(staleness, bool) or staleness < 0:
+            raise ConfigError(f"async_rollout.max_staleness={staleness!r} must be an integer >= 0 (0: synchronous)")
+        if cap is not None and cap <= 1:
+            raise ConfigError(f"async_rollout.behaviour_weight_cap={cap} must be > 1, or null for no cap")
+        if staleness == 0:
+            return
+        for name, value, unsupported, fix in [
+                ("generation_backend", self.generation_backend, self.generation_backend != "hf", "hf"),
+                ("use_sampler_logprobs", self.use_sampler_logprobs, self.use_sampler_logprobs,
+                 "false (the proximal policy's log-probs are recomputed; the sampler's are the behaviour policy's)"),
+                ("top_p", self.top_p, self.top_p < 1, "1 (the behaviour log-probs must be the policy's)"),
+                ("train_env_manager.opponent", self.train_env_manager.opponent,
+                 self.train_env_manager.opponent is not None, "null")]:
+            if unsupported:
+                raise ConfigError(f"async_rollout.max_staleness={staleness} is not implemented with {name}={value!r}; "
+                                  f"set {name}: {fix}, or async_rollout.max_staleness: 0")
 
     # -- I/O -------------------------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ __all__ = [
     "adaptive_kl_coef",
     "agg_loss",
     "approx_kl",
+    "behaviour_weights",
     "entropy_from_logits",
     "kl_penalty",
     "logprobs_from_logits",
@@ -142,6 +143,39 @@ def ppo_policy_loss(
         dual_clipped = negative & (loss > bound)
         loss = torch.where(negative, torch.minimum(loss, bound), loss)
     return PolicyLoss(loss=loss, ratio=ratio, clipped=clipped, dual_clipped=dual_clipped)
+
+
+def behaviour_weights(
+    prox_logprob: torch.Tensor, behav_logprob: torch.Tensor, cap: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Behaviour importance weights of AReaL's decoupled PPO objective (Fu et al., "AReaL: A Large-Scale
+    Asynchronous Reinforcement Learning System for Language Reasoning", arXiv 2505.24298, Eq. 5; AReaL
+    ``ppo_actor_loss_fn`` with ``use_decoupled_loss``)::
+
+        J(theta) = E_{a ~ pi_behav} [ w * min(r * A, clip(r, 1 - eps_low, 1 + eps_high) * A) ]
+        w = pi_prox(a) / pi_behav(a)        (no gradient)
+        r = pi_theta(a) / pi_prox(a)        (the ratio PPO clips: :func:`ppo_policy_loss` with ``old = prox``)
+
+    ``pi_behav`` is the stale policy that sampled the tokens, ``pi_prox`` the learner's weights before this
+    iteration's update (the recomputed "old" log-probs). Splitting the ratio keeps the trust region around the
+    recent policy while ``w`` corrects the sampling distribution. As AReaL, a token whose weight exceeds ``cap``
+    gets weight 0 (it stays in the loss's denominator). The per-token policy loss to aggregate is
+    ``weight * ppo_policy_loss(logprob, prox_logprob, ...).loss``.
+
+    Args:
+        prox_logprob: (B, T) proximal-policy log-probs of the sampled tokens.
+        behav_logprob: (B, T) behaviour-policy log-probs (what the sampler reported).
+        cap: the largest weight kept (> 1), or None for no cap.
+
+    Returns:
+        ``(weight, kept)``: (B, T) float weights (0 where capped) and the (B, T) bool ``w <= cap``.
+    """
+    if prox_logprob.shape != behav_logprob.shape:
+        raise ValueError(f"prox_logprob {tuple(prox_logprob.shape)} and behav_logprob "
+                         f"{tuple(behav_logprob.shape)} differ in shape")
+    weight = torch.exp(torch.clamp(prox_logprob - behav_logprob, -20.0, 20.0))
+    kept = weight <= cap if cap is not None else torch.ones_like(weight, dtype=torch.bool)
+    return torch.where(kept, weight, torch.zeros_like(weight)), kept
 
 
 class ValueLoss(NamedTuple):

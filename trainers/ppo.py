@@ -35,6 +35,7 @@ from trainers.distributed import Dist, autocast
 from trainers.losses import (
     agg_loss,
     approx_kl,
+    behaviour_weights,
     entropy_from_logits,
     kl_penalty,
     logprobs_from_logits,
@@ -83,7 +84,9 @@ class Batch:
     """Samples plus what the update needs, all token tensors (B, T-1) aligned with ``input_ids[:, 1:]``.
 
     ``old_logprob`` is ``None`` when the update's own first forward pass provides it (ROLL's
-    ``enable_old_logprobs_recompute: false``); :func:`ppo_update` then fills it in."""
+    ``enable_old_logprobs_recompute: false``); :func:`ppo_update` then fills it in. ``behav_logprob`` (asynchronous
+    rollouts only) holds the log-probs of the stale policy that sampled the rows; ``old_logprob`` is then the proximal
+    policy's and the loss is AReaL's decoupled objective (:func:`trainers.losses.behaviour_weights`)."""
 
     samples: Samples
     mask: torch.Tensor
@@ -92,6 +95,7 @@ class Batch:
     ref_logprob: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
     returns: torch.Tensor | None = None
+    behav_logprob: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -348,7 +352,12 @@ def _actor_loss(config: TrainConfig, models: Any, batch: Batch, part: Batch, row
         old = part.old_logprob[:, cut].to(dist.device)
     pl = ppo_policy_loss(logprob, old, part.advantages[:, cut].to(dist.device), config.clip_low, config.clip_high,
                          clip_c)
-    loss = agg_loss(pl.loss, mask, config.loss_agg_mode, denominator)
+    policy_loss = pl.loss
+    if part.behav_logprob is not None:  # decoupled PPO (asynchronous rollouts): old = proximal policy
+        weight, _ = behaviour_weights(old, part.behav_logprob[:, cut].to(dist.device),
+                                      config.async_rollout.behaviour_weight_cap)
+        policy_loss = policy_loss * weight
+    loss = agg_loss(policy_loss, mask, config.loss_agg_mode, denominator)
     loss = loss - config.entropy_loss_coef * agg_loss(entropy, mask, config.loss_agg_mode, denominator)
     if part.ref_logprob is not None:
         ref = part.ref_logprob[:, cut].to(dist.device)
@@ -359,7 +368,7 @@ def _actor_loss(config: TrainConfig, models: Any, batch: Batch, part: Batch, row
             kl = kl_penalty(logprob, ref, config.kl_penalty)
         stats.add("loss/kl", masked_mean(kl, mask), tokens)
     (loss * dist.world_size).backward()
-    stats.add("loss/policy", masked_mean(pl.loss, mask), tokens)
+    stats.add("loss/policy", masked_mean(policy_loss, mask), tokens)
     stats.add("loss/entropy", masked_mean(entropy, mask), tokens)
     stats.add("loss/clipfrac", masked_mean(pl.clipped.float(), mask), tokens)
     stats.add("loss/approx_kl", approx_kl(logprob, old, mask), tokens)

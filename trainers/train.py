@@ -19,6 +19,11 @@ trajectories are gathered so every rank holds the global batch, advantages are c
 each mini-batch is split over the ranks with DDP averaging the gradients: N processes make the same update as one
 process with the same global batch.
 
+With ``async_rollout.max_staleness >= 1`` the rollout runs in a worker process (:mod:`trainers.async_rollout`): the
+iteration takes the worker's next batch, played by weights at most ``max_staleness`` iterations old, scores it with
+the current weights (the proximal policy) and updates with AReaL's decoupled PPO objective; ``0`` is the synchronous
+loop above, the same code path.
+
 Dropout stays off (the models are kept in ``eval()`` mode, as TRL and verl disable it for RL), so a forward pass is a
 function of the weights and the ratio of the first mini-batch is exactly 1.
 
@@ -48,9 +53,10 @@ from agentgym_bench.rollout.trajectory import Trajectory
 from trainers import checkpoint as ckpt
 from trainers import fsdp, lora
 from trainers.advantages import select_groups_by_std
+from trainers.async_rollout import RolloutBatch, RolloutWorker, over_bound, state_tensor
 from trainers.config import ConfigError, EnvManager, TrainConfig
 from trainers.distributed import Dist, init_distributed, shutdown_distributed
-from trainers.losses import adaptive_kl_coef
+from trainers.losses import adaptive_kl_coef, approx_kl, behaviour_weights
 from trainers.masked import explained_variance, masked_mean
 from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
 from trainers.ppo import Batch, _episode_first_rows, compute_advantages, ppo_update, score_samples
@@ -248,12 +254,16 @@ def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
     if keep is not None:
         samples = samples.select(keep)
     record["rollout/groups_kept"] = float(len(torch.unique(samples.group_ids)))
-    recompute = recompute_old_logprobs(config, len(samples))
+    asynchronous = config.async_rollout.max_staleness > 0
+    recompute = asynchronous or recompute_old_logprobs(config, len(samples))  # async: the proximal policy's
     scored = score_samples(config, models, samples, dist, old_logprob=recompute)
     if config.use_sampler_logprobs:
         scored["old_logprob"] = sampled_logprobs(trajectories, samples, config.step_rows)
     batch, info = compute_advantages(config, samples, scored, kl_coef)
     record.update(info)
+    if asynchronous:  # decoupled PPO: the sampler's log-probs are the (stale) behaviour policy's
+        batch.behav_logprob = sampled_logprobs(trajectories, samples, config.step_rows)
+        record.update(behaviour_metrics(batch, config.async_rollout.behaviour_weight_cap))
     if config.target_kl is not None:
         record["reward/next_kl_coef"] = adaptive_kl_coef(info["reward/kl_coef"], info["reward/kl"], config.target_kl,
                                                          len(samples), config.kl_horizon)
@@ -273,6 +283,21 @@ def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
         record["critic/explained_variance"] = float(explained_variance(batch.old_values, batch.returns, batch.mask))
     record.update(ppo_update(config, models, optimizers, batch, dist, rng, update_actor))
     return record
+
+
+def behaviour_metrics(batch: Batch, cap: float | None) -> dict[str, float]:
+    """How far the behaviour policy (the stale weights that sampled the batch) is from the proximal one (the
+    learner's before this update), over the generated tokens: the distribution of the importance weights
+    ``w = pi_prox / pi_behav`` (mean, 5% / 50% / 95% quantiles, max), the share of tokens over ``cap`` (weight 0),
+    the mean |log pi_prox - log pi_behav| and the k3 estimate of KL(pi_behav || pi_prox)."""
+    mask = batch.mask
+    weight = behaviour_weights(batch.old_logprob, batch.behav_logprob)[0][mask].double()
+    q05, q50, q95 = torch.quantile(weight, torch.tensor([0.05, 0.5, 0.95], dtype=weight.dtype)).tolist()
+    return {"async/is_weight_mean": float(weight.mean()), "async/is_weight_p05": q05, "async/is_weight_p50": q50,
+            "async/is_weight_p95": q95, "async/is_weight_max": float(weight.max()),
+            "async/capped_share": float((weight > cap).double().mean()) if cap is not None else 0.0,
+            "async/logprob_gap": float((batch.old_logprob - batch.behav_logprob)[mask].abs().mean()),
+            "async/behaviour_kl": float(approx_kl(batch.old_logprob, batch.behav_logprob, mask))}
 
 
 def _max_length(config: TrainConfig, models: Models) -> int | None:
@@ -353,6 +378,8 @@ class Run:
     t0: float
     start: int = 0
     kl_coef: float = 0.0
+    worker: RolloutWorker | None = None
+    """The rollout worker process (``async_rollout.max_staleness >= 1``), else ``None``."""
 
     @property
     def val_seed(self) -> int:
@@ -462,22 +489,35 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     """Iteration ``step`` (1-based): rollout, update, metrics, evaluation, checkpoint -> its metrics record."""
     config, dist = run.config, run.dist
     tick = time.perf_counter()
-    with run.sampler.generation_context(), generating(run):
-        trajectories = play(run.train_groups, run.sampler.train, config.train_env_manager.history_length, dist,
-                            run.prompt_fits)
-    run.sampler.release()
+    batch = None
+    if run.worker is None:
+        with run.sampler.generation_context(), generating(run):
+            trajectories = play(run.train_groups, run.sampler.train, config.train_env_manager.history_length, dist,
+                                run.prompt_fits)
+        run.sampler.release()
+    else:  # played by the worker process (trainers/async_rollout.py)
+        batch = run.worker.next_batch(step)
+        trajectories = batch.trajectories
+        run.sampler.load_state(state_tensor(batch.sampler_state))  # the checkpoint keeps the worker's stream
     record: dict[str, Any] = {"step": step, **rollout_metrics(trajectories, "reward")}
     record["rollout/response_length"] = record.pop("reward/response_length")
     for key in ("turns", "format_valid", "action_valid"):
         record[f"rollout/{key}"] = record.pop(f"reward/{key}")
     record["reward/pass@k"] = pass_at_k(trajectories)
     record["time/rollout"] = time.perf_counter() - tick
+    dropped = batch is not None and over_bound(step, batch.policy_version, config.async_rollout.max_staleness)
+    if batch is not None:
+        record.update(_lag_metrics(batch, step, dropped))
     tock = time.perf_counter()
     update_actor = step > config.critic_warmup
-    record.update(train_step(config, run.models, run.optimizers, trajectories, dist, run.rng, update_actor,
-                             run.kl_coef))
+    if not dropped:
+        record.update(train_step(config, run.models, run.optimizers, trajectories, dist, run.rng, update_actor,
+                                 run.kl_coef))
     run.kl_coef = record.pop("reward/next_kl_coef", run.kl_coef)
-    run.sampler.sync(PlainWeights(run.models.actor_module))
+    if run.worker is None:
+        run.sampler.sync(PlainWeights(run.models.actor_module))
+    else:
+        run.worker.publish(PlainWeights(run.models.actor_module).state_dict(), version=step)
     for name, scheduler in run.schedulers.items():
         record["loss/lr" if name == "actor" else "critic/lr"] = scheduler.get_last_lr()[0]
         if name == "critic" or update_actor:  # the actor's schedule counts its own steps (critic warm-up)
@@ -501,6 +541,31 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     return record
 
 
+def _lag_metrics(batch: RolloutBatch, step: int, dropped: bool) -> dict[str, float]:
+    """The batch's policy version, its lag behind the learner (at version ``step - 1``), whether it was dropped
+    (share of the iteration's samples: 0 or 1, one batch per iteration) and the worker's generation time."""
+    lag = step - 1 - batch.policy_version
+    return {"async/policy_version": float(batch.policy_version), "async/version_lag": float(lag),
+            "async/dropped_share": float(dropped), "time/generate": batch.seconds}
+
+
+def start_worker(run: Run) -> RolloutWorker:
+    """The rollout worker of an asynchronous run, handed the weights the run starts from (version ``run.start``),
+    the training random stream (the checkpoint's, on resume) and the model folder it builds the architecture from.
+
+    Raises:
+        ConfigError: several processes (``torchrun``): one worker per learner rank is not implemented.
+    """
+    if run.dist.grouped:
+        raise ConfigError(f"async_rollout.max_staleness={run.config.async_rollout.max_staleness} under torchrun is "
+                          "not implemented; launch one process, or set async_rollout.max_staleness: 0")
+    resume = ckpt.find_checkpoint(run.result.output_dir, run.config.resume_from_checkpoint) if run.start else None
+    model_path = str(resume / "actor") if resume is not None else resolve_model(run.config.pretrain)
+    worker = RolloutWorker(run.config, run.start, model_path, run.sampler.state(), run.result.output_dir)
+    worker.publish(PlainWeights(run.models.actor_module).state_dict(), version=run.start)
+    return worker
+
+
 def main(config: TrainConfig) -> TrainResult:
     """Run (or resume) one training run as configured; returns the metrics and the first/last evaluations.
 
@@ -519,6 +584,8 @@ def main(config: TrainConfig) -> TrainResult:
     run = None
     try:
         run = start_run(config, dist, started)
+        if config.async_rollout.max_staleness > 0:
+            run.worker = start_worker(run)
         if run.start == 0:
             with generating(run):
                 val, run.result.first_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed,
@@ -539,6 +606,8 @@ def main(config: TrainConfig) -> TrainResult:
         return run.result
     finally:
         if run is not None:
+            if run.worker is not None:
+                run.worker.close()
             run.train_groups.close()
             run.val_groups.close()
         if joined:
