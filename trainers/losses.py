@@ -149,8 +149,8 @@ def behaviour_weights(
     prox_logprob: torch.Tensor, behav_logprob: torch.Tensor, cap: float | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Behaviour importance weights of AReaL's decoupled PPO objective (Fu et al., "AReaL: A Large-Scale
-    Asynchronous Reinforcement Learning System for Language Reasoning", arXiv 2505.24298, Eq. 5; AReaL
-    ``ppo_actor_loss_fn`` with ``use_decoupled_loss``)::
+    Asynchronous Reinforcement Learning System for Language Reasoning", arXiv 2505.24298; AReaL's
+    ``ppo_actor_loss_fn`` with ``use_decoupled_loss``, cap ``behav_imp_weight_cap``, 5.0 in its recipes)::
 
         J(theta) = E_{a ~ pi_behav} [ w * min(r * A, clip(r, 1 - eps_low, 1 + eps_high) * A) ]
         w = pi_prox(a) / pi_behav(a)        (no gradient)
@@ -158,7 +158,7 @@ def behaviour_weights(
 
     ``pi_behav`` is the stale policy that sampled the tokens, ``pi_prox`` the learner's weights before this
     iteration's update (the recomputed "old" log-probs). Splitting the ratio keeps the trust region around the
-    recent policy while ``w`` corrects the sampling distribution. As AReaL, a token whose weight exceeds ``cap``
+    recent policy while ``w`` corrects the sampling distribution. As in AReaL, a token whose weight exceeds ``cap``
     gets weight 0 (it stays in the loss's denominator). The per-token policy loss to aggregate is
     ``weight * ppo_policy_loss(logprob, prox_logprob, ...).loss``.
 
