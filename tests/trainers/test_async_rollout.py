@@ -52,11 +52,17 @@ def _learner_waits_for_a_full_queue(monkeypatch):
     monkeypatch.setattr(RolloutWorker, "next_batch", slow)
 
 
-@pytest.mark.parametrize("staleness", [1, 2])
-def test_a_slow_learner_never_trains_on_samples_older_than_the_bound(tiny_model, tmp_path, monkeypatch, staleness):
+@pytest.mark.parametrize(("preset", "staleness", "history"),
+                         [("gigpo", 1, 0), ("starpo", 2, 0), ("starpo_s", 1, None)])
+def test_a_slow_learner_never_trains_on_samples_older_than_the_bound(tiny_model, tmp_path, monkeypatch, preset,
+                                                                    staleness, history):
+    """Each algorithm (StarPO with its reward KL, StarPO-S's filter and critic on whole-episode rows, GiGPO's step
+    groups) under a learner slower than the worker."""
     _learner_waits_for_a_full_queue(monkeypatch)
-    config = config_from_dict(tiny_config_dict(tiny_model, tmp_path, "gigpo", **SMALL,
-                                               async_rollout={"max_staleness": staleness}))
+    window = {"history_length": history}
+    config = config_from_dict(tiny_config_dict(tiny_model, tmp_path, preset, **{
+        **SMALL, "train_env_manager": {**SMALL["train_env_manager"], **window}, "val_env_manager": window},
+        async_rollout={"max_staleness": staleness}))
     records = main(config).records[1:]
     lags = [r["async/version_lag"] for r in records]
     # batch k is played by the newest weights once version k - 1 - S exists; the learner takes it at version k - 1
