@@ -86,6 +86,19 @@ def test_over_bound():
     assert over_bound(iteration=4, policy_version=0, max_staleness=2)  # lag 3
 
 
+def test_a_batch_over_the_bound_is_dropped_and_the_run_goes_on(tiny_model, tmp_path, monkeypatch):
+    """The worker's rule makes it unreachable, so the learner's check is forced here: iteration 2's batch counts as
+    over the bound; it is logged as dropped, nothing of it reaches the loss, and the run finishes."""
+    import trainers.train
+
+    monkeypatch.setattr(trainers.train, "over_bound", lambda iteration, version, staleness: iteration == 2)
+    records = main(config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo", **SMALL,
+                                                     async_rollout={"max_staleness": 1}))).records[1:]
+    assert [r["async/dropped_share"] for r in records] == [0, 1, 0, 0]
+    assert "loss/policy" not in records[1] and all("loss/policy" in r for r in records if r["step"] != 2)
+    assert (tmp_path / "checkpoint-4" / "trainer_state.pt").exists() and (tmp_path / "curves.png").exists()
+
+
 def test_behaviour_weights_by_hand():
     prox = torch.log(torch.tensor([[0.5, 0.6, 0.9]]))
     behav = torch.log(torch.tensor([[0.25, 0.6, 0.1]]))
