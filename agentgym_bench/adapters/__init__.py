@@ -5,7 +5,7 @@
 - :mod:`agentgym_bench.adapters.gem`: the agent envs through GEM's ``gem.Env`` interface (``gem-llm``; ROLL).
 - :mod:`agentgym_bench.adapters.trl`: for ``trl.GRPOTrainer``, a ``rollout_func`` that plays multi-turn episodes
   and returns our token view (model tokens masked from env tokens), and an ``environment_factory`` environment
-  whose tool ``step`` plays a turn.
+  whose tool ``take_actions`` plays a turn.
 
 Each third-party package is an optional extra, imported only when its adapter module is imported; a missing one
 is a :class:`~agentgym_bench.errors.UserError` naming the install command (from a clone). See

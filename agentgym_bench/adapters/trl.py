@@ -20,9 +20,10 @@ return goes to the reward function :func:`env_reward`. The replies are our free-
 ``environment_factory`` (:class:`AgentToolEnv`): TRL makes one environment per rollout, calls its
 ``reset(**row)`` with the dataset row (the returned first observation is appended to the row's user message),
 offers its public methods as function-calling tools, generates and runs the tool calls itself, and scores each
-rollout with the environment's ``get_reward()``. ``AgentToolEnv`` offers one tool, ``step(actions)``: one turn of
-the agent env with those actions (as the well-formed reply ``<think></think><answer>actions</answer>``), answered
-with the env's next observation. Rows come from :func:`environment_dataset` (``env_id`` and ``seed`` columns).
+rollout with the environment's ``get_reward()``. ``AgentToolEnv`` plays the agent env in its tool format
+(``action_format="tool"``, :mod:`agentgym_bench.agent.tools`) and offers that format's one tool,
+``take_actions(actions)``: one turn with those actions (as the well-formed tool-call reply), answered with the env's
+next observation. Rows come from :func:`environment_dataset` (``env_id`` and ``seed`` columns).
 TRL's generation and tool loop are used, so the model and its chat template must do tool calls (Qwen2.5, Qwen3,
 Llama 3.1, ...).
 
@@ -39,8 +40,8 @@ from typing import Any
 
 import agentgym_bench  # noqa: F401 - registers the env ids
 from agentgym_bench.adapters import require
-from agentgym_bench.agent.parsing import ACTION_SEP, format_reply
 from agentgym_bench.agent.policies import agent_env
+from agentgym_bench.agent.tools import format_tool_reply
 from agentgym_bench.registration import AGENT_ENVS
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
@@ -194,22 +195,26 @@ def environment_dataset(env_id: str, seeds: Sequence[int], instruction: str = ""
 
 
 class AgentToolEnv:
-    """An agent env for TRL's ``environment_factory``: one episode at a time, played through the tool ``step``.
+    """An agent env for TRL's ``environment_factory``: one episode at a time, played through the tool ``take_actions``.
 
     ``GRPOTrainer(environment_factory=AgentToolEnv, ...)``, or ``functools.partial(AgentToolEnv, prompt="compact")``
     for ``gym.make`` keyword arguments. TRL keeps a pool of these and calls ``reset(**row)`` before each rollout.
 
+    The env runs in its tool format (``action_format="tool"``): its first observation asks for a ``take_actions``
+    call, and each call is played as the reply that format reads, so the native env in tool format given the same
+    seed and replies plays the same episode.
+
     Arguments:
         env_id: the agent env played when a row names none.
-        **env_kwargs: ``gym.make`` keyword arguments for every episode (e.g. ``prompt="compact"``).
+        **env_kwargs: ``gym.make`` keyword arguments for every episode (e.g. ``prompt="compact"``); not
+            ``action_format``, which is ``"tool"``.
 
     Attributes (of the current episode):
         episode_reward: the sum of the env's rewards so far (``get_reward`` returns it).
         success: whether the episode was won.
-        done: whether it ended (terminated or truncated); a later ``step`` is an error, which TRL hands the model.
+        done: whether it ended (terminated or truncated); a later call is an error, which TRL hands the model.
         seed: the episode's seed.
-        replies: the reply each ``step`` played (``<think></think><answer>Up || Left</answer>``), in order: the
-            native env given the same seed and replies plays the same episode.
+        replies: the reply each call played (``<think></think>`` and a ``take_actions`` tool call), in order.
         infos: the env's ``info`` after reset and after every turn, in order.
 
     A rollout that stops calling the tool before the episode ends keeps the reward it earned: the reply that made
@@ -218,8 +223,10 @@ class AgentToolEnv:
 
     def __init__(self, env_id: str = "AgentFrozenLake-v0", **env_kwargs: Any):
         episode_prompt(env_id, 0)  # validates the id
+        if "action_format" in env_kwargs:
+            raise ValueError("AgentToolEnv plays the env's tool format; leave out action_format")
         self.env_id = env_id
-        self.env_kwargs = env_kwargs
+        self.env_kwargs = {**env_kwargs, "action_format": "tool"}
         self._env: Any = None
         self._env_of: str | None = None
         self.episode_reward = 0.0
@@ -247,11 +254,11 @@ class AgentToolEnv:
         self.seed, self.replies, self.infos = seed, [], [info]
         return observation
 
-    def step(self, actions: str) -> str:
-        """Take your next actions in the game and see what happens.
+    def take_actions(self, actions: list[str]) -> str:
+        """Take actions in the game, in order, and see what happens.
 
         Args:
-            actions: The actions to take this turn, in order, separated by " || " (for example "Up || Left").
+            actions: The actions to take this turn, first to last (for example ["Up", "Left"]).
 
         Returns:
             The game's answer: the reward of the turn and the new state.
@@ -260,8 +267,9 @@ class AgentToolEnv:
             raise ValueError("no episode: reset() first")
         if self.done:
             raise ValueError("the episode is over; no more actions")
-        agent = agent_env(self._env)
-        reply = format_reply([a.strip() for a in actions.split(ACTION_SEP)], enable_think=agent.enable_think)
+        if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
+            raise ValueError(f"actions must be a list of action words, not {actions!r}")
+        reply = format_tool_reply(actions, enable_think=agent_env(self._env).enable_think)
         observation, reward, terminated, truncated, info = self._env.step(reply)
         self.replies.append(reply)
         self.episode_reward += float(reward)

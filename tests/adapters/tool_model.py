@@ -37,7 +37,7 @@ TOOL_RESPONSE_TEMPLATE = {
 def tool_calling(model, tokenizer):
     """The default model and tokenizer made able to write tool calls: the tool-call tags and JSON words as tokens,
     the template and response parsing above."""
-    new = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "name", "arguments", "step", "tools"]
+    new = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "name", "arguments", "take", "tools"]
     tokenizer.add_tokens([w for w in new if w not in tokenizer.get_vocab()])
     model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
     tokenizer.chat_template = TOOL_CHAT_TEMPLATE
