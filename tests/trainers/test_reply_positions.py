@@ -125,5 +125,6 @@ def test_an_update_moves_the_weights_as_the_full_position_one(config, episodes, 
     for key, value in want_metrics.items():
         assert metrics[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
     assert any(not torch.equal(value, start[name]) for name, value in weights.items())
-    for name, value in want_weights.items():
-        torch.testing.assert_close(weights[name], value, rtol=1e-5, atol=1e-6, msg=name)
+    for name, value in want_weights.items():  # the weights move ~4e-3 (4 Adam steps of lr 1e-3); Adam divides by
+        # the gradient's own scale, so last-bit differences of the sums can shift a weight by ~1e-6
+        torch.testing.assert_close(weights[name], value, rtol=1e-5, atol=1e-5, msg=name)
