@@ -2,7 +2,8 @@
 
 The main job of the package. It runs, as separate processes, on at most ``--jobs`` cores at a time (default: the
 number of CPU cores), each process on one torch thread except the warm start (``--from-scratch``), which every later
-step waits for: it takes two threads and two of the cores (``warmstart.DEFAULT_THREADS``, at most ``--jobs``):
+step waits for: it takes two of the cores, as two data-parallel processes (``warmstart.DEFAULT_PROCESSES``, at
+most ``--jobs``):
 
 1. the warm start: the **published checkpoint** (the committed board's "default model + SFT" weights,
    ``leaderboards/<suite>/models/default-model-sft``, hash-checked against that entry: our "pretrained model", as
@@ -45,7 +46,7 @@ from typing import Any
 
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.warmstart import CHECKPOINT_SUFFIX, DEFAULT_THREADS
+from agentgym_bench.rollout.warmstart import CHECKPOINT_SUFFIX, DEFAULT_PROCESSES
 
 
 @dataclass(frozen=True)
@@ -97,13 +98,13 @@ rate. On the validation suite it scored +0.040 over the second stage (8x8/2 0.00
 0), where smaller replays had cost Sokoban 6x6 or no-slip FrozenLake (about 55 minutes on 2 cores)."""
 REFERENCE_MINUTES = {
     "init-model": 0.1, "warmstart stage 1": 35.0, "warmstart stage 2": 56.0, "warmstart": 55.0,
-    "eval oracle": 0.4, "eval random": 0.2, "eval": 1.4, "submit oracle": 0.2, "submit random": 0.2, "submit": 1.4,
-    "train starpo": 12.0, "train starpo-s": 8.0, "train gigpo": 12.0,
+    "eval oracle": 0.3, "eval random": 0.2, "eval": 0.8, "submit oracle": 0.2, "submit random": 0.1, "submit": 0.8,
+    "train starpo": 9.3, "train starpo-s": 7.1, "train gigpo": 9.2,
     "eval-ma random": 0.3, "eval-ma scripted": 0.3, "eval-ma": 7.5, "submit-ma random": 0.2,
     "submit-ma scripted": 0.2, "submit-ma": 7.5}
-"""The reference recipe's steps on the reference machine (2 cores; docs/baselines.md, "Wall time"): the warm start's
-stages on two threads, the rest on one each; ``submit`` of a local model re-generates its replies (as long as its
-``eval``)."""
+"""The reference recipe's steps on the reference machine (2 cores; docs/baselines.md, "Wall time"): measured in the
+main job of 2026-11-27 (from the published checkpoint, 17.8 minutes for its steps) and, for the warm start's stages
+on two threads and the two-player matches, in earlier runs; ``submit`` of a local model re-generates every reply."""
 SELECTION = {"warmstart": "the last stage of the recipe's warm start, as the recipe ends (no checkpoint chosen)",
              "train": "the final checkpoint of the recipe's training run (no checkpoint chosen)"}
 """What ``eval --selection`` records of the main job's models: the recipe was fixed on validation beforehand, and
@@ -142,7 +143,8 @@ class Job:
     seconds: float = 0.0
     status: str = "waiting"
     threads: int = 1
-    """Torch threads of the step: the cores it takes of ``max_parallel`` (``OMP_NUM_THREADS``)."""
+    """The cores the step takes of ``max_parallel``: its torch threads (``OMP_NUM_THREADS``), or a warm start's
+    processes."""
     minutes: float = 1.0
     """What the step is expected to take (:func:`expected_minutes`), for the time estimates."""
     resumes_from: Path | None = None
@@ -165,15 +167,15 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
 
     With ``checkpoint`` (the published warm start, :func:`published_checkpoint`) the trainers start from it; without,
     from scratch: ``init-model`` and the recipe's warm-start stages make ``<work>/warmstart`` first. Either way the
-    warm start is evaluated as "default model + SFT". The warm start takes ``min(DEFAULT_THREADS, max_parallel)``
-    threads (a warm start on one thread, ``--jobs 1``, is another model:
-    :data:`agentgym_bench.rollout.warmstart.DEFAULT_THREADS`). The trainers come first in the list (the longest
+    warm start is evaluated as "default model + SFT". The warm start takes ``min(DEFAULT_PROCESSES, max_parallel)``
+    processes of one thread (a warm start on one, ``--jobs 1``, is another model:
+    :data:`agentgym_bench.rollout.warmstart.DEFAULT_PROCESSES`). The trainers come first in the list (the longest
     steps start first, :func:`run_jobs` starts ready steps in list order), the evaluations and submissions after;
     each results file is submitted as soon as it is written (submissions queue on the board's lock)."""
     results = work / "results"
     jobs: list[Job] = []
     if checkpoint is None:
-        warm_jobs, warm = warm_start_jobs(recipe, work, min(DEFAULT_THREADS, max_parallel))
+        warm_jobs, warm = warm_start_jobs(recipe, work, min(DEFAULT_PROCESSES, max_parallel))
         jobs += warm_jobs
         made_by = ["warmstart"]
     else:
@@ -235,7 +237,7 @@ def expected_minutes(recipe: Recipe, name: str) -> float:
     return recipe.minutes.get(name, recipe.minutes.get(name.split()[0], 1.0))
 
 
-def warm_start_jobs(recipe: Recipe, work: Path, threads: int) -> tuple[list[Job], Path]:
+def warm_start_jobs(recipe: Recipe, work: Path, processes: int) -> tuple[list[Job], Path]:
     """``init-model`` and the recipe's warm-start stages, each from the model of the one before; the last one's
     folder, ``<work>/warmstart`` (the main job's models stay in its work folder, apart from a user's own)."""
     default, warm = work / "default-model", work / "warmstart"
@@ -245,9 +247,10 @@ def warm_start_jobs(recipe: Recipe, work: Path, threads: int) -> tuple[list[Job]
         last = stage == len(recipe.warmstart)
         output = warm if last else work / f"warmstart-stage{stage}"
         name = "warmstart" if last else f"warmstart stage {stage}"
-        jobs.append(Job(name, cli("warmstart", "--model", str(start), "--output", str(output), "--threads",
-                                  str(threads), *arguments), output / "warmstart.json", after=[made_by],
-                        threads=threads, resumes_from=output.with_name(output.name + CHECKPOINT_SUFFIX)))
+        jobs.append(Job(name, cli("warmstart", "--model", str(start), "--output", str(output), "--processes",
+                                  str(processes), "--threads", "1", *arguments), output / "warmstart.json",
+                        after=[made_by], threads=processes,
+                        resumes_from=output.with_name(output.name + CHECKPOINT_SUFFIX)))
         start, made_by = output, name
     return jobs, warm
 

@@ -42,6 +42,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -68,10 +69,12 @@ DEFAULT_EPISODES = {"AgentSokoban-v0": 180_000, "AgentFrozenLake-v0": 6_000, "Ag
 """Demonstration episodes per env of the default warm start (run 10 of docs/baselines.md): one model for the suite's
 4x4/6x6 grid envs and Bandit, most of the budget where reading the board is hardest (Sokoban success grew with every
 doubling of its demonstrations: 0.44, 0.50, 0.59-0.66, 0.82 at 30, 45, 90, 180 thousand episodes)."""
-DEFAULT_THREADS = 2
-"""Torch threads of ``agentgym-bench warmstart`` (and of the main job's warm start): ~1.7x faster than one on two idle
-cores. The thread count changes the last bits of the sums, so the same seed on another thread count gives another
-model, as another seed would (run 7 of docs/baselines.md: Sokoban 0.66 on one thread, 0.59 on two)."""
+DEFAULT_PROCESSES = 2
+"""Data-parallel processes of ``agentgym-bench warmstart`` (and of the main job's warm start), one torch thread each,
+at most the CPU count: on two idle cores 1.85x one thread and 1.06x two threads of one process; beside one busy
+process 1.20x one thread, where two threads fall to 0.62x (benchmarks/warmstart_threads.md). The process and thread
+counts change the last bits of the sums, so the same seed on other counts gives another model, as another seed would
+(run 7 of docs/baselines.md: Sokoban 0.66 on one thread, 0.59 on two)."""
 DEFAULT_ENVS = tuple(DEFAULT_EPISODES)
 CHECKPOINT_STEPS = 250
 """Optimiser steps between the warm start's checkpoints (a few minutes of the default model on 2 cores)."""
@@ -547,13 +550,20 @@ def data_parallel(config: WarmStartConfig, processes: int, threads: int) -> dict
 
     import torch.multiprocessing as mp
 
+    from agentgym_bench.errors import UserError
+    from agentgym_bench.paths import resolve_model
+
     default_model_ready(config)  # before the processes start, which would race to build it
+    resolve_model(config.model)  # a bad name: one line here, not a traceback from each process
     with socket.socket() as s:  # a free port on the loopback for the group's rendezvous
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     reports = mp.get_context("spawn").SimpleQueue()
-    mp.start_processes(_data_parallel_worker, args=(processes, threads, port, config, reports), nprocs=processes,
-                       start_method="spawn")
+    try:
+        mp.start_processes(_data_parallel_worker, args=(processes, threads, port, config, reports),
+                           nprocs=processes, start_method="spawn")
+    except mp.ProcessRaisedException as error:  # the process's own error, on one line
+        raise UserError(f"warmstart: {str(error).strip().splitlines()[-1]}") from None
     return reports.get()
 
 
@@ -709,12 +719,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens,
                         help="reply budget in tokens (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=d.seed, help="seed of everything (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS,
-                        help="torch intra-op threads (of each process); the same seed on another thread count gives "
-                        "another model; use 1 on cores shared with other jobs (default: %(default)s)")
-    parser.add_argument("--processes", type=int, default=1,
-                        help="data-parallel processes on this machine (gloo), each on --threads threads; another "
+    parser.add_argument("--processes", type=int, default=min(DEFAULT_PROCESSES, os.cpu_count() or 1),
+                        help="data-parallel processes on this machine (gloo), each on --threads threads: the way to "
+                        "use several cores, faster than threads above all on cores shared with other work; another "
                         "process count gives another model (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads of each process; another thread count gives another model "
+                        "(default: %(default)s)")
 
 
 def parse_episodes(values: list[str], envs: list[str]) -> int | dict[str, int]:

@@ -104,10 +104,11 @@ def test_a_two_thread_step_runs_alone_on_two_cores_and_gets_two_threads(tmp_path
     run_jobs(jobs, tmp_path, max_parallel=2, status_every=60)
     assert log.read_text().splitlines() == ["a 1 start", "a 1 end", "wide 2 start", "wide 2 end", "b 1 start",
                                             "b 1 end"]
-    for max_parallel, threads in ((2, "2"), (1, "1"), (8, "2")):  # the warm start: two threads, at most --jobs
+    for max_parallel, processes in ((2, "2"), (1, "1"), (8, "2")):  # the warm start: two processes, at most --jobs
         warm = next(j for j in plan(RECIPES["reference"], tmp_path, tmp_path / "b", "agentgym-v2",
                                     max_parallel=max_parallel) if j.name == "warmstart")
-        assert warm.argv[warm.argv.index("--threads") + 1] == threads and warm.threads == int(threads)
+        assert warm.argv[warm.argv.index("--processes") + 1] == processes and warm.threads == int(processes)
+        assert warm.argv[warm.argv.index("--threads") + 1] == "1"
 
 
 def test_a_failing_step_stops_the_run_with_its_log(tmp_path):
