@@ -110,9 +110,6 @@ def test_every_data_file_of_the_packages_is_package_data():
 def test_readme_and_docs_install_from_a_clone():
     """agentgym-bench is not on PyPI: no install line names it; they install a clone (``pip install -e '.[trl]'``)."""
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-    # docs/trainers.md line 401 ("pip install 'agentgym-bench[lora]'") is being edited in another change; it joins
-    # this check with that change.
-    pages = [p for p in pages if p.name != "trainers.md"]
     wrong = [f"{p.name}: {line.strip()}" for p in pages for line in p.read_text().splitlines()
              if re.search(r"pip install [^`]*agentgym-bench", line)]
     assert not wrong, wrong

@@ -271,7 +271,7 @@ class TrainConfig:
     process: no difference; ``torchrun --nproc_per_node 1`` with ``fsdp2`` shards over a process group of one."""
     lora_target: str | None = None
     """LoRA through ``peft`` on these modules of actor and critic (ROLL: comma-separated module names, ``all`` for
-    every linear layer); ``null`` trains every weight. Needs ``pip install 'agentgym-bench[lora]'``."""
+    every linear layer); ``null`` trains every weight. Needs ``pip install -e '.[lora]'``."""
     lora_rank: int = 8
     """LoRA rank (ROLL ``lora_rank``)."""
     lora_alpha: int | None = None
