@@ -100,6 +100,14 @@ def _own_memory(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
+def quiet_local_loads(pretrain: str) -> contextlib.AbstractContextManager:
+    """No Hugging Face progress bars while the models load from a local folder (a few MB: the bars say nothing);
+    a hub id keeps its download bars."""
+    from agentgym_bench.rollout.default_model import no_progress_bars
+
+    return no_progress_bars() if Path(resolve_model(pretrain)).is_dir() else contextlib.nullcontext()
+
+
 def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None) -> Models:
     """Actor and tokenizer (from the checkpoint or ``pretrain``), critic if ``gae``, the reference policy if a KL is
     used; with ``lora_target`` LoRA adapters on actor and critic; under ``torchrun`` wrapped for the ``strategy``.
@@ -444,7 +452,8 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
                                  config_seed=config.seed)
     out = Path(config.output_dir)
     resume = ckpt.find_checkpoint(out, config.resume_from_checkpoint)
-    models = load_models(config, dist, resume)
+    with quiet_local_loads(config.pretrain):
+        models = load_models(config, dist, resume)
     optimizers, schedulers = make_optimizers(config, models)
     rng = np.random.default_rng(seed_from(config.seed, 1))
     sampler = Sampler(config, models.actor_module, models.tokenizer, dist,
