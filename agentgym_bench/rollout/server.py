@@ -7,7 +7,8 @@ around the model) with :class:`~agentgym_bench.rollout.hf.HFPolicy` and the requ
 one batch), ``stop`` (a string or up to :data:`MAX_STOP` strings: each reply is cut before the first one it
 contains, with ``finish_reason: "stop"``, streamed or not) and ``stream``. A message's ``content`` is a string
 or a list of ``{"type": "text", "text": ...}`` parts (joined with newlines, as vLLM does); other part types are a
-400 naming the part. Every answer carries ``usage`` with
+400 naming the part, and so are ``top_logprobs`` above 0 and a ``response_format`` other than text, which this
+server cannot honour. Every answer carries ``usage`` with
 ``prompt_tokens``, ``completion_tokens`` (all choices, stop tokens included) and ``total_tokens``.
 
 Tools, as vLLM's ``hermes`` tool parser answers them: ``tools`` (a list of ``{"type": "function", "function":
@@ -226,6 +227,20 @@ def _tools(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [] if choice == "none" else tools
 
 
+def _refuse_unsupported(request: dict[str, Any]) -> None:
+    """Options this server cannot honour are a 400 naming them, never silently ignored: ``top_logprobs`` above 0
+    (a reply carries its own tokens' log-probabilities only) and a ``response_format`` other than text (no JSON
+    mode or schema-constrained decoding)."""
+    top = _given(request, "top_logprobs", 0)
+    if top != 0:
+        raise FieldError("top_logprobs", f"top_logprobs={top!r}"[:120] + " is not supported: this server returns the "
+                         "log-probability of each generated token only (logprobs: true)")
+    response_format = _given(request, "response_format", {"type": "text"})
+    if response_format != {"type": "text"}:
+        raise FieldError("response_format", f"response_format={response_format!r}"[:120] + " is not supported: "
+                         "this server generates text only ({'type': 'text'}), with no JSON mode or schema")
+
+
 def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_TOKENS_WITHOUT_LIMIT
                       ) -> dict[str, Any]:
     """Checked settings of a chat-completions request; ValueError naming the field that is wrong."""
@@ -236,6 +251,7 @@ def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_
         raise FieldError("model", "you must provide a model parameter (a non-empty string)",
                          "invalid_type" if model is not None else "missing_required_parameter")
     messages = _messages(request.get("messages"))
+    _refuse_unsupported(request)
     n = _given(request, "n", 1)
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
         raise FieldError("n", f"n={n!r} must be an integer in 1..{MAX_N}")

@@ -240,3 +240,17 @@ def test_a_prompt_over_the_context_is_a_400_context_length_exceeded(server):
     error = caught.value.body
     assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", "messages",
                                                               "context_length_exceeded")
+
+
+@pytest.mark.parametrize("field, value", [("top_logprobs", 2), ("response_format", {"type": "json_object"})])
+def test_options_the_server_cannot_honour_are_a_400_naming_them(server, field, value):
+    openai, client = _sdk(server)
+    extra = {"logprobs": True} if field == "top_logprobs" else {}
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="tiny", messages=conversations(1)[0], max_tokens=4, **extra,
+                                       **{field: value})
+    error = caught.value.body
+    assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", field, "invalid_value")
+    text = client.chat.completions.create(model="tiny", messages=conversations(1)[0], max_tokens=4,
+                                          response_format={"type": "text"}, top_logprobs=0, logprobs=True)
+    assert text.choices[0].logprobs.content  # the defaults OpenAI's clients may send still pass
