@@ -138,7 +138,7 @@ def test_an_empty_name_is_a_user_error(home):
 
 
 @pytest.mark.parametrize("name, machine", [
-    ("/tmp/fc3/home/models/warmstart", True), ("~/models/x", True), ("$HOME/x", True), ("../outside", True),
+    ("/srv/someone/models/warmstart", True), ("~/models/x", True), ("$HOME/x", True), ("../outside", True),
     ("models/../../x", True), ("C:\\models\\x", True), ("\\\\server\\x", True),
     ("leaderboards/agentgym-v2/models/sft", False), ("warmstart", False), ("Qwen/Qwen2.5-0.5B-Instruct", False),
     ("runs/baselines-reference/runs/starpo", False), ("a..b/c", False),

@@ -95,11 +95,11 @@ def test_the_page_hides_machine_paths_everywhere_and_escapes_free_text(tmp_path)
     forged = copy.deepcopy(records[1])
     forged.update(model="/home/alice/models/m", name="<img src=x onerror=alert(1)>", slug="img",
                   mark="replayed", regeneration="cannot load a model from '/home/alice/models/m': <b>gone</b>",
-                  notes=["made in ~/work/runs/x"])
+                  notes=["made in ~/projects/runs/x"])
     forged["trainer_config"] = {**forged["trainer_config"], "output_dir": "/home/alice/runs/x",
                                 "pretrain": "~alice/warm"}
     text = render.html(suite, [forged], {})
-    assert "/home/alice" not in text and "~/work" not in text and "~alice" not in text
+    assert "/home/alice" not in text and "~/projects" not in text and "~alice" not in text
     data = json.loads(text.split('id="board-data">', 1)[1].split("</script>", 1)[0])
     shown = data["submissions"][0]
     assert shown["model"] == "<local>/m" and shown["trainer_config"]["output_dir"] == "<local>/x"
