@@ -100,14 +100,6 @@ def _own_memory(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
-def quiet_local_loads(pretrain: str) -> contextlib.AbstractContextManager:
-    """No Hugging Face progress bars while the models load from a local folder (a few MB: the bars say nothing);
-    a hub id keeps its download bars."""
-    from agentgym_bench.rollout.default_model import no_progress_bars
-
-    return no_progress_bars() if Path(resolve_model(pretrain)).is_dir() else contextlib.nullcontext()
-
-
 def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None) -> Models:
     """Actor and tokenizer (from the checkpoint or ``pretrain``), critic if ``gae``, the reference policy if a KL is
     used; with ``lora_target`` LoRA adapters on actor and critic; under ``torchrun`` wrapped for the ``strategy``.
@@ -116,11 +108,19 @@ def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None)
     value head (and LoRA's initial ``A`` matrices) are drawn from ``config.seed`` without touching the global RNG.
     The reference is a frozen copy of ``pretrain``, or with LoRA the actor with its adapters disabled (no copy).
     A LoRA run resumes from ``pretrain`` plus the adapters the checkpoint kept (``actor_adapter/``,
-    ``critic_adapter/``).
+    ``critic_adapter/``). No Hugging Face progress bars while they load from a local folder (a few MB: the bars
+    say nothing); a hub id keeps its download bars.
     """
-    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
+    from agentgym_bench.rollout.default_model import no_progress_bars
 
     pretrain = resolve_model(config.pretrain)
+    with no_progress_bars() if Path(pretrain).is_dir() else contextlib.nullcontext():
+        return _load_models(config, dist, checkpoint, pretrain)
+
+
+def _load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None, pretrain: str) -> Models:
+    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
+
     if config.lora:
         lora.require_peft()
     full_weights = checkpoint if checkpoint is not None and not config.lora else None  # else pretrain (+ adapters)
@@ -452,8 +452,7 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
                                  config_seed=config.seed)
     out = Path(config.output_dir)
     resume = ckpt.find_checkpoint(out, config.resume_from_checkpoint)
-    with quiet_local_loads(config.pretrain):
-        models = load_models(config, dist, resume)
+    models = load_models(config, dist, resume)
     optimizers, schedulers = make_optimizers(config, models)
     rng = np.random.default_rng(seed_from(config.seed, 1))
     sampler = Sampler(config, models.actor_module, models.tokenizer, dist,

@@ -17,8 +17,8 @@ most ``--jobs``):
 5. with ``--from-scratch`` (or ``--ma-suite``), the two-player suite (default ``agentgym-ma-v2``): the random and
    scripted Bargain policies and the warm-started model (the RL baselines are not trained on Bargain), each
    evaluated and submitted to a second board (``--ma-board``), compared the same way. From the published checkpoint
-   it is skipped unless asked: the checkpoint's two-player entry is on the committed board already, and its 1,200
-   matches, played and re-generated, take about 15 minutes.
+   it is skipped unless asked: that checkpoint never trained on Bargain (it makes no deal: payoff 0 in each of its
+   1,200 matches), which, played and re-generated, take about 10 minutes.
 
 Recipes: ``reference`` (the default) is the reference recipe: a warm start with ``agentgym-bench warmstart``'s
 defaults, then a second and a third stage, each from the one before (``SECOND_STAGE``, ``THIRD_STAGE`` in
@@ -100,11 +100,12 @@ REFERENCE_MINUTES = {
     "init-model": 0.1, "warmstart stage 1": 35.0, "warmstart stage 2": 56.0, "warmstart": 55.0,
     "eval oracle": 0.3, "eval random": 0.2, "eval": 0.8, "submit oracle": 0.2, "submit random": 0.1, "submit": 0.8,
     "train starpo": 9.3, "train starpo-s": 7.1, "train gigpo": 9.2,
-    "eval-ma random": 0.3, "eval-ma scripted": 0.3, "eval-ma": 7.5, "submit-ma random": 0.2,
-    "submit-ma scripted": 0.2, "submit-ma": 7.5}
+    "eval-ma random": 0.3, "eval-ma scripted": 0.3, "eval-ma": 5.2, "submit-ma random": 0.2,
+    "submit-ma scripted": 0.2, "submit-ma": 5.2}
 """The reference recipe's steps on the reference machine (2 cores; docs/baselines.md, "Wall time"): measured in the
-main job of 2026-11-27 (from the published checkpoint, 17.8 minutes for its steps) and, for the warm start's stages
-on two threads and the two-player matches, in earlier runs; ``submit`` of a local model re-generates every reply."""
+main job of 2026-11-27 (from the published checkpoint, 17.8 minutes for its steps) and the checkpoint's 1,200
+two-player matches (5.2 minutes; their re-generation taken as long), and for the warm start's stages on two threads
+in earlier runs; ``submit`` of a local model re-generates every reply."""
 SELECTION = {"warmstart": "the last stage of the recipe's warm start, as the recipe ends (no checkpoint chosen)",
              "train": "the final checkpoint of the recipe's training run (no checkpoint chosen)"}
 """What ``eval --selection`` records of the main job's models: the recipe was fixed on validation beforehand, and
@@ -333,9 +334,9 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
                 print(f"[baselines] {job.name}: {how} (log: {logs / _slug(job.name)}.log)", flush=True)
         if time.monotonic() - last_status >= status_every:
             last_status = now = time.monotonic()
-            running = [j for j in jobs if j.status == "running"]
-            parts = [f"{j.name} {(now - j.started) / 60:.1f} min: {_last_line(logs, j)}" for j in running]
-            reported = {j.name: seconds / 60 for j in running if (seconds := seconds_left(_last_line(logs, j)))}
+            lines = {j.name: _last_line(logs, j) for j in jobs if j.status == "running"}
+            parts = [f"{name} {(now - by_name[name].started) / 60:.1f} min: {line}" for name, line in lines.items()]
+            reported = {name: seconds / 60 for name, line in lines.items() if (seconds := seconds_left(line))}
             elapsed, left = (now - start) / 60, minutes_left(jobs, max_parallel, now, reported)
             done = sum(j.status == "done" for j in jobs)
             print(f"[baselines] {elapsed:.1f} min, about {left:.0f} min left ({elapsed / (elapsed + left):.0%}), "
@@ -408,8 +409,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", default=DEFAULT_SUITE, help="benchmark suite (default: %(default)s)")
     parser.add_argument("--ma-suite", default=None,
                         help="two-player suite the warm start also plays ('none': skip it) (default: "
-                        f"{MULTIAGENT_SUITE} with --from-scratch; none from the published checkpoint, whose "
-                        "two-player entry is on the committed board already: playing it takes about 15 minutes more)")
+                        f"{MULTIAGENT_SUITE} with --from-scratch; none from the published checkpoint, which never "
+                        "trained on Bargain: playing it takes about 10 minutes more)")
     parser.add_argument("--ma-board", default=None, help="leaderboard folder of the two-player suite "
                         "(default: WORK/leaderboard-ma)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,

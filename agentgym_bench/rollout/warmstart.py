@@ -253,11 +253,18 @@ def reply_loss(model: Any, batch: dict[str, Any]) -> Any:
     """
     import torch
 
+    logits, targets = reply_logits(model, batch)
+    return torch.nn.functional.cross_entropy(logits, targets)
+
+
+def reply_logits(model: Any, batch: dict[str, Any]) -> tuple[Any, Any]:
+    """``(logits (M, V) float32, targets (M,))`` of the ``M`` positions that predict a reply token of ``batch``
+    (``input_ids``, ``attention_mask``, ``loss_mask``, each ``(B, T)``), the output head run on those only."""
     from agentgym_bench.rollout.heads import logits_at
 
     predicts = batch["loss_mask"][:, 1:].bool()  # (B, T-1): position t predicts token t+1
-    logits = logits_at(model, batch["input_ids"], batch["attention_mask"], predicts)  # (M, V)
-    return torch.nn.functional.cross_entropy(logits.float(), batch["input_ids"][:, 1:][predicts])
+    logits = logits_at(model, batch["input_ids"], batch["attention_mask"], predicts)
+    return logits.float(), batch["input_ids"][:, 1:][predicts]
 
 
 def shard_step(model: Any, batch: dict[str, Any] | None) -> float:
@@ -268,17 +275,13 @@ def shard_step(model: Any, batch: dict[str, Any] | None) -> float:
     import torch
     import torch.distributed as dist
 
-    from agentgym_bench.rollout.heads import logits_at
-
     params = [p for p in model.parameters() if p.requires_grad]
     loss_sum, count = torch.zeros(()), torch.zeros(())
     if batch is not None:
-        predicts = batch["loss_mask"][:, 1:].bool()
-        logits = logits_at(model, batch["input_ids"], batch["attention_mask"], predicts)
-        loss_sum = torch.nn.functional.cross_entropy(logits.float(), batch["input_ids"][:, 1:][predicts],
-                                                     reduction="sum")
+        logits, targets = reply_logits(model, batch)
+        loss_sum = torch.nn.functional.cross_entropy(logits, targets, reduction="sum")
         loss_sum.backward()
-        count = predicts.sum().float()
+        count = torch.tensor(float(len(targets)))
     flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).float() for p in params]
                      + [loss_sum.detach().reshape(1), count.reshape(1)])
     dist.all_reduce(flat)
@@ -479,10 +482,10 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
     cache = output.with_name(output.name + DEMONSTRATIONS_SUFFIX)
     rank, world = process_rank()
     if rank > 0:  # process 0 plays and tokenises the demonstrations; the others read its rows
-        _barrier()
+        torch.distributed.barrier()
     views, described = demonstration_rows(config, tokenizer, cache, progress=progress)
     if rank == 0 and world > 1:
-        _barrier()
+        torch.distributed.barrier()
     losses, resumed_seconds = fit(model, tokenizer, views, config, progress=progress, checkpoint=checkpoint)
     if rank > 0:
         return {}
@@ -536,16 +539,10 @@ def process_rank() -> tuple[int, int]:
     return 0, 1
 
 
-def _barrier() -> None:
-    import torch.distributed as dist
-
-    dist.barrier()
-
-
 def data_parallel(config: WarmStartConfig, processes: int, threads: int) -> dict[str, Any]:
     """:func:`warm_start` on ``processes`` processes of ``threads`` torch threads each, data-parallel over gloo on
     this machine (:func:`fit`); returns process 0's report. Two one-thread processes keep two cores busier than one
-    two-thread process, above all on cores shared with other work (benchmarks/warmstart_processes.md)."""
+    two-thread process, above all on cores shared with other work (benchmarks/warmstart_threads.md)."""
     import socket
 
     import torch.multiprocessing as mp
