@@ -11,6 +11,8 @@ chat template, then runs on the GPU:
   and with LoRA adapters;
 - token-in-token-out: every whole-episode row of a StarPO-S rollout holds exactly the ids the model was prompted
   with and sampled, through Qwen3's template (which re-renders history), and the recomputed log-probs match;
+- StarPO with asynchronous rollouts (``async_rollout.max_staleness: 1``): the rollout worker process on the same
+  GPU, run and resumed as above, every batch's lag within the bound;
 - ``agentgym-bench eval --policy hf:... --device cuda`` on a small Sokoban suite, twice, and the share of episodes
   whose replies are identical;
 - ``pytest -m gpu``.
@@ -315,7 +317,7 @@ def corpus(tiny: bool) -> list[str]:
     import gymnasium as gym
 
     import agentgym_bench
-    from agentgym_bench.rollout.default_model import bargain_texts, webshop_texts
+    from trainers.default_model import bargain_texts, webshop_texts
 
     texts: list[str] = []
     seeds = range(3 if tiny else 40)
@@ -528,6 +530,23 @@ def run_and_resume(args: argparse.Namespace, model: Path, name: str, preset: str
             + (f", value_loss {last['critic/value_loss']:.3g}" if "critic/value_loss" in last else "")
             + (f", sampled-vs-recomputed log-prob gap {gap:.2e}" if gap is not None else "")
             + f", {last['rollout/samples']:.0f} rows of {last['rollout/response_length']:.0f}-token replies")
+
+
+def check_async(args: argparse.Namespace, model: Path, meter: Meter) -> str:
+    """StarPO with ``async_rollout.max_staleness: 1``: the rollout worker process generates on the same device while
+    the learner updates (issue 52); run, checkpoint and resume as the others, then every batch's lag within the bound
+    and the behaviour importance weights finite."""
+    done = run_and_resume(args, model, "async", "starpo", meter, async_rollout={"max_staleness": 1},
+                          use_sampler_logprobs=False)
+    steps = records(args.work / "async")[1:]
+    lags = [r["async/version_lag"] for r in steps]
+    expect(all(0 <= lag <= 1 for lag in lags), f"version lags {lags} exceed max_staleness 1")
+    weights = [r["async/is_weight_max"] for r in steps]
+    expect(all(math.isfinite(w) for w in weights), f"behaviour weights {weights}")
+    generate = sum(r["time/generate"] for r in steps) / len(steps)
+    wait = sum(r["time/rollout"] for r in steps) / len(steps)
+    return (f"{done}; lags {lags}, max behaviour weight {max(weights):.3g}, worker {generate:.2f} s a batch, "
+            f"learner waited {wait:.2f} s a batch")
 
 
 def prune(out: Path, keep_actor: bool = False) -> None:
@@ -802,6 +821,8 @@ def main(argv: list[str]) -> int:
     prune(args.work / "lora")
     actor = args.work / "starpo_s" / f"checkpoint-{args.steps + 1}" / "actor"
     checks.run("eval", lambda: check_eval(args, actor), needs=("starpo_s",))
+    checks.run("async", lambda: check_async(args, model, meter), needs=base)
+    prune(args.work / "async")
     checks.run("pytest-gpu", lambda: check_pytest(args))
     for name, phases in meter.runs.items():
         if name:

@@ -182,8 +182,8 @@ def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str,
     version = -1
     try:
         for iteration in range(start + 1, config.max_steps + 1):
-            version = _newest_weights(files, actor, version, iteration - 1 - config.async_rollout.max_staleness,
-                                      parent)
+            version = _newest_weights(files, actor, sampler, version,
+                                      iteration - 1 - config.async_rollout.max_staleness, parent)
             tick = time.perf_counter()
             with torch.no_grad(), sampler.generation_context():
                 trajectories = play(groups, sampler.train, config.train_env_manager.history_length, dist,
@@ -203,9 +203,11 @@ def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str,
         groups.close()
 
 
-def _newest_weights(files: PolicyFiles, actor: torch.nn.Module, have: int, needed: int, parent: Any) -> int:
-    """Load the newest published weights into ``actor`` if newer than version ``have``, first waiting until version
-    ``needed`` exists; returns the version ``actor`` now holds. Exits the process if the learner is gone."""
+def _newest_weights(files: PolicyFiles, actor: torch.nn.Module, sampler: Any, have: int, needed: int,
+                    parent: Any) -> int:
+    """Load the newest published weights into ``actor`` (and from it into the sampler's engine: a no-op for ``hf``,
+    which samples with ``actor``) if newer than version ``have``, first waiting until version ``needed`` exists;
+    returns the version ``actor`` now holds. Exits the process if the learner is gone."""
     while True:
         versions = files.versions()
         if versions and versions[-1] >= needed:
@@ -214,6 +216,7 @@ def _newest_weights(files: PolicyFiles, actor: torch.nn.Module, have: int, neede
             state = files.load(versions[-1])
             if state is not None:
                 actor.load_state_dict(state)
+                sampler.sync(actor)
                 return versions[-1]
         if not parent.is_alive():
             raise SystemExit(0)
