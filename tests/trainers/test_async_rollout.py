@@ -174,3 +174,23 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_lora_runs_asynchronously_and_hands_over_merged_weights(tiny_model, tmp_path, monkeypatch):
+    """With LoRA the learner publishes its actor's weights merged into the base (``PlainWeights``): files the worker
+    loads strictly into the plain architecture it builds from the model folder, which then differ from the base."""
+    pytest.importorskip("peft")
+    from transformers import AutoModelForCausalLM
+
+    _learner_waits_for_a_full_queue(monkeypatch)
+    records = main(config_from_dict(tiny_config_dict(
+        tiny_model, tmp_path, "starpo", **SMALL, lora_target="all", lora_rank=4, learning_rate=1e-2,
+        async_rollout={"max_staleness": 1}))).records[1:]
+    assert [r["async/version_lag"] for r in records] == [0, 1, 1, 1]
+    assert all(math.isfinite(r["loss/policy"]) for r in records)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval()
+    handed = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval()
+    handed.load_state_dict(torch.load(tmp_path / "async_policy" / "policy-4.pt", weights_only=True))  # strict
+    ids = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        assert not torch.allclose(base(ids).logits, handed(ids).logits, atol=1e-4)
