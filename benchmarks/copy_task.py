@@ -32,7 +32,7 @@ import time
 
 import torch
 
-from agentgym_bench.rollout.default_model import load_model
+from agentgym_bench.rollout.hf import load_model
 
 CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
 BATCH, CODE, REPEAT = 32, 10, 16

@@ -203,7 +203,7 @@ def main() -> None:
         print(json.dumps((update_worker if args.worker == "update" else generation_worker)(args)))
         return
     if args.model is None:
-        from agentgym_bench.rollout.default_model import build_default_model
+        from trainers.default_model import build_default_model
 
         args.model = str(build_default_model(Path(tempfile.mkdtemp()) / "default"))
     print(f"model {args.model}; {args.rounds} rounds; {args.threads} thread(s)")

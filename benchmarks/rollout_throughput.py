@@ -91,7 +91,7 @@ def main() -> None:
         if model_dir("warmstart").exists():
             args.model = str(model_dir("warmstart"))
         else:
-            from agentgym_bench.rollout.default_model import build_default_model
+            from trainers.default_model import build_default_model
 
             args.model = str(build_default_model(Path(tempfile.mkdtemp()) / "default"))
     print(f"model {args.model}; {args.groups} groups x {args.group_size} envs; {args.rounds} rounds; "

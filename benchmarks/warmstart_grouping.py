@@ -19,9 +19,10 @@ import time
 
 import torch
 
-from agentgym_bench.rollout.default_model import build_default_model, load_model
+from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.tokens import collate, step_token_views
-from agentgym_bench.rollout.warmstart import WarmStartConfig, collect_demonstrations, epoch_batches, reply_loss
+from trainers.default_model import build_default_model
+from trainers.warmstart import WarmStartConfig, collect_demonstrations, epoch_batches, reply_loss
 
 
 def seconds_per_pass(model, optimizer, batches) -> float:

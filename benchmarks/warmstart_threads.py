@@ -21,9 +21,10 @@ from pathlib import Path
 
 import torch
 
-from agentgym_bench.rollout.default_model import build_default_model, load_model
+from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.tokens import collate, step_token_views
-from agentgym_bench.rollout.warmstart import (
+from trainers.default_model import build_default_model
+from trainers.warmstart import (
     WarmStartConfig,
     collect_demonstrations,
     pack_rows,

@@ -24,7 +24,7 @@ import torch
 
 import agentgym_bench  # noqa: F401  (registers the envs)
 from agentgym_bench.agent.parsing import format_reply
-from agentgym_bench.rollout.default_model import load_model
+from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.tokens import encode, render
 from agentgym_bench.rollout.trajectory import build_messages
 from agentgym_bench.seeds import VALIDATION_SEED_START

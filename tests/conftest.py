@@ -16,13 +16,13 @@ def _one_torch_thread():
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
     """The default model (untrained), built once per session."""
-    from agentgym_bench.rollout.default_model import build_default_model
+    from trainers.default_model import build_default_model
 
     return build_default_model(tmp_path_factory.mktemp("model") / "default", seed=0)
 
 
 @pytest.fixture(scope="session")
 def model_and_tokenizer(model_dir):
-    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.hf import load_model
 
     return load_model(model_dir)

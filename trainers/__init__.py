@@ -14,4 +14,7 @@ The loop (docs/trainers.md) is ``trainers.train.main(config)``, run by ``trainer
 ``trainers.samples`` (trajectories -> training rows), ``trainers.ppo`` (scoring, advantages, the PPO update),
 ``trainers.metrics`` (JSON lines, Echo Trap rule, plots), ``trainers.checkpoint``, ``trainers.distributed``
 (torchrun/DDP).
+
+The model RL starts from is made here too: ``trainers.default_model`` (``agentgym-bench init-model``: the small local
+model) and ``trainers.warmstart`` (``agentgym-bench warmstart``: supervised imitation of the oracles).
 """

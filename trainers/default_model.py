@@ -63,7 +63,8 @@ Model:
 
 Command line: ``agentgym-bench init-model [--path DIR] [--seed N] ...`` (see ``--help``). Default folder:
 ``agentgym_bench.paths.model_dir("default")`` (``$AGENTGYM_BENCH_HOME/models/default``, ``AGENTGYM_BENCH_HOME``
-defaulting to ``~/.cache/agentgym-bench``, read at call time); :func:`load_model` finds it by the name ``"default"``.
+defaulting to ``~/.cache/agentgym-bench``, read at call time); :func:`~agentgym_bench.rollout.hf.load_model` finds
+it by the name ``"default"``.
 """
 
 from __future__ import annotations
@@ -72,13 +73,11 @@ import argparse
 import os
 import re
 import string
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentgym_bench.errors import UserError
-from agentgym_bench.paths import expand, model_dir, resolve_model
+from agentgym_bench.paths import expand, model_dir
 
 PAD, UNK, SYSTEM, USER, ASSISTANT, END = "<|pad|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"
 SPECIAL_TOKENS = [PAD, UNK, SYSTEM, USER, ASSISTANT, END]
@@ -279,23 +278,6 @@ def build_model(vocab_size: int, *, pad_id: int, eos_id: int, size: ModelSize = 
     return model
 
 
-@contextmanager
-def no_progress_bars() -> Iterator[None]:
-    """Hide transformers' progress bars (``Loading weights``, ``Writing model shards``) while a local model folder
-    loads or saves: for a model of a few MB they flash by on every command and say nothing. The switch is
-    ``transformers.utils.logging.disable_progress_bar`` (it also silences ``huggingface_hub``'s bars); the previous
-    setting is restored afterwards, so a user's own loads keep theirs."""
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
-
-
 def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
                         size: ModelSize = ModelSize(), words: list[str] | None = None,
                         tokenizer: str = "words") -> Path:
@@ -309,6 +291,8 @@ def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
     Returns:
         The folder, ready for ``AutoTokenizer.from_pretrained`` / ``AutoModelForCausalLM.from_pretrained``.
     """
+    from agentgym_bench.rollout.hf import no_progress_bars
+
     words = env_words()[0] if words is None else words
     built = build_tokenizer(build_vocab(words, tokenizer), tokenizer)
     model = build_model(len(built), pad_id=built.pad_token_id, eos_id=built.eos_token_id, size=size, seed=seed)
@@ -318,38 +302,6 @@ def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
         built.save_pretrained(path)
         model.save_pretrained(path)
     return path
-
-
-def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtype=None):
-    """Load ``(model, tokenizer)`` from a Hugging Face folder or hub id, exactly as for any causal LM.
-
-    ``path`` goes through :func:`agentgym_bench.paths.resolve_model`: a folder (``~`` expanded), a name under
-    ``$AGENTGYM_BENCH_HOME/models`` (``"default"``, ``"warmstart"``) or a hub id. ``dtype=None`` on a CPU computes
-    in float32 whatever the checkpoint stores (the boards' published models store bfloat16, which converts exactly);
-    elsewhere it keeps the checkpoint's dtype, as transformers does. A local folder loads without progress bars
-    (:func:`no_progress_bars`); a hub id keeps them (it may download).
-
-    Raises:
-        UserError: a built model name or local path that does not exist (the message says what to run), or a folder
-            or hub id that transformers cannot load.
-    """
-    path = resolve_model(path)  # before importing transformers: a wrong name fails at once
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if dtype is None and str(device) == "cpu":
-        import torch
-
-        dtype = torch.float32
-    try:
-        with no_progress_bars() if Path(path).is_dir() else nullcontext():
-            tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
-    except (OSError, ValueError) as err:  # transformers: no such repo / folder without a model / unknown architecture
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UserError(f"cannot load a model from {path!r}: {first}") from err
-    model = model.to(device)
-    model.eval()
-    return model, tokenizer
 
 
 # -- command line ------------------------------------------------------------------------------------------------
@@ -375,6 +327,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentgym_bench.rollout.hf import load_model
+
     size = ModelSize(n_layer=args.layers, n_embd=args.width, n_head=args.heads, n_positions=args.positions,
                      architecture=args.architecture)
     if size.n_embd % size.n_head:

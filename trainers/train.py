@@ -111,7 +111,7 @@ def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None)
     ``critic_adapter/``). No Hugging Face progress bars while they load from a local folder (a few MB: the bars
     say nothing); a hub id keeps its download bars.
     """
-    from agentgym_bench.rollout.default_model import no_progress_bars
+    from agentgym_bench.rollout.hf import no_progress_bars
 
     pretrain = resolve_model(config.pretrain)
     with no_progress_bars() if Path(pretrain).is_dir() else contextlib.nullcontext():

@@ -470,8 +470,7 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
     """Run the whole warm start; write the model and ``warmstart.json`` to ``config.output``; return the report."""
     import torch
 
-    from agentgym_bench.rollout.default_model import load_model, no_progress_bars
-    from agentgym_bench.rollout.hf import HFPolicy
+    from agentgym_bench.rollout.hf import HFPolicy, load_model, no_progress_bars
 
     started = time.time()
     default_model_ready(config)
@@ -524,7 +523,7 @@ def warm_start(config: WarmStartConfig, *, progress: bool = False) -> dict[str, 
 
 def default_model_ready(config: WarmStartConfig) -> None:
     """Build the home's default model if ``config`` starts from it and it is not there yet."""
-    from agentgym_bench.rollout.default_model import build_default_model
+    from trainers.default_model import build_default_model
 
     if config.model == "default" and not model_dir("default").is_dir():
         build_default_model(model_dir("default"), seed=config.seed)

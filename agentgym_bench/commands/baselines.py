@@ -46,7 +46,7 @@ from typing import Any
 
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.warmstart import CHECKPOINT_SUFFIX, DEFAULT_PROCESSES
+from trainers.warmstart import CHECKPOINT_SUFFIX, DEFAULT_PROCESSES
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
     from scratch: ``init-model`` and the recipe's warm-start stages make ``<work>/warmstart`` first. Either way the
     warm start is evaluated as "default model + SFT". The warm start takes ``min(DEFAULT_PROCESSES, max_parallel)``
     processes of one thread (a warm start on one, ``--jobs 1``, is another model:
-    :data:`agentgym_bench.rollout.warmstart.DEFAULT_PROCESSES`). The trainers come first in the list (the longest
+    :data:`trainers.warmstart.DEFAULT_PROCESSES`). The trainers come first in the list (the longest
     steps start first, :func:`run_jobs` starts ready steps in list order), the evaluations and submissions after;
     each results file is submitted as soon as it is written (submissions queue on the board's lock)."""
     results = work / "results"

@@ -4,7 +4,7 @@
 files, ``model.safetensors``) with the weights rounded to bfloat16: half the size of float32, so the suite's models
 (1.3-1.7M parameters) take 2.5-3.4 MB each and a board's entries stay well under 25 MB together (the repository
 travels whole to the GPU machines, 64 MiB at most). The entry is evaluated from exactly that folder: on a CPU
-:func:`~agentgym_bench.rollout.default_model.load_model` computes in float32, into which bfloat16 converts exactly,
+:func:`~agentgym_bench.rollout.hf.load_model` computes in float32, into which bfloat16 converts exactly,
 so anyone with a clone re-generates the board's episodes from the file that was scored
 (``agentgym-bench reproduce``). Rounding changes a trained model a little, so a published model is evaluated anew,
 never credited with its source's score.
@@ -37,7 +37,7 @@ def publish_model(source: str | os.PathLike, board: str | os.PathLike, name: str
     """
     import torch
 
-    from agentgym_bench.rollout.default_model import load_model, no_progress_bars
+    from agentgym_bench.rollout.hf import load_model, no_progress_bars
 
     target = published_path(board, name)
     if target.exists() and not replace:

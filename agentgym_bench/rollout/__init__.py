@@ -2,8 +2,8 @@
 
 Light imports only here; the model backends live in their own modules and import torch / vLLM / HTTP code when
 used: :mod:`agentgym_bench.rollout.hf` (``HFPolicy``), :mod:`agentgym_bench.rollout.openai_compat`
-(``OpenAIPolicy``), :mod:`agentgym_bench.rollout.vllm_backend` (``VLLMPolicy``),
-:mod:`agentgym_bench.rollout.default_model`, :mod:`agentgym_bench.rollout.warmstart`.
+(``OpenAIPolicy``), :mod:`agentgym_bench.rollout.vllm_backend` (``VLLMPolicy``). The default model and its warm
+start are trainers (``trainers.default_model``, ``trainers.warmstart``).
 """
 
 from agentgym_bench.rollout.engine import EnvGroups

@@ -3,7 +3,7 @@
 A causal LM's output head (``lm_head``, hidden size H to vocabulary V) is a large share of a small model's compute:
 the default model's vocabulary is about 20 times its width. Training needs logits only where a reply token is
 predicted, a small share of the positions; :func:`logits_at` computes those and no others. The warm start's
-:func:`~agentgym_bench.rollout.warmstart.reply_loss` and the RL trainers' ``trainers.ppo.token_logprobs`` both use
+:func:`~trainers.warmstart.reply_loss` and the RL trainers' ``trainers.ppo.token_logprobs`` both use
 it.
 """
 

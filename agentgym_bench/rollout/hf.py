@@ -6,18 +6,26 @@ stays small. It works for any causal LM whose forward takes ``input_ids``, ``att
 and a KV cache (``cache`` in recent transformers, ``past_key_values`` before: :func:`cache_argument`) — GPT-2 (the
 default model), Qwen2, Llama, ... Where the forward takes ``logits_to_keep`` (:func:`logits_argument`) the output
 head runs on the last position only, the prompt's included.
+
+:func:`load_model` loads ``(model, tokenizer)`` from a Hugging Face folder, a name under the home or a hub id: the
+one loader of every backend, command and trainer.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from agentgym_bench.agent.tools import offered_tools
+from agentgym_bench.errors import UserError
+from agentgym_bench.paths import resolve_model
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 
@@ -118,8 +126,6 @@ class HFPolicy:
         ``path``: a folder (``~`` expanded), a name under ``$AGENTGYM_BENCH_HOME/models`` (``"warmstart"``,
         ``"default"``) or a hub id; see :func:`agentgym_bench.paths.resolve_model`.
         """
-        from agentgym_bench.rollout.default_model import load_model
-
         model, tokenizer = load_model(path, device=device, dtype=dtype)
         return cls(model, tokenizer, **kwargs)
 
@@ -265,3 +271,52 @@ class HFPolicy:
             token = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).clamp(max=logp.shape[-1] - 1)[:, 0]
             token = torch.where(torch.isfinite(logp.gather(1, token[:, None])[:, 0]), token, logp.argmax(dim=-1))
         return token, logp.gather(1, token[:, None])[:, 0]
+
+
+@contextmanager
+def no_progress_bars() -> Iterator[None]:
+    """Hide transformers' progress bars (``Loading weights``, ``Writing model shards``) while a local model folder
+    loads or saves: for a model of a few MB they flash by on every command and say nothing. The switch is
+    ``transformers.utils.logging.disable_progress_bar`` (it also silences ``huggingface_hub``'s bars); the previous
+    setting is restored afterwards, so a user's own loads keep theirs."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtype=None):
+    """Load ``(model, tokenizer)`` from a Hugging Face folder or hub id, exactly as for any causal LM.
+
+    ``path`` goes through :func:`agentgym_bench.paths.resolve_model`: a folder (``~`` expanded), a name under
+    ``$AGENTGYM_BENCH_HOME/models`` (``"default"``, ``"warmstart"``) or a hub id. ``dtype=None`` on a CPU computes
+    in float32 whatever the checkpoint stores (the boards' published models store bfloat16, which converts exactly);
+    elsewhere it keeps the checkpoint's dtype, as transformers does. A local folder loads without progress bars
+    (:func:`no_progress_bars`); a hub id keeps them (it may download).
+
+    Raises:
+        UserError: a built model name or local path that does not exist (the message says what to run), or a folder
+            or hub id that transformers cannot load.
+    """
+    path = resolve_model(path)  # before importing transformers: a wrong name fails at once
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if dtype is None and str(device) == "cpu":
+        import torch
+
+        dtype = torch.float32
+    try:
+        with no_progress_bars() if Path(path).is_dir() else nullcontext():
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    except (OSError, ValueError) as err:  # transformers: no such repo / folder without a model / unknown architecture
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(f"cannot load a model from {path!r}: {first}") from err
+    model = model.to(device)
+    model.eval()
+    return model, tokenizer

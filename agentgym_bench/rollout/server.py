@@ -589,7 +589,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.hf import load_model
 
     if args.max_connections < 1:
         raise UserError(f"--max-connections {args.max_connections} must be at least 1")

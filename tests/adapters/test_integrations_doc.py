@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from agentgym_bench.paths import model_dir
-from agentgym_bench.rollout.default_model import build_default_model
+from trainers.default_model import build_default_model
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
@@ -83,7 +83,7 @@ def test_the_trl_rollout_func_block_runs(tmp_path, monkeypatch):
 def test_the_trl_environment_factory_block_runs(tmp_path, monkeypatch):
     """As written, with the hub model replaced by a local one that writes tool calls (nothing downloads here)."""
     pytest.importorskip("trl", reason="the TRL route needs trl: pip install -e '.[trl]'")
-    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.hf import load_model
     from tests.adapters.tool_model import tool_calling
 
     torch.set_num_threads(1)

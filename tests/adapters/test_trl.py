@@ -26,11 +26,12 @@ from agentgym_bench.adapters.trl import (  # noqa: E402
     episode_prompt,
     parse_episode_prompt,
 )
-from agentgym_bench.rollout.default_model import build_default_model, load_model  # noqa: E402
+from agentgym_bench.rollout.hf import load_model  # noqa: E402
 from agentgym_bench.rollout.tokens import trajectory_token_view  # noqa: E402
 from agentgym_bench.seeds import TEST_SEEDS  # noqa: E402
 from tests.adapters.episodes import native_episode  # noqa: E402
 from tests.adapters.tool_model import tool_calling  # noqa: E402
+from trainers.default_model import build_default_model  # noqa: E402
 
 ENV = "AgentFrozenLake-v0"
 KWARGS = {"prompt": "compact"}
@@ -153,7 +154,7 @@ def test_two_grpo_steps_on_cpu_change_the_model_and_train_on_the_env_rewards(mod
     group more likely and the worse ones less (advantage-weighted change of their log-probability > 0)."""
     import copy
 
-    from agentgym_bench.rollout.warmstart import WarmStartConfig, collect_demonstrations, finetune
+    from trainers.warmstart import WarmStartConfig, collect_demonstrations, finetune
 
     torch.set_num_threads(1)
     env_id = "AgentFrozenLakeNoSlip-v0"
@@ -247,7 +248,7 @@ def oracle_tool_conversations(tokenizer, seeds) -> list[tuple[list[int], list[in
 
 def imitate(model, tokenizer, rows, *, epochs: int, batch_size: int = 16, lr: float = 2e-3) -> float:
     """Supervised fine-tuning on the assistant tokens of ``rows``; returns the last batch's loss."""
-    from agentgym_bench.rollout.warmstart import reply_loss
+    from trainers.warmstart import reply_loss
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     generator = torch.Generator().manual_seed(0)

@@ -221,8 +221,8 @@ def committed_board_with_a_checkpoint(root: Path) -> tuple[Path, Path]:
     board whose "default model + SFT" entry was scored from the published (untrained) default model."""
     from agentgym_bench.cli import main
     from agentgym_bench.leaderboard.weights import publish_model
-    from agentgym_bench.rollout.default_model import build_default_model
     from agentgym_bench.seeds import TEST_SEEDS
+    from trainers.default_model import build_default_model
 
     suite_file = root / "tiny.json"
     suite_file.write_text(json.dumps({"name": "agentgym-v2", "version": 2, "split": "test",
@@ -244,7 +244,7 @@ def committed_board_with_a_checkpoint(root: Path) -> tuple[Path, Path]:
 def test_the_published_checkpoint_must_be_the_weights_the_board_scored(tmp_path, capsys):
     from agentgym_bench.cli import main
     from agentgym_bench.leaderboard.weights import publish_model
-    from agentgym_bench.rollout.default_model import build_default_model
+    from trainers.default_model import build_default_model
 
     assert published_checkpoint(tmp_path / "leaderboards", "agentgym-v2") is None  # none: from scratch
     _, folder = committed_board_with_a_checkpoint(tmp_path)

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from agentgym_bench.benchmark.results import read_results
-from agentgym_bench.rollout.default_model import ModelSize, build_default_model, load_model
+from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.server import ChatHandler, ChatServer
+from trainers.default_model import ModelSize, build_default_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = {

@@ -3,7 +3,7 @@ import re
 import numpy as np
 
 from agentgym_bench.envs.webshop.augment import CODE, copy_variants, instruction_words
-from agentgym_bench.rollout.warmstart import WarmStartConfig, collect_demonstrations, copy_augmented
+from trainers.warmstart import WarmStartConfig, collect_demonstrations, copy_augmented
 
 
 def first_hit_turns(episodes=3):

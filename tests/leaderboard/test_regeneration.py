@@ -58,7 +58,7 @@ def test_a_reply_generated_alone_can_differ_from_the_same_reply_in_its_batch(mod
     another shape), so re-generating a sample in any other batch can flip a sampled token of an honest file."""
     import torch
 
-    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.hf import load_model
 
     model, _ = load_model(model_dir)
     draw = torch.Generator().manual_seed(1)

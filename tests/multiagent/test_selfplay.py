@@ -114,8 +114,8 @@ def test_unknown_env_and_bad_seats_are_clear_errors():
 def test_the_default_model_plays_a_seat_and_its_tokens_are_recorded(tmp_path):
     """The real generation path: the locally built default model (untrained) against the scripted bargainer."""
     torch = pytest.importorskip("torch")
-    from agentgym_bench.rollout.default_model import build_default_model, load_model
-    from agentgym_bench.rollout.hf import HFPolicy
+    from agentgym_bench.rollout.hf import HFPolicy, load_model
+    from trainers.default_model import build_default_model
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -15,8 +15,8 @@ TINY_ENV_KWARGS = {"prompt": "compact", "enable_think": False}
 def build_tiny_model(path: Path) -> Path:
     """A 1-layer, width-32 GPT-2 with the default model's tokenizer (base words only), fine-tuned on 32 noisy-oracle
     FrozenLake episodes with the current observation as prompt (history 0)."""
-    from agentgym_bench.rollout.default_model import ModelSize, build_model, build_tokenizer, build_vocab
-    from agentgym_bench.rollout.warmstart import WarmStartConfig, collect_demonstrations, finetune
+    from trainers.default_model import ModelSize, build_model, build_tokenizer, build_vocab
+    from trainers.warmstart import WarmStartConfig, collect_demonstrations, finetune
 
     tokenizer = build_tokenizer(build_vocab())
     model = build_model(len(tokenizer), pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id,

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from agentgym_bench.agent.parsing import format_reply
-from agentgym_bench.rollout import default_model
-from agentgym_bench.rollout.default_model import (
+from trainers import default_model
+from trainers.default_model import (
     ARCHITECTURES,
     ModelSize,
     build_default_model,
@@ -264,18 +264,19 @@ def test_models_load_by_name_under_the_home_and_by_a_tilde_path(model_dir, tmp_p
 
 def test_loading_a_missing_model_says_what_to_run(tmp_path, monkeypatch):
     from agentgym_bench.errors import UserError
+    from agentgym_bench.rollout.hf import load_model
 
     monkeypatch.setenv("AGENTGYM_BENCH_HOME", str(tmp_path))
     with pytest.raises(UserError, match="agentgym-bench init-model"):
-        default_model.load_model()
+        load_model()
     with pytest.raises(UserError, match="init-model"):
-        default_model.load_model("~/no/such/model")
+        load_model("~/no/such/model")
 
 
 def test_a_local_model_builds_and_loads_without_progress_bars_and_the_setting_is_restored(tmp_path, capfd):
     from transformers.utils import logging as hf_logging
 
-    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.hf import load_model
 
     assert hf_logging.is_progress_bar_enabled()
     load_model(build_default_model(tmp_path / "m"))

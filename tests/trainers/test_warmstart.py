@@ -4,8 +4,11 @@ import math
 import pytest
 import torch
 
-from agentgym_bench.rollout.default_model import ModelSize, build_default_model
-from agentgym_bench.rollout.warmstart import (
+from agentgym_bench.seeds import TRAIN_SEED_START
+from tests.killing import kill_once_written
+from tests.rollout.toy_game import TOY_ID, register
+from trainers.default_model import ModelSize, build_default_model
+from trainers.warmstart import (
     GROUP_BATCHES,
     WarmStartConfig,
     collect_demonstrations,
@@ -15,10 +18,8 @@ from agentgym_bench.rollout.warmstart import (
     parse_episodes,
     warm_start,
 )
-from agentgym_bench.seeds import TRAIN_SEED_START
-from tests.killing import kill_once_written
-from tests.rollout.toy_game import TOY_ID
 
+register()  # the toy game (tests/rollout's conftest registers it there)
 SMALL = ModelSize(n_layer=2, n_embd=32, n_head=2, n_positions=128)
 
 
@@ -210,7 +211,7 @@ def test_a_warm_start_from_a_warm_started_model_keeps_both_stages(tmp_path, smal
 KILLED_RUN = """
 import sys
 import torch
-from agentgym_bench.rollout import warmstart
+from trainers import warmstart
 from tests.rollout.toy_game import register
 register()
 torch.set_num_threads(1)
@@ -223,7 +224,7 @@ def test_a_warm_start_killed_with_sigkill_resumes_to_the_same_model(tmp_path, sm
                                                                    capsys):
     """The killed run is a fresh process, as a user's would be; the resumed and the uninterrupted runs run here (one
     torch thread everywhere: the checkpoint is only taken up by a run on the same thread count)."""
-    from agentgym_bench.rollout import warmstart
+    from trainers import warmstart
 
     monkeypatch.setattr(warmstart, "CHECKPOINT_STEPS", 5)
     killed = config(tmp_path, small_model, "killed", episodes=200, epochs=3, eval_episodes=4)
@@ -249,8 +250,8 @@ def test_a_warm_start_killed_with_sigkill_resumes_to_the_same_model(tmp_path, sm
 
 
 def test_a_checkpoint_of_other_settings_is_not_taken_up(tmp_path, small_model, monkeypatch, capsys):
-    from agentgym_bench.rollout import warmstart
-    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.hf import load_model
+    from trainers import warmstart
 
     monkeypatch.setattr(warmstart, "CHECKPOINT_STEPS", 2)
     first = config(tmp_path, small_model, "m", episodes=30, epochs=1, eval_episodes=4)
@@ -263,8 +264,8 @@ def test_a_checkpoint_of_other_settings_is_not_taken_up(tmp_path, small_model, m
 
 
 def test_packed_rows_unpack_to_the_same_rows(tmp_path, small_model):
-    from agentgym_bench.rollout.default_model import load_model
-    from agentgym_bench.rollout.warmstart import pack_rows, training_rows, unpack_rows
+    from agentgym_bench.rollout.hf import load_model
+    from trainers.warmstart import pack_rows, training_rows, unpack_rows
 
     _, tokenizer = load_model(str(small_model))
     rows = training_rows(collect_demonstrations(config(tmp_path, small_model, "x", episodes=20)), tokenizer)
@@ -276,9 +277,9 @@ SHARD_WORKER = """
 import sys
 import torch
 import torch.distributed as dist
-from agentgym_bench.rollout.default_model import load_model
+from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.tokens import collate
-from agentgym_bench.rollout.warmstart import shard_step, unpack_rows
+from trainers.warmstart import shard_step, unpack_rows
 
 rank, port, model_path, rows_file, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 torch.set_num_threads(1)
@@ -299,9 +300,9 @@ def test_two_processes_share_the_whole_batch_gradient(tmp_path, small_model):
     import subprocess
     import sys
 
-    from agentgym_bench.rollout.default_model import load_model
+    from agentgym_bench.rollout.hf import load_model
     from agentgym_bench.rollout.tokens import collate
-    from agentgym_bench.rollout.warmstart import pack_rows, reply_loss, training_rows
+    from trainers.warmstart import pack_rows, reply_loss, training_rows
 
     model, tokenizer = load_model(str(small_model))
     rows = training_rows(collect_demonstrations(config(tmp_path, small_model, "x", episodes=12)), tokenizer)[:17]
