@@ -42,12 +42,16 @@ def entry_prompts(suite: Suite, prompt: str | Mapping[str, str] | None) -> dict[
 
 def play_suite(policy: Policy, suite: Suite, *, prompt: str | Mapping[str, str] | None = None,
                history: int | None = 0, entries: list[str] | None = None, progress: bool = False,
-               max_workers: int = 0) -> dict[str, list[Trajectory]]:
+               max_workers: int = 0, action_format: str | Mapping[str, str] | None = None
+               ) -> dict[str, list[Trajectory]]:
     """Play every episode of the suite (or of the named ``entries``) with ``policy``; entry name -> trajectories in
-    seed order."""
+    seed order. ``action_format`` (for every entry, or per entry name): ``"tool"`` plays the entry's agent env in its
+    tool format (recorded in the entry's ``env_kwargs``); ``None`` or ``"answer"``: ``<answer>`` tags."""
     chosen: list[SuiteEntry] = [suite.entry(n) for n in entries] if entries else list(suite.entries)
     prompts = entry_prompts(suite, prompt)
-    tag_kwargs = {e.env_id: e.make_kwargs(prompts[e.name]) for e in chosen}
+    formats = {e.name: action_format.get(e.name) if isinstance(action_format, Mapping) else action_format
+               for e in chosen}
+    tag_kwargs = {e.env_id: e.make_kwargs(prompts[e.name], formats[e.name]) for e in chosen}
     groups = EnvGroups([e.env_id for e in chosen], [e.episodes for e in chosen], 1, tag_kwargs=tag_kwargs,
                        seed=suite.seed_start, fixed_seeds=True, max_workers=max_workers)
     with groups:
@@ -73,7 +77,8 @@ def entry_results(entry: SuiteEntry, trajectories: list[Trajectory]) -> EntryRes
 def evaluate(policy: Policy, suite: Suite, policy_record: dict[str, Any], *,
              prompt: str | Mapping[str, str] | None = None, history: int | None = 0,
              trainer: dict[str, Any] | None = None, training_compute: dict[str, Any] | None = None,
-             progress: bool = False, max_workers: int = 0) -> Results:
+             progress: bool = False, max_workers: int = 0, action_format: str | Mapping[str, str] | None = None
+             ) -> Results:
     """Play the whole suite with ``policy`` and return the results with their metadata.
 
     Args:
@@ -87,6 +92,9 @@ def evaluate(policy: Policy, suite: Suite, policy_record: dict[str, Any], *,
         training_compute: what training cost (recorded under ``metadata.compute.training``).
         progress: report finished episodes.
         max_workers: step envs in a thread pool of this size (slow envs such as HTTP WebShop).
+        action_format: ``"tool"``: the agent envs offer their actions as a ``take_actions`` tool and read tool calls
+            (recorded as ``env_kwargs.action_format``); ``None`` or ``"answer"``: ``<answer>`` tags; or a mapping
+            entry name -> format. Single-agent suites only.
     """
     start = time.perf_counter()
     if suite.multiagent:
@@ -95,13 +103,16 @@ def evaluate(policy: Policy, suite: Suite, policy_record: dict[str, Any], *,
         if prompt is not None:
             raise UserError(f"{suite.name} is a two-player suite: its games write their own text, there is no prompt "
                             "template to choose")
+        if (set(action_format.values()) if isinstance(action_format, Mapping) else {action_format}) - {None, "answer"}:
+            raise UserError(f"{suite.name} is a two-player suite: its games read their own replies, there is no "
+                            "action format to choose")
         played_matches = matches.play_suite(policy, suite, history=history, progress=progress)
         entries = [e for e, _ in played_matches]
         turns = [turn for _, results in played_matches for r in results for t in r.trajectories.values()
                  for turn in t.turns]
     else:
         played = play_suite(policy, suite, prompt=prompt, history=history, progress=progress,
-                            max_workers=max_workers)
+                            max_workers=max_workers, action_format=action_format)
         entries = [entry_results(suite.entry(name), trajectories) for name, trajectories in played.items()]
         turns = [turn for ts in played.values() for t in ts for turn in t.turns]
     wall = time.perf_counter() - start

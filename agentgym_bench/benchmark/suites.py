@@ -15,6 +15,11 @@ each row. (RAGEN and most LLM benchmarks fix one prompt; we allow the compact re
 from scratch with a word-level vocabulary can be scored on the same episodes.) ``oracle_success`` is the oracle's
 success on exactly these episodes, the ceiling that scores are normalised by (checked by a test).
 
+The action format is the other choice, the same for every single-agent entry of every suite: RAGEN's ``<answer>``
+tags (the default, not recorded) or a ``take_actions`` tool call (``eval --action-format tool``, recorded as
+``action_format: "tool"`` in the entry's ``env_kwargs``; :mod:`agentgym_bench.agent.tools`). The episodes and budgets
+are the same either way, and a reply of bad format costs the same penalty.
+
 Splits: ``agentgym-v2`` holds the **test** seeds, from :data:`~agentgym_bench.seeds.TEST_SEEDS`, which no
 training, validation, warm start or tuning may use (trainers refuse configs that meet them), and whose episodes are
 held out by content too: a test seed only draws test content (rooms, maps, goals, deals), which no training or
@@ -93,18 +98,28 @@ class SuiteEntry:
     def seeds(self) -> range:
         return range(self.seed_start, self.seed_start + self.episodes)
 
-    def make_kwargs(self, prompt: str | None = None) -> dict[str, Any]:
-        """``gym.make`` keyword arguments with ``prompt`` (default: the entry's first); a match entry's env kwargs."""
+    def make_kwargs(self, prompt: str | None = None, action_format: str | None = None) -> dict[str, Any]:
+        """``gym.make`` keyword arguments with ``prompt`` (default: the entry's first) and ``action_format`` (one of
+        :data:`~agentgym_bench.agent.tools.ACTION_FORMATS`; ``None`` or ``"answer"``, the agent env's default, is
+        left out, so those kwargs are what they always were); a match entry's env kwargs."""
+        from agentgym_bench.agent.tools import ACTION_FORMATS
+
         if self.opponent is not None:
             if prompt is not None:
                 raise UserError(f"suite entry {self.name!r} is a two-player match: its game writes its own text, "
                                 "there is no prompt template to choose")
+            if action_format not in (None, "answer"):
+                raise UserError(f"suite entry {self.name!r} is a two-player match: its game reads its own replies, "
+                                "there is no action format to choose")
             return dict(self.env_kwargs)
         prompt = self.prompts[0] if prompt is None else prompt
         if prompt not in self.prompts:
             raise UserError(f"prompt {prompt!r} is not allowed for suite entry {self.name!r}; "
                             f"choose one of {list(self.prompts)}")
-        return {**self.env_kwargs, "prompt": prompt}
+        if action_format is not None and action_format not in ACTION_FORMATS:
+            raise UserError(f"action format {action_format!r} is not one of {list(ACTION_FORMATS)}")
+        return {**self.env_kwargs, "prompt": prompt, **({"action_format": action_format}
+                                                           if action_format not in (None, "answer") else {})}
 
 
 @dataclass(frozen=True)

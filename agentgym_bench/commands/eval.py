@@ -8,6 +8,7 @@ Examples::
     agentgym-bench eval --suite agentgym-ma-v2 --policy scripted --out runs/scripted-ma.json.gz
     agentgym-bench eval --suite agentgym-ma-v2 --policy hf:warmstart --out runs/warmstart-ma.json.gz
     agentgym-bench eval --policy openai:my-model@http://127.0.0.1:8000/v1 --episodes 3 --entries bandit
+    agentgym-bench eval --policy openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1 --action-format tool
 
 Finished work is kept: each entry's results go to OUT.partial as soon as the entry finishes, and running the same
 command again resumes from there (the file is checked to be the same run). A failing endpoint ends the run with one
@@ -15,6 +16,10 @@ line naming the URL, the HTTP status and what to change; the finished entries st
 is played, an openai: policy's model name is checked against the endpoint's /v1/models, and each entry's first
 prompt is sent once (a prompt over the model's context is refused there). --episodes and
 --entries make a quick check: its results file says so, and `submit` refuses it.
+
+--action-format tool offers each env's actions as one OpenAI function, take_actions, and reads the replies as tool
+calls (the request's tools and the answer's tool_calls through an openai: endpoint, the chat template's tools for
+hf: and vllm: models); it is recorded in every entry's env_kwargs, and boards accept it on any single-agent entry.
 
 On the two-player suites (agentgym-ma-v2, agentgym-ma-v2-validation) the policy plays Bargain against the suite's
 opponents and itself; `random` and `scripted` are Bargain's model-free policies there, there is no `oracle`, and no
@@ -29,6 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.evaluate import entry_prompts, evaluate_by_entry
 from agentgym_bench.benchmark.matches import suite_policy
 from agentgym_bench.benchmark.provenance import training_record
@@ -70,6 +76,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="results.json.gz", help="results file to write (default: %(default)s)")
     parser.add_argument("--prompt", type=prompt_arg, default=None, metavar="NAME|ENTRY=NAME,...",
                         help="prompt template, for every entry or per entry (default: each entry's first, 'ragen')")
+    parser.add_argument("--action-format", choices=ACTION_FORMATS, default=None,
+                        help="how replies name their actions: 'answer' (RAGEN's <answer> tags, the default) or 'tool' "
+                        "(a take_actions tool call; recorded in each entry's env_kwargs)")
     parser.add_argument("--history", type=history_arg, default=None, metavar="full|K",
                         help="past turns kept in the prompt: 'full' (default) or the last K (0: current state only)")
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)")
@@ -111,10 +120,11 @@ def partial_path(out: Path) -> Path:
     return out.with_name(out.name + ".partial")
 
 
-def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict[str, str]) -> Results | None:
+def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict[str, str],
+            action_format: str | None = None) -> Results | None:
     """The finished entries kept in ``partial`` by an earlier run of the same settings, or ``None`` if there is no
-    such file; a :class:`UserError` if it holds another run's (other suite, policy, sampling, history, prompts or
-    quick check)."""
+    such file; a :class:`UserError` if it holds another run's (other suite, policy, sampling, history, prompts,
+    action format or quick check)."""
     if not partial.is_file():
         return None
     done = read_results(partial)
@@ -124,6 +134,8 @@ def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict
         ("trainer record", done.metadata["trainer"] == metadata["trainer"]),
         ("--episodes/--entries", done.metadata.get("quick_check") == metadata.get("quick_check")),
         ("prompts", all(e.prompt == prompts.get(e.name, "") for e in done.entries)),
+        ("--action-format", all(e.env_kwargs.get("action_format", "answer") == (action_format or "answer")
+                                for e in done.entries if e.opponent is None)),
         ("entries", all(e.name in {s.name for s in suite.entries} for e in done.entries))] if not same]
     if differs:
         raise UserError(f"{partial} holds finished entries of a run with another {differs[0]}: delete it to start "
@@ -131,7 +143,7 @@ def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict
     return done
 
 
-def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str]) -> None:
+def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], action_format: str | None = None) -> None:
     """Before playing, send each entry's first prompt (its first seed) to the endpoint once, with the run's reply
     budget: a prompt the model's context cannot hold, or any other refusal, ends the run here with one line, before
     any work. (A prompt that only outgrows the context later, with history, is caught when it happens.)"""
@@ -140,7 +152,7 @@ def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str]) -> N
     from agentgym_bench.rollout.trajectory import build_messages
 
     for entry in suite.entries:
-        env = gym.make(entry.env_id, **entry.make_kwargs(prompts[entry.name]))
+        env = gym.make(entry.env_id, **entry.make_kwargs(prompts[entry.name], action_format))
         try:
             observation, info = env.reset(seed=entry.seed_start)
         finally:
@@ -167,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
         raise UserError("need --max-new-tokens >= 1, --temperature >= 0 and 0 < --top-p <= 1")
     suite, quick = quick_check(load_suite(args.suite), args.episodes, args.entries)
+    if suite.multiagent and args.action_format not in (None, "answer"):
+        raise UserError(f"{suite.name} is a two-player suite: its games read their own replies, there is no "
+                        "--action-format to choose")
     trainer, training = training_record(args.trained_by) if args.trained_by else (None, None)
     if args.selection is not None:
         if trainer is None:
@@ -182,9 +197,9 @@ def run(args: argparse.Namespace) -> int:
     prompts = {} if suite.multiagent else entry_prompts(suite, args.prompt)
     metadata = {"policy": {**record, "history": args.history}, "trainer": trainer,
                 **({"quick_check": quick} if quick else {})}
-    done = resumed(partial, suite, metadata, prompts)
+    done = resumed(partial, suite, metadata, prompts, args.action_format)
     if record["kind"] == "openai" and not suite.multiagent:
-        probe_first_prompts(policy, suite, prompts)
+        probe_first_prompts(policy, suite, prompts, args.action_format)
     what = "matches" if suite.multiagent else "episodes"
     print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} {what}"
           f"{' (a quick check: not submittable)' if quick else ''}")
@@ -198,7 +213,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         results = evaluate_by_entry(policy, suite, record, done=done, on_entry=keep, prompt=args.prompt,
-                                    history=args.history, trainer=trainer, training_compute=training, progress=True)
+                                    action_format=args.action_format, history=args.history, trainer=trainer,
+                                    training_compute=training, progress=True)
     except GenerationError as err:
         raise failure(err, partial) from None
     except KeyboardInterrupt:

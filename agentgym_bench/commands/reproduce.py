@@ -11,9 +11,10 @@ Examples::
     agentgym-bench reproduce scripted --board leaderboards/agentgym-ma-v2       a two-player board
 
 The policy is rebuilt from the recorded kind and model (``oracle``, ``random``, ``scripted``, ``hf:MODEL``,
-``vllm:MODEL``, ``openai:MODEL@ENDPOINT``) with the recorded sampling settings and seed, history window and per-entry
-prompts, and plays the same seeds: all of them, or with ``--sample K`` the first K seeds of every entry (a fixed
-choice, the same for everyone; the board's transcripts show the first 12).
+``vllm:MODEL``, ``openai:MODEL@ENDPOINT``) with the recorded sampling settings and seed, history window, per-entry
+prompts and action formats (``env_kwargs.action_format``: tool calls), and plays the same seeds: all of them, or
+with ``--sample K`` the first K seeds of every entry (a fixed choice, the same for everyone; the board's transcripts
+show the first 12).
 
 Weights. A model path recorded relative to a repository resolves against the repository root of the board: the
 nearest folder above the board that holds a ``leaderboards/`` folder (``leaderboards/<board>/`` sits in the root;
@@ -212,11 +213,13 @@ def run(args: argparse.Namespace) -> int:
         print(weights_note(policy_record, spec.split(":", 1)[1], args.model is not None))
     policy, new_record = suite_policy(spec, suite, sampling_of(policy_record), device=args.device)
     prompts = None if suite.multiagent else {e.name: e.prompt for e in recorded.entries}
+    formats = None if suite.multiagent else {e.name: e.env_kwargs.get("action_format") for e in recorded.entries}
     seeds = "every seed" if args.sample is None else f"the first {args.sample} seeds of every entry"
     print(f"reproducing {record['name']!r} ({spec}, history {policy_record['history']}) on {suite.name} "
           f"v{suite.version}, {seeds}: {suite.episodes} of {full_suite.episodes} episodes")
     play = evaluate_by_entry if recorded.metadata["compute"].get("batching") == "entry" else evaluate  # its batches
-    new = play(policy, suite, new_record, prompt=prompts, history=policy_record["history"], progress=True)
+    new = play(policy, suite, new_record, prompt=prompts, action_format=formats, history=policy_record["history"],
+               progress=True)
     rows = agreement(suite, recorded, new)
     print("\n".join(format_rows(rows, "payoff" if suite.multiagent else "success")))
     same, total, _ = rows[-1]["counts"]

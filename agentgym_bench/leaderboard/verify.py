@@ -6,7 +6,10 @@ that names what is wrong:
 1. size limits, JSON Schema, no NaN or infinite numbers (:func:`agentgym_bench.benchmark.results.loads`);
 2. the suite: name and version equal to the suite given (by default the bundled suite the file names);
 3. the entries: exactly the suite's names, each with the entry's env id, ``env_kwargs`` equal to the entry's fixed
-   ones plus a ``prompt`` among the entry's ``prompts``;
+   ones plus a ``prompt`` among the entry's ``prompts`` and, optionally, an ``action_format`` among
+   :data:`~agentgym_bench.agent.tools.ACTION_FORMATS` (``"tool"``: ``eval --action-format tool``; absent means
+   ``"answer"``). Like the prompt it is the submission's choice on every single-agent entry: the episodes, budgets
+   and penalties are the same in either format (a match entry has neither);
 4. the seeds: exactly the entry's seeds, no missing, foreign or duplicated seed (a quick check of a part of the
    suite, ``eval --episodes`` / ``--entries``, says so in ``metadata.quick_check`` and is refused first);
 5. **replay** (:func:`replay_entry`): every episode's raw replies are fed, in order, to one fresh
@@ -27,7 +30,9 @@ that names what is wrong:
    ``root``) with the recorded weights hash, and sampling was keyed. Every reply of the file is re-generated from the
    replayed observations with the recorded sampling settings and history window, under the evaluation's keys and
    in the evaluation's batches (:func:`evaluation_batches`: the same conversations in each ``generate`` call, rebuilt
-   from the file), and compared token for token (``token_ids`` where recorded, else the text: :func:`same_reply`).
+   from the file, each with the ``tools`` its replayed env offers in tool format, so the chat template renders the
+   prompt the model read), and compared token for token (``token_ids`` where recorded, else the text:
+   :func:`same_reply`).
    Nothing is sampled, so nothing the submitter controls (the file's bytes, its name) decides what is checked; and
    since a reply's last logit bits depend on the rows batched with it, the same batches make an honest file's
    replies come back identical on the machine that evaluated it. It costs what the evaluation's generation cost.
@@ -61,6 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, loads, sha256_text
 from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite
 from agentgym_bench.progress import progress as progress_bar
@@ -249,12 +255,17 @@ def check_entries(results: Results, suite: Suite) -> None:
             raise ResultsError(f"{where}: opponent {recorded.opponent!r}, the suite's is {entry.opponent!r}")
         kwargs = dict(recorded.env_kwargs)
         prompt = kwargs.pop("prompt", None)
+        action_format = kwargs.pop("action_format", None)
         if kwargs != entry.env_kwargs:
             raise ResultsError(f"{where}: env_kwargs {kwargs} differ from the suite's fixed {entry.env_kwargs}")
         if entry.opponent is None and prompt not in entry.prompts:
             raise ResultsError(f"{where}: prompt {prompt!r} is not one of the entry's {list(entry.prompts)}")
         if entry.opponent is not None and prompt is not None:
             raise ResultsError(f"{where}: a match entry has no prompt (env_kwargs has {prompt!r})")
+        if entry.opponent is None and action_format is not None and action_format not in ACTION_FORMATS:
+            raise ResultsError(f"{where}: action_format {action_format!r} is not one of {list(ACTION_FORMATS)}")
+        if entry.opponent is not None and action_format is not None:
+            raise ResultsError(f"{where}: a match entry has no action format (env_kwargs has {action_format!r})")
         for ep in recorded.episodes if entry.opponent is not None else []:
             if ep.match is None or ep.match.opponent != entry.opponent:
                 raise ResultsError(f"{where}, seed {ep.seed}: the match record must name opponent {entry.opponent!r}")
@@ -278,11 +289,13 @@ def _some(values: list[int], k: int = 5) -> str:
 
 @dataclass
 class EpisodeText:
-    """The texts of a replayed episode: the system prompt, each turn's observation, the final observation."""
+    """The texts of a replayed episode: the system prompt, each turn's observation, the final observation, and the
+    ``tools`` its env offered (``info["tools"]`` of the reset: an agent env in tool format; ``[]`` otherwise)."""
 
     system_prompt: str
     observations: list[str]
     final_observation: str
+    tools: list[dict[str, Any]] = field(default_factory=list)
 
 
 def replay_entry(recorded: EntryResults, *, keep: set[int] | frozenset[int] = frozenset(),
@@ -312,6 +325,7 @@ def replay_entry(recorded: EntryResults, *, keep: set[int] | frozenset[int] = fr
             where = f"entry {recorded.name}, seed {episode.seed}"
             observation, info = env.reset(seed=episode.seed)
             system_prompt = str(info.get("system_prompt", ""))
+            tools = info.get("tools") or []
             observations: list[str] = []
             regenerated: dict[int, str] = {}
             done, total = False, 0.0
@@ -352,7 +366,7 @@ def replay_entry(recorded: EntryResults, *, keep: set[int] | frozenset[int] = fr
             if model_free is not None:
                 _check_replies(where, model_free, regenerated, episode.turns)
             if episode.seed in keep:
-                texts[episode.seed] = EpisodeText(system_prompt, observations, observation)
+                texts[episode.seed] = EpisodeText(system_prompt, observations, observation, list(tools))
             if bar is not None:
                 bar.update(1)
     finally:
@@ -550,14 +564,15 @@ def regeneration_blocker(results: Results, root: str | os.PathLike | None = None
 
 @dataclass(frozen=True)
 class Move:
-    """One reply of the evaluated model to re-generate: the prompt it read, its sampling key, where it is (for
-    messages) and the recorded turn."""
+    """One reply of the evaluated model to re-generate: the prompt it read (its messages and the ``tools`` its env
+    offered, ``[]`` for none), its sampling key, where it is (for messages) and the recorded turn."""
 
     messages: list[dict[str, str]]
     key: tuple[int, ...]
     where: str
     turn: Any
     episode: tuple[str, int]
+    tools: list[dict[str, Any]] = field(default_factory=list)
 
 
 def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]]) -> list[list[Move]]:
@@ -595,7 +610,7 @@ def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int
                                           text.observations[t], history)
                 single.setdefault(t, []).append(Move(messages, (tag_hash(entry.env_id), episode.seed, 0, t),
                                                      f"entry {entry.name}, seed {episode.seed}, turn {t + 1}", turn,
-                                                     (entry.name, episode.seed)))
+                                                     (entry.name, episode.seed), text.tools))
         calls += [ticks[t] for t in sorted(ticks)]
         if by_entry:
             calls += [single[t] for t in sorted(single)]
@@ -621,7 +636,8 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
     differing: list[Move] = []
     with progress_bar(sum(len(c) for c in calls), "re-generation", "turn", enabled=progress) as bar:
         for call in calls:
-            generations = policy.generate([m.messages for m in call], keys=[m.key for m in call])
+            offered = [_Offers(m.tools) for m in call]  # what generate reads of an env: the tools it offers
+            generations = policy.generate([m.messages for m in call], offered, keys=[m.key for m in call])
             for move, g in zip(call, generations, strict=True):
                 if not same_reply(g.text, g.token_ids, move.turn.reply, move.turn.token_ids):
                     differing.append(move)
@@ -634,6 +650,14 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
     episodes = len({m.episode for m in differing})
     return (f"{len(differing)} of {sum(len(c) for c in calls)} replies in {episodes} episodes differ; the first, "
             f"{first.where}: the re-generated {what}")
+
+
+@dataclass(frozen=True)
+class _Offers:
+    """Stands for a replayed env where a policy is asked for a reply: the ``tools`` it offered
+    (:func:`~agentgym_bench.agent.tools.offered_tools` reads nothing else of an env)."""
+
+    tools: list[dict[str, Any]]
 
 
 def _policy_moves(entry: EntryResults, episode: Any, text: EpisodeText, history: int | None
