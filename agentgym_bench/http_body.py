@@ -1,11 +1,15 @@
 """Serving HTTP to a slow or hostile client: what both servers (``serve``, ``webshop-serve``) share, so that no
 client can hold a thread for ever or take every thread.
 
-- :class:`GuardedHandler`: a request handler whose socket reads run against deadlines. Waiting for a request (an
-  idle kept-alive connection) is bounded by the handler's ``timeout`` per read, as in ``http.server``; once the
-  first byte of a request has come, its request line and headers must all arrive within ``head_seconds`` (a
-  client that sends its head one byte at a time is cut off, the connection closed without an answer), and its body
-  within the ``seconds`` given to :meth:`GuardedHandler.read_body`.
+- :class:`GuardedHandler`: a request handler whose socket reads and writes run against deadlines. A connection
+  must send the first byte of each request within ``idle_seconds`` (of being accepted, or of the previous answer on
+  a kept-alive connection), else it is closed without an answer, so silent connections give their slot back
+  quickly (a client that keeps its connection between requests simply reconnects). Once the first byte of a
+  request has come, its request line and headers must all arrive within ``head_seconds`` (a client that sends its
+  head one byte at a time is cut off, the connection closed without an answer), and its body within the
+  ``seconds`` given to :meth:`GuardedHandler.read_body`. An answer must be written out within ``write_seconds`` of
+  its first byte, all of it (a client that stops reading, or reads a streamed answer a trickle at a time, is cut
+  off and the connection closed), and no single read or write waits more than the handler's ``timeout``.
 - :class:`GuardedServer`: a threading HTTP server that serves at most ``max_connections`` connections at once (one
   thread each); a connection over the cap gets the server's :meth:`~GuardedServer.busy_answer` (a 503) and is
   closed, as uvicorn's ``--limit-concurrency`` answers.
@@ -24,8 +28,8 @@ from typing import Any
 
 class _DeadlineReader(io.RawIOBase):
     """A socket's reads against :attr:`deadline` (``time.monotonic()``): each read waits at most ``idle`` seconds
-    and none starts past the deadline (``TimeoutError``). With :attr:`head_seconds` set, the deadline is set that
-    far after the first bytes arrive."""
+    and none starts past the deadline (``TimeoutError``). With :attr:`head_seconds` set, the deadline is moved to
+    that far after the first bytes arrive (before them it is the wait for a request to begin)."""
 
     def __init__(self, sock: socket.socket, idle: float):
         super().__init__()
@@ -47,9 +51,43 @@ class _DeadlineReader(io.RawIOBase):
         return n
 
 
+class _DeadlineWriter(io.BufferedIOBase):
+    """A socket's writes (unbuffered, as ``socketserver``'s writer) against a deadline: each write waits at most
+    ``idle`` seconds, and all the writes of one answer end within :attr:`seconds` of its first (``TimeoutError``)."""
+
+    def __init__(self, sock: socket.socket, idle: float):
+        super().__init__()
+        self.sock, self.idle = sock, idle
+        self.deadline = math.inf
+        self.seconds: float | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def start(self, seconds: float) -> None:
+        """A new answer: its deadline is ``seconds`` after its first write."""
+        self.deadline, self.seconds = math.inf, seconds
+
+    def write(self, data: Any) -> int:
+        now = time.monotonic()
+        if self.seconds is not None:
+            self.deadline, self.seconds = now + self.seconds, None
+        left = self.deadline - now
+        if left <= 0:
+            raise TimeoutError("the client did not read its answer in time")
+        self.sock.settimeout(min(self.idle, left))
+        self.sock.sendall(data)  # raises TimeoutError when it does not end within the timeout, all of it
+        with memoryview(data) as view:
+            return view.nbytes
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+
 class GuardedHandler(BaseHTTPRequestHandler):
-    """``BaseHTTPRequestHandler`` with deadlines on its reads (see the module docstring). The server gives
-    ``head_seconds``; ``timeout`` is the longest wait of one socket read or write."""
+    """``BaseHTTPRequestHandler`` with deadlines on its reads and writes (see the module docstring). The server
+    gives ``idle_seconds``, ``head_seconds`` and ``write_seconds``; ``timeout`` is the longest wait of one socket
+    read or write."""
 
     server: GuardedServer
 
@@ -58,10 +96,15 @@ class GuardedHandler(BaseHTTPRequestHandler):
         self.rfile.close()  # the socket's own reader, replaced (an open one would keep the socket from closing)
         self._reader = _DeadlineReader(self.connection, self.timeout)
         self.rfile = io.BufferedReader(self._reader)
+        self._writer = _DeadlineWriter(self.connection, self.timeout)
+        self.wfile = self._writer
 
     def handle_one_request(self) -> None:
-        self._reader.deadline, self._reader.head_seconds = math.inf, self.server.head_seconds
-        super().handle_one_request()  # answers nothing and closes the connection on TimeoutError
+        # Until the first byte, the wait for a request to begin; then the head's deadline (see _DeadlineReader).
+        self._reader.deadline = time.monotonic() + self.server.idle_seconds
+        self._reader.head_seconds = self.server.head_seconds
+        self._writer.start(self.server.write_seconds)
+        super().handle_one_request()  # answers nothing and closes the connection on TimeoutError (read or write)
 
     def parse_request(self) -> bool:
         """The head has arrived (request line and headers): lift its deadline."""
@@ -92,19 +135,24 @@ class GuardedHandler(BaseHTTPRequestHandler):
 
 class GuardedServer(ThreadingHTTPServer):
     """``ThreadingHTTPServer`` serving at most ``max_connections`` connections at once; the others get
-    :meth:`busy_answer` and are closed. ``head_seconds``: time a request's line and headers have to arrive."""
+    :meth:`busy_answer` and are closed. ``idle_seconds``: time a connection has to begin each request (its first
+    byte); ``head_seconds``: time a request's line and headers have to arrive once begun; ``write_seconds``: time an
+    answer has to be written out, all of it, once its first byte is."""
 
     daemon_threads = True
     request_queue_size = 128  # connections the kernel queues before accept (socketserver's default is 5)
 
     def __init__(self, address: tuple[str, int], handler: type[GuardedHandler], *, max_connections: int,
-                 head_seconds: float):
+                 head_seconds: float, idle_seconds: float, write_seconds: float):
         if not isinstance(max_connections, int) or isinstance(max_connections, bool) or max_connections < 1:
             raise ValueError(f"max_connections={max_connections!r} must be a positive integer")
-        if not head_seconds > 0:
-            raise ValueError(f"head_seconds={head_seconds!r} must be a positive number of seconds")
+        for name, seconds in (("head_seconds", head_seconds), ("idle_seconds", idle_seconds),
+                              ("write_seconds", write_seconds)):
+            if not seconds > 0:
+                raise ValueError(f"{name}={seconds!r} must be a positive number of seconds")
         super().__init__(address, handler)
         self.max_connections, self.head_seconds = max_connections, head_seconds
+        self.idle_seconds, self.write_seconds = idle_seconds, write_seconds
         self._slots = threading.BoundedSemaphore(max_connections)
 
     def busy_answer(self) -> tuple[str, bytes]:

@@ -38,9 +38,11 @@ answer; none drops the connection.
 
 Abuse bounds: a body is at most :data:`MAX_BODY_BYTES` (1 MiB), nests at most :data:`MAX_DEPTH` levels and must
 arrive within :data:`BODY_SECONDS`; a request's line and headers must arrive within :data:`HEAD_SECONDS` of its first
-byte (else the connection is closed unanswered); any socket read or write waits at most :data:`SOCKET_SECONDS` (an
-idle kept-alive connection is closed then); at most :data:`MAX_CONNECTIONS` connections are served at once, one
-thread each, and another gets a 503 (:mod:`agentgym_bench.http_body`);
+byte (else the connection is closed unanswered); a connection that sends nothing for :data:`IDLE_SECONDS` after
+connecting or after an answer is closed, so silent connections cannot hold the connection slots; an answer must be
+written out within :data:`WRITE_SECONDS` (a client that stops reading its answer, streamed or not, is cut off);
+any socket read or write waits at most :data:`SOCKET_SECONDS`; at most :data:`MAX_CONNECTIONS` connections are
+served at once, one thread each, and another gets a 503 (:mod:`agentgym_bench.http_body`);
 ``max_tokens`` is at most the model's positions; the prompt is rendered and tokenised outside the model's lock, so
 a long prompt does not hold other clients up, and only generation is serialised.
 
@@ -82,6 +84,11 @@ SOCKET_SECONDS = 60.0
 """Longest wait of one socket read or write, an idle kept-alive connection's included."""
 HEAD_SECONDS = 10.0
 """Time a client has to send a request's line and headers once it has begun (then the connection is closed)."""
+IDLE_SECONDS = 10.0
+"""Time a connection has to begin each request (its first byte), after connecting or after the previous answer
+(then it is closed unanswered, and its slot of :data:`MAX_CONNECTIONS` is free)."""
+WRITE_SECONDS = 60.0
+"""Time an answer has to be written out, all of it, streamed or not (then the connection is closed)."""
 MAX_CONNECTIONS = 64
 """Connections served at once, one thread each (a 503 for more)."""
 MAX_DEPTH = 64
@@ -514,8 +521,9 @@ class ChatHandler(GuardedHandler):
 
 class ChatServer(GuardedServer):
     """Serve ``model`` / ``tokenizer`` on ``127.0.0.1:port`` (``port=0``: a free port; see :attr:`base_url`).
-    ``body_seconds`` / ``socket_seconds`` / ``head_seconds`` / ``max_connections``: :data:`BODY_SECONDS` /
-    :data:`SOCKET_SECONDS` / :data:`HEAD_SECONDS` / :data:`MAX_CONNECTIONS`.
+    ``body_seconds`` / ``socket_seconds`` / ``head_seconds`` / ``idle_seconds`` / ``write_seconds`` /
+    ``max_connections``: :data:`BODY_SECONDS` / :data:`SOCKET_SECONDS` / :data:`HEAD_SECONDS` /
+    :data:`IDLE_SECONDS` / :data:`WRITE_SECONDS` / :data:`MAX_CONNECTIONS`.
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
@@ -523,8 +531,10 @@ class ChatServer(GuardedServer):
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str = "local", port: int = 0,
                  api_key: str | None = None, verbose: bool = False, handler: type[ChatHandler] = ChatHandler,
                  body_seconds: float = BODY_SECONDS, socket_seconds: float = SOCKET_SECONDS,
-                 head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS):
-        super().__init__((HOST, port), handler, max_connections=max_connections, head_seconds=head_seconds)
+                 head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS,
+                 idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS):
+        super().__init__((HOST, port), handler, max_connections=max_connections, head_seconds=head_seconds,
+                         idle_seconds=idle_seconds, write_seconds=write_seconds)
         self.body_seconds, self.socket_seconds = body_seconds, socket_seconds
         self.model, self.tokenizer, self.model_name = model, tokenizer, model_name
         self.api_key, self.verbose = api_key, verbose

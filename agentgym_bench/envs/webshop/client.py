@@ -18,7 +18,9 @@ Failures are :class:`WebShopServerError` (server unreachable, timed out, or an H
 :class:`WebShopProtocolError` (the server answered something that is not the protocol); every message names the
 full URL. Each attempt of a request has a total deadline of ``timeout`` seconds for connecting, sending and reading
 the whole answer (a server that drips one byte at a time is cut off too, not only a silent one). Requests that are
-safe to repeat are retried on connection errors, timeouts and HTTP 502/503/504, with exponential backoff. ``/step``
+safe to repeat are retried on connection errors, timeouts and HTTP 502/503/504, with exponential backoff. A
+kept-alive connection that the server has closed while it was idle (``webshop-serve`` closes one after 10 s without
+a request) is replaced by a new one before the request is sent, costing no retry. ``/step``
 is not idempotent, so it is retried only when the action cannot have been applied: the connection was refused, a
 kept-alive connection turned out closed, or the server answered 503; a timeout or a connection dropped mid-answer
 during ``/step`` is an error. One call therefore returns or raises within :attr:`WebShopClient.budget`
@@ -30,6 +32,7 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import select
 import socket
 import time
 import urllib.parse
@@ -86,6 +89,18 @@ class _DeadlineConnection(http.client.HTTPConnection):
         self.sock.connection = self
 
 
+def _dropped(sock: socket.socket | None) -> bool:
+    """Whether an idle kept-alive connection was closed by the server: it is readable (a server sends nothing
+    unasked, so what is there is its close, or data that can only be an error). What urllib3 checks before reusing a
+    connection."""
+    if sock is None:
+        return True
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
 def _check_url(base_url: str) -> urllib.parse.SplitResult:
     if not isinstance(base_url, str):
         raise ValueError(f"base_url={base_url!r} must be a string such as 'http://127.0.0.1:36001'")
@@ -140,6 +155,8 @@ class WebShopClient:
             self._conn = None
 
     def _once(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+        if self._conn is not None and _dropped(self._conn.sock):
+            self.close()  # the server closed the kept-alive connection while idle (webshop-serve after 10 s)
         self._reused = self._conn is not None
         if self._conn is None:
             self._conn = _DeadlineConnection(self._host, self._port, timeout=self.timeout)

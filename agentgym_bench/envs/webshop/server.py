@@ -11,9 +11,12 @@ or parameter (a ``Content-Length`` or ``env_idx`` that is not ASCII digits, JSON
 ``--max-envs`` envs exist (close some with ``/close``) or ``--max-connections`` connections are open. The server is
 multi-threaded (one thread per connection, HTTP/1.1 keep-alive, at most :data:`MAX_CONNECTIONS` by default) and
 shares one catalog and search index among all envs. Against slow clients (:mod:`agentgym_bench.http_body`): a socket
-read or write waits at most :attr:`_Handler.timeout` (an idle kept-alive connection's included), a request's line and
-headers must arrive within :data:`HEAD_SECONDS` of its first byte (else the connection is closed) and its body within
-:data:`BODY_SECONDS` (else a 408).
+read or write waits at most :attr:`_Handler.timeout`; a connection must begin each request (its first byte) within
+:data:`IDLE_SECONDS` of connecting or of the previous answer, else it is closed (silent connections cannot hold the
+``--max-connections`` slots; a client that keeps its connection while its agent thinks reconnects, as ours and
+AgentGym's do); a request's line and headers must arrive within :data:`HEAD_SECONDS` of its first byte (else the
+connection is closed), its body within :data:`BODY_SECONDS` (else a 408), and an answer must be written out within
+:data:`WRITE_SECONDS` (a client that does not read it is cut off).
 
 Envs have no owner: there is no authentication, ids are sequential, and any client can step or close any env (as in
 AgentGym's server). An env nobody has used for ``--env-ttl`` seconds (default :data:`ENV_TTL`, an hour) is dropped
@@ -50,6 +53,11 @@ BODY_SECONDS = 30.0
 """Time a client has to send a whole request body (408 after)."""
 HEAD_SECONDS = 10.0
 """Time a client has to send a request's line and headers once it has begun (then the connection is closed)."""
+IDLE_SECONDS = 10.0
+"""Time a connection has to begin each request (its first byte), after connecting or after the previous answer
+(then it is closed unanswered, and its slot of :data:`MAX_CONNECTIONS` is free)."""
+WRITE_SECONDS = 30.0
+"""Time an answer has to be written out, all of it (then the connection is closed)."""
 MAX_CONNECTIONS = 1024
 """Connections served at once, one thread each (a 503 for more; the client keeps one per env)."""
 ENV_TTL = 3600.0
@@ -78,17 +86,21 @@ class WebShopServer(GuardedServer):
         env_ttl: seconds an env may go unused before it is dropped (when envs are created or listed).
         body_seconds: time a client has to send a request body (:data:`BODY_SECONDS`).
         head_seconds: time a client has to send a request's line and headers (:data:`HEAD_SECONDS`).
+        idle_seconds: time a connection has to begin each request (:data:`IDLE_SECONDS`).
+        write_seconds: time an answer has to be written out (:data:`WRITE_SECONDS`).
         max_connections: connections served at once (:data:`MAX_CONNECTIONS`); more get a 503.
     """
 
     def __init__(self, address: tuple[str, int], catalog: Catalog, *, max_envs: int = 8000, seed: int = 0,
                  verbose: bool = False, env_ttl: float = ENV_TTL, body_seconds: float = BODY_SECONDS,
-                 head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS):
+                 head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS,
+                 idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS):
         if not isinstance(max_envs, int) or max_envs < 1:
             raise ValueError(f"max_envs={max_envs!r} must be a positive integer")
         if not env_ttl > 0:
             raise ValueError(f"env_ttl={env_ttl!r} must be a positive number of seconds")
-        super().__init__(address, _Handler, max_connections=max_connections, head_seconds=head_seconds)
+        super().__init__(address, _Handler, max_connections=max_connections, head_seconds=head_seconds,
+                         idle_seconds=idle_seconds, write_seconds=write_seconds)
         self.catalog, self.max_envs, self.verbose, self.env_ttl = catalog, max_envs, verbose, env_ttl
         self.body_seconds = body_seconds
         self.envs: dict[int, tuple[WebShopSession, threading.Lock]] = {}
@@ -205,7 +217,7 @@ class WebShopServer(GuardedServer):
 class _Handler(GuardedHandler):
     protocol_version = "HTTP/1.1"
     server_version = "agentgym-bench-webshop/0"
-    timeout = 600  # seconds an idle kept-alive connection may hold its thread
+    timeout = 600  # seconds one socket read or write may wait (the deadlines above end a connection sooner)
     disable_nagle_algorithm = True  # headers and body go out as two writes; do not wait for delayed ACKs
     server: WebShopServer
 
@@ -277,11 +289,12 @@ class _Handler(GuardedHandler):
 
 def make_server(host: str = "127.0.0.1", port: int = 0, *, catalog: Catalog | None = None, max_envs: int = 8000,
                 seed: int = 0, verbose: bool = False, env_ttl: float = ENV_TTL, body_seconds: float = BODY_SECONDS,
-                head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS) -> WebShopServer:
+                head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS,
+                idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS) -> WebShopServer:
     """A bound, not yet serving :class:`WebShopServer` (call ``serve_forever``, e.g. in a thread)."""
     return WebShopServer((host, port), catalog or load_catalog(), max_envs=max_envs, seed=seed, verbose=verbose,
                          env_ttl=env_ttl, body_seconds=body_seconds, head_seconds=head_seconds,
-                         max_connections=max_connections)
+                         max_connections=max_connections, idle_seconds=idle_seconds, write_seconds=write_seconds)
 
 
 @contextlib.contextmanager
