@@ -14,8 +14,10 @@ Finished work is kept: each entry's results go to OUT.partial as soon as the ent
 command again resumes from there (the file is checked to be the same run). A failing endpoint ends the run with one
 line naming the URL, the HTTP status and what to change; the finished entries stay in OUT.partial. Before anything
 is played, an openai: policy's model name is checked against the endpoint's /v1/models, and each entry's first
-prompt is sent once (a prompt over the model's context is refused there). --episodes and
---entries make a quick check: its results file says so, and `submit` refuses it.
+prompt is sent once (a prompt over the model's context is refused there). Where /v1/models reports the model's
+context (max_model_len, as vLLM and serve do), a --max-new-tokens that leaves no room for a prompt is refused before
+any request, and each first prompt's tokens (the answer's usage) plus --max-new-tokens are checked against it.
+--episodes and --entries make a quick check: its results file says so, and `submit` refuses it.
 
 --action-format tool offers each env's actions as one OpenAI function, take_actions, and reads the replies as tool
 calls (the request's tools and the answer's tool_calls through an openai: endpoint, the chat template's tools for
@@ -41,7 +43,7 @@ from agentgym_bench.benchmark.provenance import training_record
 from agentgym_bench.benchmark.results import Results, format_summary, read_results, summarize, write_results
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, available_suites, load_suite
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.endpoint import check_model, what_to_change
+from agentgym_bench.rollout.endpoint import CONTEXT_HINT, check_model, what_to_change
 from agentgym_bench.rollout.openai_compat import GenerationError
 from agentgym_bench.rollout.specs import SPEC_HELP, Sampling
 
@@ -143,10 +145,19 @@ def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict
     return done
 
 
-def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], action_format: str | None = None) -> None:
+def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], action_format: str | None = None, *,
+                        context: int | None = None, max_new_tokens: int | None = None) -> None:
     """Before playing, send each entry's first prompt (its first seed) to the endpoint once, with the run's reply
     budget: a prompt the model's context cannot hold, or any other refusal, ends the run here with one line, before
-    any work. (A prompt that only outgrows the context later, with history, is caught when it happens.)"""
+    any work. (A prompt that only outgrows the context later, with history, is caught when it happens.)
+
+    ``context``: the model's context in tokens, where the endpoint reports it (``max_model_len``,
+    :func:`~agentgym_bench.rollout.endpoint.check_model`): a ``max_new_tokens`` that leaves no room is refused
+    before any request, and an answered prompt whose ``usage.prompt_tokens`` plus ``max_new_tokens`` exceed it (an
+    endpoint that cuts or overruns rather than refusing) is refused too."""
+    if context is not None and max_new_tokens is not None and max_new_tokens >= context:
+        raise UserError(f"--max-new-tokens {max_new_tokens} leaves no room for a prompt in the model's context of "
+                        f"{context} tokens (max_model_len at /models): lower it; nothing was played")
     import gymnasium as gym
 
     from agentgym_bench.rollout.trajectory import build_messages
@@ -159,11 +170,17 @@ def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], acti
             env.close()
         messages = build_messages(str(info.get("system_prompt", "")), [], [], observation, None)
         try:
-            policy.generate([messages], [env.unwrapped])
+            generation = policy.generate([messages], [env.unwrapped])[0]
         except GenerationError as err:
             hint = what_to_change(err)
-            raise UserError(f"before playing, entry {entry.name}'s first prompt: {err}"
+            within = f" (the model reads {context} tokens)" if context is not None else ""
+            raise UserError(f"before playing, entry {entry.name}'s first prompt: {err}{within}"
                             f"{f' — {hint}' if hint else ''}; nothing was played") from None
+        used = generation.prompt_tokens
+        if context is not None and max_new_tokens is not None and used is not None and used + max_new_tokens > context:
+            raise UserError(f"before playing, entry {entry.name}'s first prompt is {used} tokens, which with "
+                            f"--max-new-tokens {max_new_tokens} exceeds the model's context of {context} tokens "
+                            f"(max_model_len at /models) — {CONTEXT_HINT}; nothing was played")
 
 
 def failure(err: GenerationError, partial: Path) -> UserError:
@@ -190,8 +207,9 @@ def run(args: argparse.Namespace) -> int:
     sampling = Sampling(args.temperature, args.top_p, args.max_new_tokens, args.seed)
     policy, record = suite_policy(args.policy, suite, sampling, device=args.device, timeout=args.timeout,
                                   max_concurrency=args.max_concurrency)
+    context = None
     if record["kind"] == "openai":
-        check_model(args.policy.split("@", 1)[1], record["model"], timeout=min(args.timeout, 10.0))
+        context = check_model(args.policy.split("@", 1)[1], record["model"], timeout=min(args.timeout, 10.0))
     out = Path(args.out)
     partial = partial_path(out)
     prompts = {} if suite.multiagent else entry_prompts(suite, args.prompt)
@@ -199,7 +217,8 @@ def run(args: argparse.Namespace) -> int:
                 **({"quick_check": quick} if quick else {})}
     done = resumed(partial, suite, metadata, prompts, args.action_format)
     if record["kind"] == "openai" and not suite.multiagent:
-        probe_first_prompts(policy, suite, prompts, args.action_format)
+        probe_first_prompts(policy, suite, prompts, args.action_format, context=context,
+                            max_new_tokens=args.max_new_tokens)
     what = "matches" if suite.multiagent else "episodes"
     print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} {what}"
           f"{' (a quick check: not submittable)' if quick else ''}")

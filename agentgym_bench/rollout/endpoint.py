@@ -1,6 +1,7 @@
 """Ask an OpenAI-compatible endpoint, before a run, whether it answers and serves the model: ``GET {base}/models``
-(OpenAI, vLLM, ``agentgym-bench serve``, ``transformers serve`` and Ollama all have it), and say what to change when
-a run against it fails (:func:`what_to_change`).
+(OpenAI, vLLM, ``agentgym-bench serve``, ``transformers serve`` and Ollama all have it), how many tokens the model
+reads where the endpoint says (``max_model_len`` in each model object, as vLLM and ``serve`` report it; OpenAI's own
+API does not), and say what to change when a run against it fails (:func:`what_to_change`).
 
 Standard library only (``urllib``), as :mod:`agentgym_bench.rollout.openai_compat`.
 """
@@ -16,8 +17,11 @@ from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.openai_compat import GenerationError, error_of
 
 
-def served_models(base_url: str, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = 10.0) -> list[str] | None:
-    """The model ids ``GET {base_url}/models`` lists; ``None`` if the endpoint has no such route (404, 405).
+def served_models(base_url: str, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = 10.0
+                  ) -> dict[str, int | None] | None:
+    """The model ids ``GET {base_url}/models`` lists, each with its context length in tokens (the model object's
+    ``max_model_len``, vLLM's field; ``None`` where it is absent or not a positive integer); ``None`` if the endpoint
+    has no such route (404, 405).
 
     Raises:
         UserError: one line naming the URL when the endpoint does not answer, refuses the key, or answers something
@@ -40,20 +44,29 @@ def served_models(base_url: str, *, api_key_env: str = "OPENAI_API_KEY", timeout
         raise UserError(f"{url} does not answer ({reason}): is the server running? (start one with "
                         "`agentgym-bench serve` or `vllm serve`)") from None
     try:
-        return [str(m["id"]) for m in data["data"]]
+        return {str(m["id"]): _context(m) for m in data["data"]}
     except (KeyError, TypeError) as e:
         raise UserError(f"{url} answered something else than a model list: {str(data)[:200]}") from e
 
 
-def check_model(base_url: str, model: str, **kwargs: float | str) -> None:
+def _context(model: dict) -> int | None:
+    value = model.get("max_model_len")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def check_model(base_url: str, model: str, **kwargs: float | str) -> int | None:
     """A one-line :class:`UserError` if the endpoint does not answer or does not list ``model`` (the message lists
-    the models it serves); nothing if it lists it or has no ``/models`` route. ``kwargs``: as for
-    :func:`served_models`."""
+    the models it serves); else the model's context length if the endpoint reports it (``max_model_len``), ``None``
+    if it does not or has no ``/models`` route. ``kwargs``: as for :func:`served_models`."""
     served = served_models(base_url, **kwargs)  # type: ignore[arg-type]
-    if served is not None and model not in served:
-        listed = ", ".join(repr(m) for m in served[:20]) + (" ..." if len(served) > 20 else "")
+    if served is None:
+        return None
+    if model not in served:
+        names = list(served)
+        listed = ", ".join(repr(m) for m in names[:20]) + (" ..." if len(names) > 20 else "")
         raise UserError(f"{base_url.rstrip('/')}/models does not list model {model!r}; it serves {listed or 'none'}: "
                         f"give one as openai:NAME@{base_url}")
+    return served[model]
 
 
 CONTEXT_HINT = "the prompt is longer than the model's context: shorten it with --prompt compact and/or --history 0"

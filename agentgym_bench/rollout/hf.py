@@ -86,11 +86,19 @@ class HFPolicy:
             ``"error"`` (a ``ValueError``, the default: a training config that cannot work should stop) or
             ``"empty"`` (an empty reply without running the model, which the env scores as an invalid turn: a
             benchmark evaluation goes on, and the model scores nothing where it cannot read the page).
+        stop_strings: strings that end a row's reply (OpenAI's ``stop``, for ``serve``): after each step, a row
+            whose decoded reply so far (special tokens skipped, as replies are decoded) holds one ends there, its
+            reply the tokens up to the one that completed it (the text kept whole: ``serve`` cuts it before the stop
+            string), and generation stops as soon as every row has a stop string or a stop token. Until then such a
+            row stays in the batch, so the other rows sample exactly as without stop strings (the shared generator's
+            draws do not shift) and every reply is the one generated without them, cut. Checked by decoding, which
+            any tokenizer can: transformers' ``StopStringCriteria`` (5.24) matches token strings and raises on the
+            default model's word-level vocabulary.
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
                  max_new_tokens: int = 32, seed: int = 0, max_batch_size: int | None = None,
-                 overlong: str = "error"):
+                 overlong: str = "error", stop_strings: Sequence[str] = ()):
         if not 0 <= temperature < math.inf:
             raise ValueError(f"temperature={temperature} must be a finite number >= 0")
         if not 0 < top_p <= 1:
@@ -110,6 +118,7 @@ class HFPolicy:
         self.max_new_tokens = max_new_tokens
         self.max_batch_size = max_batch_size
         self.overlong = overlong
+        self.stop_strings = [s for s in stop_strings if s]
         self.stop_ids = stop_token_ids(model, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
@@ -195,11 +204,12 @@ class HFPolicy:
         input_ids = torch.tensor([[self.pad_id] * (length - len(row)) + row for row in prompts], dtype=torch.long)
         attention_mask = torch.tensor([[0] * (length - len(row)) + [1] * len(row) for row in prompts],
                                       dtype=torch.long)
-        tokens, logprobs = self._sample(input_ids.to(self.device), attention_mask.to(self.device), generators)
+        tokens, logprobs, lengths = self._sample(input_ids.to(self.device), attention_mask.to(self.device),
+                                                 generators)
         results = []
         stops = set(self.stop_ids)
-        for row_tokens, row_logprobs, prompt in zip(tokens.tolist(), logprobs.tolist(), prompts, strict=True):
-            n = next((i + 1 for i, t in enumerate(row_tokens) if t in stops), len(row_tokens))
+        for row_tokens, row_logprobs, n, prompt in zip(tokens.tolist(), logprobs.tolist(), lengths.tolist(), prompts,
+                                                       strict=True):
             ids = row_tokens[:n]
             text_ids = ids[:-1] if ids[-1] in stops else ids
             results.append(Generation(self.tokenizer.decode(text_ids, skip_special_tokens=True), ids,
@@ -208,9 +218,11 @@ class HFPolicy:
 
     @torch.no_grad()
     def _sample(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                generators: list[torch.Generator] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sample ``(B, N)`` token ids and their log-probs, ``N <= max_new_tokens``; rows past their stop hold pad.
-        ``generators``: one per row (keyed sampling), else the shared :attr:`generator`.
+                generators: list[torch.Generator] | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample ``(B, N)`` token ids and their log-probs, ``N <= max_new_tokens``, and each row's length (its
+        reply's tokens: up to its stop token, or to the token that completed a :attr:`stop_strings` string, included;
+        later columns hold pad or tokens past the stop string). ``generators``: one per row (keyed sampling), else the
+        shared :attr:`generator`.
 
         Finished rows leave the batch (and the KV cache, ``Cache.batch_select_indices``) so they cost nothing. The
         output head runs on each row's last position only (:func:`logits_argument`), the prompt's included.
@@ -227,14 +239,20 @@ class HFPolicy:
         tokens = torch.full((batch, self.max_new_tokens), self.pad_id, dtype=torch.long, device=self.device)
         logprobs = torch.zeros((batch, self.max_new_tokens), device=self.device)
         rows = torch.arange(batch, device=self.device)  # the rows still generating
+        lengths = torch.zeros(batch, dtype=torch.long, device=self.device)
+        said = torch.zeros(batch, dtype=torch.bool, device=self.device)  # rows whose reply holds a stop string
         steps = 0
         for step in range(self.max_new_tokens):
             token, logprob = self._pick(logits.float(),
                                         None if generators is None else [generators[r] for r in rows.tolist()])
             tokens[rows, step], logprobs[rows, step] = token, logprob
+            lengths[rows[~said[rows]]] = step + 1
             steps = step + 1
             going = ~torch.isin(token, stop_ids)
-            if step == self.max_new_tokens - 1 or not bool(going.any()):
+            if self.stop_strings:
+                open_rows = rows[~said[rows]]
+                said[open_rows] = self._stopped_by_string(tokens[open_rows, : step + 1])
+            if step == self.max_new_tokens - 1 or not bool((going & ~said[rows]).any()):
                 break
             if not bool(going.all()):
                 keep = going.nonzero()[:, 0]
@@ -246,7 +264,13 @@ class HFPolicy:
                              use_cache=True, **{cache_name: cache}, **last)
             cache, logits = getattr(out, cache_name), out.logits[:, -1, :]
             next_position = next_position + 1
-        return tokens[:, :steps], logprobs[:, :steps]
+        return tokens[:, :steps], logprobs[:, :steps], lengths
+
+    def _stopped_by_string(self, generated: torch.Tensor) -> torch.Tensor:
+        """Which rows of ``generated`` (``(R, n)``: each row's tokens so far) decode to a text holding one of
+        :attr:`stop_strings` (special tokens skipped, as replies are decoded)."""
+        texts = self.tokenizer.batch_decode(generated.tolist(), skip_special_tokens=True)
+        return torch.tensor([any(s in text for s in self.stop_strings) for text in texts], device=generated.device)
 
     def _pick(self, logits: torch.Tensor, generators: list[torch.Generator] | None = None
               ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,14 +1,16 @@
 """A small OpenAI-compatible server for a local model: ``POST /v1/chat/completions``, ``GET /v1/models``
-and ``GET /v1/models/{id}``.
+and ``GET /v1/models/{id}`` (each model object carries ``max_model_len``, the model's positions, as vLLM's do;
+``eval`` checks its prompts against it).
 
 Standard library ``http.server``; binds ``127.0.0.1`` only. Requests are served one generation at a time (a lock
 around the model) with :class:`~agentgym_bench.rollout.hf.HFPolicy` and the request's ``temperature``, ``top_p``,
 ``max_tokens`` (or ``max_completion_tokens``), ``seed``, ``logprobs``, ``n`` (1..:data:`MAX_N` choices, sampled as
-one batch), ``stop`` (a string or up to :data:`MAX_STOP` strings: each reply is cut before the first one it
-contains, with ``finish_reason: "stop"``, streamed or not) and ``stream``. A message's ``content`` is a string
-or a list of ``{"type": "text", "text": ...}`` parts (joined with newlines, as vLLM does); other part types are a
-400 naming the part, and so are ``top_logprobs`` above 0 and a ``response_format`` other than text, which this
-server cannot honour. Every answer carries ``usage`` with
+one batch), ``stop`` (a string or up to :data:`MAX_STOP` strings: a choice stops generating at the token that
+completes one, and the reply is cut before the first one it contains, with ``finish_reason: "stop"``, streamed or
+not; ``completion_tokens`` counts the tokens generated, that one included) and ``stream``. A message's ``content``
+is a string or a list of ``{"type": "text", "text": ...}`` parts (joined with newlines, as vLLM does); other part
+types are a 400 naming the part, and so are ``top_logprobs`` above 0 and a ``response_format`` other than text,
+which this server cannot honour. Every answer carries ``usage`` with
 ``prompt_tokens``, ``completion_tokens`` (all choices, stop tokens included) and ``total_tokens``.
 
 Tools, as vLLM's ``hermes`` tool parser answers them: ``tools`` (a list of ``{"type": "function", "function":
@@ -314,8 +316,10 @@ class ChatHandler(GuardedHandler):
         return True
 
     def _model_object(self) -> dict[str, Any]:
+        """OpenAI's model object plus vLLM's ``max_model_len``: the tokens the model reads, prompt and reply
+        together (``null`` for a model that does not say)."""
         return {"id": self.server.model_name, "object": "model", "created": self.server.created,
-                "owned_by": "agentgym-bench"}
+                "owned_by": "agentgym-bench", "max_model_len": self.server.max_positions}
 
     def _no_model(self, name: str) -> RequestError:
         return RequestError(404, f"The model `{name[:200]}` does not exist; this server serves "
@@ -375,7 +379,7 @@ class ChatHandler(GuardedHandler):
         try:
             limit = positions if positions is not None else MAX_TOKENS_WITHOUT_LIMIT
             settings = _request_settings(parse_body(raw), next(self.server.seeds), limit)
-            policy = HFPolicy(self.server.model, tokenizer, **settings["policy"])
+            policy = HFPolicy(self.server.model, tokenizer, **settings["policy"], stop_strings=settings["stop"])
             prompt = tokenizer.apply_chat_template(settings["messages"], tools=settings["tools"] or None,
                                                    add_generation_prompt=True, tokenize=False)
             ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
@@ -429,7 +433,8 @@ class ChatHandler(GuardedHandler):
 
     def _cut(self, generation: Any, stops: list[str]) -> tuple[list[str], str] | None:
         """With a stop string in the reply: the pieces of the tokens before the first one (the last piece clipped
-        where it begins) and ``"stop"``; ``None`` when no stop string occurs."""
+        where it begins) and ``"stop"``; ``None`` when no stop string occurs. (Generation already stopped at the
+        token that completed it: :class:`~agentgym_bench.rollout.hf.HFPolicy`'s ``stop_strings``.)"""
         if not stops:
             return None
         pieces = self._pieces(generation)
