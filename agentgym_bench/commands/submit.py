@@ -8,22 +8,26 @@ Examples::
 
 The checks (schema, suite version, seeds, replay of every episode, re-generation of every episode of a model-free
 policy and of a local model) are those of :func:`agentgym_bench.leaderboard.verify.verify`; see
-docs/leaderboard.md. A relative model path in the file resolves against the repository the board is in (the nearest
-folder above the board that holds ``leaderboards/``; the current directory for a board outside any), and a board in
-a repository's ``leaderboards/`` refuses a model named by a path of the machine that evaluated it
+docs/leaderboard.md. Re-generating a local model costs what its evaluation's generation cost; above
+``--regeneration-cap`` estimated FLOPs (default 5e13, about 12 times the published default models' files) it is
+not attempted and the entry is marked replayed, with the estimate on the board. A relative model path in the file
+resolves against the repository the board is in (the nearest folder above the board that holds ``leaderboards/``;
+the current directory for a board outside any), and a board in a repository's ``leaderboards/`` refuses a model
+named by a path of the machine that evaluated it
 (:func:`agentgym_bench.leaderboard.board.check_model_name`).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from agentgym_bench.benchmark.results import format_summary, summarize
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.leaderboard import board as boards
 from agentgym_bench.leaderboard.board import check_free, check_model_name, read_index, slugify, submit
-from agentgym_bench.leaderboard.verify import check_name, verify
+from agentgym_bench.leaderboard.verify import REGENERATION_CAP, check_name, verify
 from agentgym_bench.paths import default_board, repository_root
 
 
@@ -44,6 +48,20 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-regenerate", action="store_true",
                         help="do not re-generate a local hf model's replies (the file can only be marked replayed); "
                         "model-free policies are always re-generated in full")
+    parser.add_argument("--regeneration-cap", type=_flops, default=REGENERATION_CAP, metavar="FLOPS",
+                        help="most estimated forward-pass FLOPs spent re-generating a local hf model's replies "
+                        "(2 x parameters x prompt and reply tokens); a file above it stays replayed, saying so "
+                        "(default: %(default)g; inf: no cap)")
+
+
+def _flops(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of FLOPs (e.g. 1e15, or inf)")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     root = repository_root(args.board or Path.cwd())
     board_of = (lambda _: Path(args.board)) if args.board else (lambda s: default_board(s.name) if root else None)
     verified = verify(args.results, suite, regenerate=not args.no_regenerate, progress=True, root=root,
-                      board=board_of)
+                      board=board_of, regeneration_cap=args.regeneration_cap)
     print(f"{args.results}: {verified.episodes} episodes replayed; {verified.mark} ({verified.regeneration})")
     for note in verified.notes:
         print(f"note: {note}")

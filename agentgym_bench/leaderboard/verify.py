@@ -35,7 +35,10 @@ that names what is wrong:
    :func:`same_reply`).
    Nothing is sampled, so nothing the submitter controls (the file's bytes, its name) decides what is checked; and
    since a reply's last logit bits depend on the rows batched with it, the same batches make an honest file's
-   replies come back identical on the machine that evaluated it. It costs what the evaluation's generation cost.
+   replies come back identical on the machine that evaluated it. It costs what the evaluation's generation cost,
+   so it is capped: above ``regeneration_cap`` estimated FLOPs (:data:`REGENERATION_CAP`,
+   :func:`regeneration_cost_blocker`: 2 x parameters read from the weight files x tokens of the replayed prompts and
+   recorded replies) it is not attempted and the file stays *replayed*, the board saying why.
 
 A file that passes 1-5 is *replayed*; one that also passes 6 or 7 is *reproduced*. A failed check 6 rejects the file:
 a model-free policy has no hardware-dependent logits, so a difference means the replies are not that policy's. A
@@ -684,6 +687,84 @@ def _policy_moves(entry: EntryResults, episode: Any, text: EpisodeText, history:
     return moves
 
 
+REGENERATION_CAP = 5e13
+"""Most work check 7 takes on, in estimated forward-pass FLOPs (:func:`regeneration_flops`); a file above it stays
+*replayed*, with the estimate on the board. The published default model + SFT's agentgym-v2 file is about 4e12
+(docs/leaderboard.md has the measured times); a 0.5B-parameter model on the same episodes is about 1.6e15, hours on
+a CPU."""
+SAFETENSORS_HEADER_BYTES = 16 << 20
+"""Largest ``.safetensors`` header :func:`parameter_count` reads (real ones are kilobytes to a few MB)."""
+
+
+def parameter_count(folder: str | os.PathLike) -> int:
+    """The parameters of the weight files in a model folder (those :func:`~agentgym_bench.rollout.specs.
+    model_sha256` hashes), read without loading them: a ``.safetensors`` file's header lists its tensors' shapes;
+    any other weight file (``.bin``, ``.pt``, ``.gguf``, or a header that cannot be read) counts as its size in bytes
+    / 2, as 16-bit weights (32-bit ones are counted twice over, which errs towards not re-generating)."""
+    from agentgym_bench.rollout.specs import WEIGHT_SUFFIXES
+
+    root = Path(folder)
+    total = 0
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES)):
+        counted = _safetensors_parameters(path) if path.name.endswith(".safetensors") else None
+        total += counted if counted is not None else path.stat().st_size // 2
+    return total
+
+
+def _safetensors_parameters(path: Path) -> int | None:
+    """The element count of every tensor a ``.safetensors`` header lists; ``None`` if the header is not one."""
+    import json
+    import math
+
+    size = path.stat().st_size
+    try:
+        with path.open("rb") as f:
+            length = int.from_bytes(f.read(8), "little")
+            if not 2 <= length <= min(SAFETENSORS_HEADER_BYTES, size - 8):
+                return None
+            header = json.loads(f.read(length))
+        shapes = [t["shape"] for name, t in header.items() if name != "__metadata__"]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for shape in shapes for n in shape):
+            return None
+        return sum(math.prod(shape) for shape in shapes)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return None
+
+
+def regeneration_flops(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]],
+                       parameters: int) -> tuple[float, int]:
+    """The estimated forward-pass FLOPs of re-generating every reply (check 7) and the tokens they cover:
+    ``2 * parameters * tokens``, where a reply's tokens are its prompt's (the messages' and tools' text counted as
+    one token a byte: a tokenizer makes fewer of them, so the estimate errs high) and its own (its recorded
+    ``token_ids``, else its text's bytes).
+    Everything comes from the replayed episodes and the verifier's copy of the weights; nothing the file claims
+    about its own cost (``metadata.compute``) is used."""
+    import json
+
+    prompt_bytes = replies = 0
+    for call in evaluation_batches(results, suite, texts):
+        for move in call:
+            prompt_bytes += sum(len(str(m.get("content") or "").encode()) for m in move.messages)
+            prompt_bytes += len(json.dumps(move.tools).encode()) if move.tools else 0
+            ids = move.turn.token_ids
+            replies += len(ids) if ids is not None else len(move.turn.reply.encode())
+    tokens = prompt_bytes + replies
+    return 2.0 * parameters * tokens, tokens
+
+
+def regeneration_cost_blocker(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]],
+                              folder: str, cap: float = REGENERATION_CAP) -> str | None:
+    """Why check 7 is not run here (the estimate is above ``cap`` FLOPs, :func:`regeneration_flops`), or ``None``
+    if it is within the cap."""
+    parameters = parameter_count(folder)
+    flops, tokens = regeneration_flops(results, suite, texts, parameters)
+    if flops <= cap:
+        return None
+    return (f"not re-generated here: a model of {parameters:,} parameters over about {tokens:,} prompt and reply "
+            f"tokens is about {flops:.1e} FLOPs, above this verifier's re-generation cap of {cap:.1e} (submit "
+            "--regeneration-cap); re-generate it with `agentgym-bench reproduce` on a GPU")
+
+
 def published_models(board: str | os.PathLike | None) -> Path | None:
     """The ``models/`` folder of a published board (the only place its files' models may be), ``None`` for a
     private board or none."""
@@ -694,7 +775,8 @@ def published_models(board: str | os.PathLike | None) -> Path | None:
 
 def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
            regenerate: bool = True, progress: bool = False, root: str | os.PathLike | None = None,
-           board: str | os.PathLike | Callable[[Suite], Path] | None = None) -> Verified:
+           board: str | os.PathLike | Callable[[Suite], Path] | None = None,
+           regeneration_cap: float = REGENERATION_CAP) -> Verified:
     """Check a results file (a path or its bytes) against ``suite`` (default: the bundled suite it names); see the
     module docstring for the checks. Raises :class:`ResultsError` (a ``UserError``) with the reason.
 
@@ -705,6 +787,8 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
         board: the board the file is for (or a function of the suite giving it): on a published board
             (:func:`~agentgym_bench.leaderboard.board.published`) models are looked for in its ``models/`` folder
             only (:func:`model_folder`); ``None``: no board, as a private one.
+        regeneration_cap: most estimated FLOPs check 7 may take (:data:`REGENERATION_CAP`,
+            :func:`regeneration_cost_blocker`); a file above it stays *replayed*, saying so.
     """
     from agentgym_bench.benchmark.evaluate import package_version
 
@@ -743,6 +827,9 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     if blocker is not None:
         return Verified(results, suite, raw, digest, REPLAYED, blocker, total, notes)
     assert folder is not None
+    too_costly = regeneration_cost_blocker(results, suite, texts, folder, regeneration_cap)
+    if too_costly is not None:
+        return Verified(results, suite, raw, digest, REPLAYED, too_costly, total, notes)
     difference = regenerate_all(results, suite, texts, folder, progress)
     if difference is None:
         return Verified(results, suite, raw, digest, REPRODUCED,

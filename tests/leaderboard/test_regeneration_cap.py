@@ -1,0 +1,77 @@
+"""Check 7's cost cap (issue 51): re-generating a local model's replies costs what its evaluation's generation cost,
+so above an estimated number of FLOPs (parameters read from the weight files' headers, tokens from the replayed
+episodes, nothing from the file's own claims) the entry stays *replayed*, saying why on the board."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+from agentgym_bench.benchmark.results import loads
+from agentgym_bench.cli import main
+from agentgym_bench.leaderboard.verify import (
+    REPLAYED,
+    REPRODUCED,
+    parameter_count,
+    regeneration_flops,
+    replay_entry,
+    verify,
+)
+from tests.leaderboard.test_verify import edit
+
+
+def estimate(raw: bytes, suite, folder) -> tuple[float, int]:
+    results = loads(raw)
+    texts = {e.name: replay_entry(e, keep={ep.seed for ep in e.episodes}) for e in results.entries}
+    return regeneration_flops(results, suite, texts, parameter_count(folder))
+
+
+def test_parameters_are_read_from_the_safetensors_header(models, model_and_tokenizer):
+    model, _ = model_and_tokenizer
+    assert parameter_count(models[0]) == sum(p.numel() for p in model.parameters()) > 10**6
+
+
+def test_other_weight_files_and_unreadable_headers_count_as_16_bit_weights(tmp_path):
+    (tmp_path / "pytorch_model.bin").write_bytes(b"\0" * 1000)
+    (tmp_path / "bad.safetensors").write_bytes(struct.pack("<Q", 2**62) + b"{}" + b"\0" * 98)  # header past the end
+    negative = json.dumps({"a": {"dtype": "F32", "shape": [-1, 10**6], "data_offsets": [0, 4]}}).encode()
+    (tmp_path / "negative.safetensors").write_bytes(struct.pack("<Q", len(negative)) + negative + b"\0" * 4)
+    header = json.dumps({"a": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48]},
+                         "__metadata__": {"format": "pt"}}).encode()
+    (tmp_path / "good.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 48)
+    size = (tmp_path / "negative.safetensors").stat().st_size
+    assert parameter_count(tmp_path) == 500 + 54 + size // 2 + 12
+
+
+def test_a_model_file_over_the_cap_stays_replayed_and_says_why(suite, hf_bytes, models):
+    """The default model's file on the tiny suite, with the cap set just below its estimate: not re-generated, marked
+    replayed with the estimate; just above it, re-generated in full. The file's own token counts play no part."""
+    flops, tokens = estimate(hf_bytes, suite, models[0])
+    parameters = parameter_count(models[0])
+    assert flops == 2.0 * parameters * tokens and tokens > 1000
+    verified = verify(hf_bytes, suite, regeneration_cap=flops * 0.99)
+    assert verified.mark == REPLAYED
+    assert verified.regeneration == (
+        f"not re-generated here: a model of {parameters:,} parameters over about {tokens:,} prompt and reply tokens "
+        f"is about {flops:.1e} FLOPs, above this verifier's re-generation cap of {flops * 0.99:.1e} (submit "
+        "--regeneration-cap); re-generate it with `agentgym-bench reproduce` on a GPU")
+    understated = edit(hf_bytes, lambda d: d["metadata"]["compute"].update(prompt_tokens=1, generated_tokens=1))
+    assert verify(understated, suite, regeneration_cap=flops * 0.99).regeneration == verified.regeneration
+    assert verify(hf_bytes, suite, regeneration_cap=flops * 1.01).mark == REPRODUCED
+
+
+def test_submit_takes_the_cap_and_the_board_shows_the_reason(tmp_path, suite_file, hf_bytes):
+    path = tmp_path / "hf.json.gz"
+    path.write_bytes(hf_bytes)
+    board = tmp_path / "board"
+    base = ["submit", str(path), "--name", "small model", "--board", str(board), "--suite", str(suite_file)]
+    assert main([*base, "--regeneration-cap", "1e6"]) == 0
+    [record] = json.loads((board / "board.json").read_text())["submissions"]
+    assert record["mark"] == REPLAYED and record["regeneration"].startswith("not re-generated here: a model of ")
+    readme = (board / "README.md").read_text()
+    assert "above this verifier's re-generation cap of 1\\.0e+06" in readme, readme
+    for bad in ("0", "-1", "nan", "lots"):
+        with pytest.raises(SystemExit):
+            main([*base, "--replace", "--regeneration-cap", bad])
