@@ -21,18 +21,24 @@ strategy that wrote it.
 The iteration number is also the rollout seed counter (training group seeds are a function of it). A checkpoint
 is written to ``checkpoint-N.tmp`` and renamed when complete, so a run killed mid-save (even by SIGKILL) leaves the
 previous checkpoint intact; only complete folders are found by :func:`find_checkpoint`.
+
+The warm start (``trainers/warmstart.py``) keeps its training state in one file instead (:func:`save_file`,
+:func:`load_file`): model, optimiser, schedule and sampler states under a key of its settings, written atomically.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from agentgym_bench.paths import write_atomic
 from trainers import fsdp, lora
 from trainers.config import ConfigError
 
@@ -156,3 +162,28 @@ def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: di
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def save_file(path: Path, state: dict[str, Any]) -> None:
+    """Write a one-file training state to ``path`` atomically (a temporary file, then a rename): ``state["key"]``
+    names the settings it belongs to (:func:`load_file`)."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    write_atomic(path, buffer.getvalue())
+
+
+def load_file(path: Path, key: dict[str, Any], who: str) -> dict[str, Any] | None:
+    """The training state in ``path`` if it was written with the same ``key``, else ``None`` (with a note on stderr
+    from ``who``, the command)."""
+    if not path.exists():
+        return None
+    try:
+        saved = torch.load(path, weights_only=False)
+    except Exception as error:  # e.g. written by another torch version
+        print(f"{who}: ignoring the unreadable checkpoint {path} ({error}); starting afresh", file=sys.stderr)
+        return None
+    if saved.get("key") != key:
+        print(f"{who}: ignoring {path}: it was written with other settings; starting afresh", file=sys.stderr)
+        return None
+    print(f"{who}: resuming from {path} after step {len(saved['losses'])}", file=sys.stderr)
+    return saved

@@ -44,11 +44,11 @@ from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_S
 from trainers.advantages import NORM_METHODS
 from trainers.losses import AGG_MODES, KL_ESTIMATORS
 from trainers.metrics import EchoTrapRule
+from trainers.schedule import SCHEDULERS
 
 ADV_ESTIMATORS = ("reinforce", "grpo", "gae", "gigpo")
 GROUPINGS = ("traj_group_id", "tags", "batch")
 BATCH_ADJUST_MODES = ("copy", "delete", "auto", "random_sample")
-SCHEDULERS = ("constant", "linear", "cosine")
 
 ROLL_TAGS = {
     "FrozenLake": "AgentFrozenLake-v0",

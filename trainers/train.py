@@ -34,7 +34,6 @@ Run: ``agentgym-bench train CONFIG [key=value ...]`` or ``torchrun --nproc_per_n
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -62,6 +61,7 @@ from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
 from trainers.ppo import Batch, _episode_first_rows, compute_advantages, ppo_update, score_samples
 from trainers.rollouts import Sampler, evaluate, pass_at_k, play, rollout_metrics, seed_from
 from trainers.samples import Samples, adjust_batch, step_samples, success_rewards, trajectory_samples
+from trainers.schedule import iteration_schedule
 
 if TYPE_CHECKING:
     from trainers.matches import MatchGroups  # imports pettingzoo (the multiagent extra)
@@ -175,20 +175,6 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
-def _schedule(config: TrainConfig):
-    def factor(iteration: int) -> float:
-        if iteration < config.warmup_steps:
-            return (iteration + 1) / (config.warmup_steps + 1)
-        progress = (iteration - config.warmup_steps) / max(1, config.max_steps - config.warmup_steps)
-        if config.lr_scheduler_type == "linear":
-            return max(0.0, 1 - progress)
-        if config.lr_scheduler_type == "cosine":
-            return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-        return 1.0
-
-    return factor
-
-
 def trainable(model: torch.nn.Module) -> list[torch.nn.Parameter]:
     """The parameters an optimiser updates (all, or with LoRA the adapters and the critic's value head)."""
     return [p for p in model.parameters() if p.requires_grad]
@@ -199,9 +185,10 @@ def make_optimizers(config: TrainConfig, models: Models) -> tuple[dict[str, Any]
     params = {"actor": (trainable(models.actor_module), config.learning_rate)}
     if models.critic is not None:
         params["critic"] = (trainable(models.critic_module), config.critic_learning_rate)
+    schedule = iteration_schedule(config.lr_scheduler_type, config.warmup_steps, config.max_steps)
     optimizers = {name: torch.optim.AdamW(p, lr=lr, betas=config.adam_betas, weight_decay=config.weight_decay)
                   for name, (p, lr) in params.items()}
-    schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, _schedule(config)) for name, opt in optimizers.items()}
+    schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, schedule) for name, opt in optimizers.items()}
     return optimizers, schedulers
 
 

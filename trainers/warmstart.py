@@ -14,7 +14,8 @@ from scratch, so the warm start gives it both:
    scripted bargainer's (the "oracle" column) and the random policy's (docs/multiagent.md).
 2. Fine-tuning: next-token cross-entropy on the reply tokens only (the loss mask of
    :func:`~agentgym_bench.rollout.tokens.step_token_views`: each turn's prompt under the history window, then the
-   reply and its end token; :func:`reply_loss`), AdamW with linear warm-up and cosine decay, shuffled by a seeded
+   reply and its end token; :func:`reply_loss`), AdamW with linear warm-up and cosine decay
+   (:func:`trainers.schedule.warm_start_schedule`), shuffled by a seeded
    ``torch.Generator``. (Batches are a plain shuffle of every env's rows: batching rows of similar length, which
    made nearly every batch a single env, kept a five-env model from ever learning to read the board —
    ``docs/baselines.md``.)
@@ -39,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import math
 import os
@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark import stats
-from agentgym_bench.paths import expand, model_dir, write_atomic
+from agentgym_bench.paths import expand, model_dir
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import (
@@ -321,19 +321,20 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: WarmStartCon
     import torch
 
     from agentgym_bench.rollout.tokens import collate
+    from trainers.checkpoint import load_file, save_file
+    from trainers.schedule import warm_start_schedule
 
     rank, world = process_rank()
     steps_per_epoch = math.ceil(len(views) / config.batch_size)
     total = steps_per_epoch * config.epochs
     warmup = max(1, int(config.warmup * total))
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, 0.5 * (
-        1 + math.cos(math.pi * min(1.0, (s + 1 - warmup) / max(1, total - warmup))))))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warm_start_schedule(warmup, total))
     generator = torch.Generator().manual_seed(config.seed)
     device = next(model.parameters()).device
     key = {"config": asdict(config), "rows": len(views), "threads": torch.get_num_threads(),
            **({"processes": world} if world > 1 else {})}
-    saved = _load_checkpoint(checkpoint, key) if checkpoint is not None else None
+    saved = load_file(checkpoint, key, "warmstart") if checkpoint is not None else None
     losses: list[float] = []
     earlier, started = 0.0, time.time()
     model.train()
@@ -370,7 +371,7 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: WarmStartCon
                 bar.set_postfix_str(f"loss {losses[-1]:.3f}")
                 if rank == 0 and checkpoint is not None and (len(losses) % CHECKPOINT_STEPS == 0
                                                              or len(losses) == total):
-                    _save_checkpoint(checkpoint, {
+                    save_file(checkpoint, {
                         "key": key, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "schedule": schedule.state_dict(), "generator": epoch_start,
                         "torch_rng": torch.get_rng_state(), "losses": losses, "epoch": epoch,
@@ -401,33 +402,6 @@ def epoch_batches(lengths: list[int], batch_size: int, generator: Any, group_by_
     if group_by_length:
         batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
     return batches
-
-
-def _load_checkpoint(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
-    """The training state in ``path`` if it was written with the same ``key``, else ``None`` (with a note)."""
-    import torch
-
-    if not path.exists():
-        return None
-    try:
-        saved = torch.load(path, weights_only=False)
-    except Exception as error:  # e.g. written by another torch version
-        print(f"warmstart: ignoring the unreadable checkpoint {path} ({error}); starting afresh", file=sys.stderr)
-        return None
-    if saved.get("key") != key:
-        print(f"warmstart: ignoring {path}: it was written with other settings; starting afresh", file=sys.stderr)
-        return None
-    print(f"warmstart: resuming from {path} after step {len(saved['losses'])}", file=sys.stderr)
-    return saved
-
-
-def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Write ``state`` to ``path`` atomically (a temporary file, then a rename)."""
-    import torch
-
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
-    write_atomic(path, buffer.getvalue())
 
 
 def success_table(policy: Any, config: WarmStartConfig, *, history: int | None) -> dict[str, dict[str, float]]:
@@ -587,6 +561,8 @@ def demonstration_rows(config: WarmStartConfig, tokenizer: Any, cache: Path | No
     are written to it: a stopped warm start run again skips the minutes of playing and tokenising."""
     import torch
 
+    from trainers.checkpoint import save_file
+
     key = {"config": asdict(config), "tokenizer": tokenizer_fingerprint(tokenizer)}
     saved = torch.load(cache, weights_only=False) if cache is not None and cache.is_file() else None
     if saved is not None and saved["key"] == key:
@@ -599,9 +575,7 @@ def demonstration_rows(config: WarmStartConfig, tokenizer: Any, cache: Path | No
                  **({"copy_variants": len(variants)} if variants else {})}
     views = training_rows(demonstrations + variants, tokenizer)
     if cache is not None:
-        buffer = io.BytesIO()
-        torch.save({"key": key, "rows": pack_rows(views), "described": described}, buffer)
-        write_atomic(cache, buffer.getvalue())
+        save_file(cache, {"key": key, "rows": pack_rows(views), "described": described})
     return views, described
 
 
