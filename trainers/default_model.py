@@ -29,6 +29,13 @@ Tokenizer:
     with ``words`` a space token, which occurs everywhere, sits between each two words (``docs/baselines.md``,
     "WebShop: a demonstrator that copies"). WebShop's pages are about a sixth shorter.
 
+    Tool calls: the vocabulary has no ``tool`` or ``arguments`` (the published checkpoint's no ``call`` either), so
+    the tokenizer cannot spell a Hermes/Qwen tool call (``<tool_call>{"name": ..., "arguments": ...}</tool_call>``):
+    those words encode to ``<|unk|>``, which decoding drops, and in the agent env's tool format
+    (``action_format="tool"``) every reply of this model is of bad format, however it is trained. Nothing crashes
+    (evaluation, serving, replay and warm starts run); the vocabulary is kept because new tokens would change the
+    published checkpoint's embedding shape (``docs/rollout.md``, "Tool calls").
+
     Special tokens: ``<|pad|>``, ``<|unk|>``, ``<|system|>``, ``<|user|>``, ``<|assistant|>``, ``<|end|>`` (end of a
     message; the end-of-sequence token the model emits to stop). Decoding concatenates tokens, so text made of
     known pieces round-trips exactly.
