@@ -61,7 +61,9 @@ def train(folder: Path, setting: str, iterations: int, seed: int, eval_steps: in
         command = [str(CLI), "train", "baseline-starpo", f"pretrain={CHECKPOINT}", f"output_dir={folder}",
                    f"seed={seed}", f"max_steps={iterations}", f"eval_steps={eval_steps}", f"save_steps={eval_steps}",
                    "resume_from_checkpoint=auto", *SETTINGS[setting]]
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode:
+            raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     return [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
 
 
