@@ -38,6 +38,7 @@ from typing import Any
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.evaluate import entry_prompts, evaluate_by_entry
+from agentgym_bench.benchmark.lineage import with_start
 from agentgym_bench.benchmark.matches import suite_policy
 from agentgym_bench.benchmark.provenance import training_record
 from agentgym_bench.benchmark.results import Results, format_summary, read_results, summarize, write_results
@@ -94,7 +95,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="requests in flight to an openai: endpoint (default: %(default)s)")
     parser.add_argument("--trained-by", metavar="FOLDER", default=None,
                         help="record how the model was trained: a trainer run folder (its config, cost and curves: "
-                        "config.yaml, summary.json, metrics.jsonl) or a warm-start folder (warmstart.json)")
+                        "config.yaml, summary.json, metrics.jsonl; with the training of the model it started from, "
+                        "its pretrain) or a warm-start folder (warmstart.json)")
     parser.add_argument("--episodes", type=int, default=None, metavar="N",
                         help="quick check: only the first N episodes of every entry (not submittable)")
     parser.add_argument("--entries", nargs="+", default=None, metavar="NAME",
@@ -200,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{suite.name} is a two-player suite: its games read their own replies, there is no "
                         "--action-format to choose")
     trainer, training = training_record(args.trained_by) if args.trained_by else (None, None)
+    if trainer is not None:
+        trainer = with_start(trainer, args.trained_by)  # what the model it started from was trained on
     if args.selection is not None:
         if trainer is None:
             raise UserError("--selection describes how the trained model was chosen: give --trained-by too")

@@ -37,7 +37,7 @@ import json
 import re
 import unicodedata
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -167,8 +167,10 @@ def ceiling_legend(suite: Suite) -> str:
 
 def trained_on(trainer_config: dict[str, Any] | None) -> list[str] | None:
     """The env ids a model was trained on, as its results file's trainer record reports them: a reference trainer's
-    ``train_env_manager.tags`` and a warm start's ``envs``, through every earlier stage it names (``started_from``),
-    in order of first mention; ``None`` where the record names none (not reported)."""
+    ``train_env_manager.tags`` and a warm start's ``envs``, through every earlier stage it names (``started_from``:
+    a warm start's earlier stages, and the training record of the model a trainer run started from,
+    :func:`~agentgym_bench.benchmark.lineage.with_start`), in order of first mention; ``None`` where the record names
+    none (not reported)."""
     found: list[str] = []
     config = trainer_config
     while isinstance(config, dict):
@@ -179,11 +181,37 @@ def trained_on(trainer_config: dict[str, Any] | None) -> list[str] | None:
     return found or None
 
 
-def training_summary(suite: Suite, record: dict[str, Any]) -> dict[str, Any]:
-    """What an entry was trained on, against the suite: ``envs`` (:func:`trained_on`; ``None``: not reported or a
-    model-free policy), ``entries`` (the suite entries whose env id it trained on), ``specialist`` (it trained on at
-    most half of them) and ``text``, the table's words: "all entries", "only webshop", "all but bandit, webshop"."""
-    envs = None if record["kind"] in MODEL_FREE else trained_on(record["trainer_config"])
+def start_on_board(record: dict[str, Any], records: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """The trainer config of ``record`` with the training of the model it started from added as ``started_from``,
+    for a results file written before trainer records carried it: its ``pretrain`` names the published model folder
+    (``leaderboards/<board>/models/<slug>``, in the repository) of another entry of the same board (``records``),
+    whose trainer config is then its start's. ``None`` when the record already carries ``started_from``, names no
+    ``pretrain``, or names a folder that is not one of the board's published models (a folder of the machine that
+    trained it, hidden as ``<local>/...``, says nothing checkable about which model it was)."""
+    config = record.get("trainer_config")
+    pretrain = config.get("pretrain") if isinstance(config, dict) else None
+    if not isinstance(pretrain, str) or "started_from" in config or not _published_folder(pretrain):
+        return None
+    start = next((r for r in records or [] if r is not record and r.get("model") == pretrain
+                  and r.get("model_sha256") and isinstance(r.get("trainer_config"), dict)), None)
+    return None if start is None else {**config, "started_from": start["trainer_config"]}
+
+
+def _published_folder(model: str) -> bool:
+    """Whether ``model`` is a repository path of a board's published model: ``leaderboards/<board>/models/<slug>``."""
+    parts = PurePosixPath(model).parts
+    return len(parts) == 4 and parts[0] == "leaderboards" and parts[2] == "models" and not is_machine_path(model)
+
+
+def training_summary(suite: Suite, record: dict[str, Any], records: list[dict[str, Any]] | None = None
+                     ) -> dict[str, Any]:
+    """What an entry was trained on, against the suite: ``envs`` (:func:`trained_on`, with the training of the model
+    it started from, from its record or from the board's entry of that model: :func:`start_on_board`; ``None``: not
+    reported or a model-free policy), ``entries`` (the suite entries whose env id it trained on), ``specialist`` (it
+    trained on at most half of them) and ``text``, the table's words: "all entries", "only webshop", "all but bandit,
+    webshop"."""
+    config = start_on_board(record, records) or record["trainer_config"]
+    envs = None if record["kind"] in MODEL_FREE else trained_on(config)
     if envs is None:
         text = "model-free" if record["kind"] in MODEL_FREE else "not reported"
         return {"envs": None, "entries": [], "specialist": False, "text": text}
@@ -253,8 +281,9 @@ def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
              "token where tokens are recorded, in the evaluation's batches; entries verified earlier by a "
              "sample of a model's, as their note says). Compute: env steps "
              "(turns), generated tokens and wall time of the evaluation. Trained on: the suite entries whose env "
-             "the model was trained on, as its results file's trainer record says (a specialist is still ranked on "
-             "every entry). See docs/leaderboard.md of agentgym-bench.",
+             "the model was trained on, as its results file's trainer record says, with the training of the model "
+             "it started from (a specialist is still ranked on every entry). See docs/leaderboard.md of "
+             "agentgym-bench.",
              "",
              "| Rank | Name | Kind | Mark | Trained on | Score [95% CI] | " + " | ".join(h for _, h, _ in columns)
              + " | Env steps | Tokens | Wall s |",
@@ -263,7 +292,7 @@ def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
         s = r["summary"]
         kind = r["kind"] + (f" ({r['trainer']})" if r["trainer"] else "")
         cells = [str(rank), markdown_cell(r["name"]), markdown_cell(kind), markdown_cell(mark_text(r)),
-                 markdown_cell(training_summary(suite, r)["text"]), _interval(*s["score"])]
+                 markdown_cell(training_summary(suite, r, records)["text"]), _interval(*s["score"])]
         cells += [cell(s["entries"][name]) for name, _, cell in columns]
         c = r["compute"]
         cells += [_count(c["env_steps"]), _count(c["generated_tokens"]), f"{c['wall_time_s']:.0f}"]
@@ -331,7 +360,7 @@ def html(suite: Suite, records: list[dict[str, Any]], comparisons: dict[str, dic
                                    "oracle_success": e.oracle_success, "opponent": e.opponent,
                                    "graded": e.graded}
                                   for e in suite.entries]},
-            "submissions": [{**public_record(r), "rank": k, "trained_on": training_summary(suite, r)}
+            "submissions": [{**public_record(r), "rank": k, "trained_on": training_summary(suite, r, records)}
                             for k, r in zip(ranks(records), records, strict=True)],
             "comparisons": comparisons}
     template = resources.files("agentgym_bench.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
