@@ -124,7 +124,9 @@ def test_a_context_overflow_keeps_finished_entries_and_a_rerun_resumes_them(tmp_
     again = cli(*run, "--policy", f"openai:tiny@{server.base_url}", cwd=tmp_path)  # bandit is not played again
     assert "resuming from r.json.gz.partial: bandit kept" in again.stdout
     assert "1 finished entries kept" in one_line(again)
-    assert len(CountingHandler.posts) - posts == 2 + 3 + 3  # 2 probes, Sokoban's turn 1, its turn 2 refused
+    # 2 probes, Sokoban's turn 1 (3 episodes), then its turn 2 refused: the turn-2 requests still in flight when the
+    # first is refused may or may not be sent. Bandit played again would add 4 more.
+    assert 2 + 3 + 1 <= len(CountingHandler.posts) - posts <= 2 + 3 + 3
 
     line = one_line(cli(*run, "--policy", f"openai:tiny@{server.base_url}", "--history", "1", cwd=tmp_path))
     assert "r.json.gz.partial holds finished entries of a run with another policy, model or sampling" in line
