@@ -20,7 +20,8 @@ strategy that wrote it.
 
 The iteration number is also the rollout seed counter (training group seeds are a function of it). A checkpoint
 is written to ``checkpoint-N.tmp`` and renamed when complete, so a run killed mid-save (even by SIGKILL) leaves the
-previous checkpoint intact; only complete folders are found by :func:`find_checkpoint`.
+previous checkpoint intact; only complete folders are found by :func:`find_checkpoint` (the run folder's one rule,
+:func:`agentgym_bench.run_folder.checkpoints`).
 
 The warm start (``trainers/warmstart.py``) keeps its training state in one file instead (:func:`save_file`,
 :func:`load_file`): model, optimiser, schedule and sampler states under a key of its settings, written atomically.
@@ -29,8 +30,6 @@ The warm start (``trainers/warmstart.py``) keeps its training state in one file 
 from __future__ import annotations
 
 import io
-import json
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -38,20 +37,10 @@ from typing import Any
 
 import torch
 
+from agentgym_bench import run_folder
 from agentgym_bench.paths import write_atomic
 from trainers import fsdp, lora
 from trainers.config import ConfigError
-
-_NAME = re.compile(r"^checkpoint-(\d+)$")
-
-
-def checkpoints(output_dir: Path) -> list[Path]:
-    """Complete checkpoints in ``output_dir``, oldest first."""
-    if not output_dir.is_dir():
-        return []
-    found = [(int(m.group(1)), p) for p in output_dir.iterdir() if (m := _NAME.match(p.name))
-             and (p / "trainer_state.pt").exists()]
-    return [p for _, p in sorted(found)]
 
 
 def find_checkpoint(output_dir: Path, resume_from_checkpoint: str | None) -> Path | None:
@@ -63,17 +52,17 @@ def find_checkpoint(output_dir: Path, resume_from_checkpoint: str | None) -> Pat
             holds a run's checkpoints (it would overwrite them: resume, or choose another folder).
     """
     if resume_from_checkpoint is None:
-        found = checkpoints(output_dir)
+        found = run_folder.checkpoints(output_dir)
         if found:
             raise ConfigError(f"output_dir {output_dir} already holds a run (latest: {found[-1].name}); continue it "
                               "with resume_from_checkpoint=auto, or start over in another output_dir (or delete "
                               "this one)")
         return None
     if resume_from_checkpoint == "auto":
-        found = checkpoints(output_dir)
+        found = run_folder.checkpoints(output_dir)
         return found[-1] if found else None
     path = Path(resume_from_checkpoint).expanduser()
-    if not (path / "trainer_state.pt").exists():
+    if not (path / run_folder.STATE).exists():
         raise ConfigError(f"resume_from_checkpoint={resume_from_checkpoint!r} is not a complete checkpoint folder "
                           "(no trainer_state.pt); use 'auto' for the latest one in output_dir")
     return path
@@ -86,8 +75,8 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
     ``state`` holds ``step``, ``elapsed``, ``numpy_rng``, ``first_eval``, ``kl_coef`` (same on every rank) and
     ``policy_rng`` (per rank).
     """
-    final = output_dir / f"checkpoint-{step}"
-    tmp = output_dir / f"checkpoint-{step}.tmp"
+    final = run_folder.checkpoint_path(output_dir, step)
+    tmp = run_folder.checkpoint_path(output_dir, step, partial=True)
     if dist.is_main:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -102,7 +91,7 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
     optimizer_states = {k: fsdp.optimizer_state(modules[k], o) for k, o in optimizers.items()}
     if dist.is_main:
         models.tokenizer.save_pretrained(tmp / "actor")
-        config.save(tmp / "config.yaml")
+        config.save(tmp / run_folder.CONFIG)
     dist.barrier()
     if dist.is_main:
         torch.save({
@@ -111,10 +100,10 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
             "world_size": dist.world_size, "strategy": config.strategy if dist.grouped else "single",
             "optimizers": optimizer_states,
             "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
-        }, tmp / "trainer_state.pt")
+        }, tmp / run_folder.STATE)
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
-        for old in checkpoints(output_dir)[: -config.save_total_limit]:
+        for old in run_folder.checkpoints(output_dir)[: -config.save_total_limit]:
             shutil.rmtree(old, ignore_errors=True)
     dist.barrier()
     return final
@@ -143,7 +132,7 @@ def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: di
         ConfigError: the checkpoint was written by a different number of processes (the sampler states are
             per rank) or strategy (the optimiser states are stored differently).
     """
-    state = torch.load(path / "trainer_state.pt", weights_only=False)
+    state = torch.load(path / run_folder.STATE, weights_only=False)
     if state["world_size"] != dist.world_size:
         raise ConfigError(f"{path} was written by {state['world_size']} process(es); resume it with the same "
                           f"number, not {dist.world_size}")
@@ -158,10 +147,6 @@ def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: di
         scheduler.load_state_dict(state["schedulers"][name])
     state["policy_rng"] = torch.load(path / f"rng_rank{dist.rank}.pt", weights_only=False)["policy_rng"]
     return state
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n")
 
 
 def save_file(path: Path, state: dict[str, Any]) -> None:

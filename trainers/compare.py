@@ -18,13 +18,13 @@ A claim about a setting needs both: the first can be narrow while three training
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agentgym_bench import run_folder
 from agentgym_bench.benchmark.stats import paired_difference, t_interval
 from agentgym_bench.errors import UserError
 
@@ -55,13 +55,10 @@ def compare_runs(base: Sequence[Sequence[float]], other: Sequence[Sequence[float
 
 def read_episodes(run: str | Path, which: str) -> list[int]:
     """One run folder's per-episode validation successes, ``which`` = ``before`` or ``after``."""
-    path = Path(run) / "summary.json"
-    try:
-        summary = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist: is it a finished training run?") from None
-    except json.JSONDecodeError as error:
-        raise UserError(f"{path} is not JSON ({error})") from None
+    path = Path(run) / run_folder.SUMMARY
+    summary = run_folder.read_summary(run)
+    if summary is None:
+        raise UserError(f"{path} does not exist: is it a finished training run?")
     if "val_episodes" not in summary:
         raise UserError(f"{path} has no per-episode validation results (runs from before they were recorded)")
     return summary["val_episodes"][which]

@@ -44,6 +44,7 @@ import numpy as np
 import torch
 import torch.distributed
 
+from agentgym_bench import run_folder
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import EnvGroups, even_partition
@@ -454,8 +455,8 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
         train_groups.iteration = start  # the seed counter: training groups of iteration k use seeds from k
     if dist.is_main:
         out.mkdir(parents=True, exist_ok=True)
-        config.save(out / "config.yaml")
-    log = MetricsLog(out / "metrics.jsonl", resume_step=start if resume else None) if dist.is_main else None
+        config.save(out / run_folder.CONFIG)
+    log = MetricsLog(out / run_folder.METRICS, resume_step=start if resume else None) if dist.is_main else None
     result = TrainResult(out, records=log.history() if log else [], first_eval=first_eval)
     return Run(config, dist, models, optimizers, schedulers, rng, sampler, train_groups, val_groups, log, result,
                t0=started - elapsed, start=start, kl_coef=kl_coef)
@@ -615,13 +616,13 @@ def _finish(run: Run) -> None:
     the same ``val_env_manager``), so two runs can be paired on the same seeds:
     ``success_gain(a["val_episodes"]["after"], b["val_episodes"]["after"])``."""
     out = run.result.output_dir
-    plot_metrics(run.result.records, out / "curves.png", title=_title(run.config))
+    plot_metrics(run.result.records, out / run_folder.CURVES, title=_title(run.config))
     first, last = run.result.first_eval, run.result.last_eval
     if first and last:
-        ckpt.write_json(out / "summary.json", {"val": success_gain(first, last),
-                                               "val_episodes": {"before": [int(s) for s in first],
-                                                                "after": [int(s) for s in last]},
-                                               "wall_time_s": time.perf_counter() - run.t0})
+        run_folder.write_summary(out, {"val": success_gain(first, last),
+                                       "val_episodes": {"before": [int(s) for s in first],
+                                                        "after": [int(s) for s in last]},
+                                       "wall_time_s": time.perf_counter() - run.t0})
 
 
 def _warn(run: Run, step: int) -> None:

@@ -13,8 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
 
 
@@ -41,17 +40,17 @@ def local_paths_hidden(value: Any) -> Any:
 
 def _training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     path = Path(folder)
-    if (path / "config.yaml").is_file():
-        config = yaml.safe_load((path / "config.yaml").read_text()) or {}
-        summary = json.loads((path / "summary.json").read_text()) if (path / "summary.json").is_file() else {}
+    if (path / run_folder.CONFIG).is_file():
+        config = run_folder.read_config(path)
+        summary = run_folder.read_summary(path) or {}
         algorithm = config.get("preset") or config.get("adv_estimator") or "unknown"
         steps = config.get("max_steps")
         batch = config.get("rollout_batch_size")
         compute = {"steps": steps, "episodes": steps * batch if steps and batch else None,
                    "wall_time_s": summary.get("wall_time_s")}
         trainer: dict[str, Any] = {"algorithm": str(algorithm), "config": config}
-        if (path / "metrics.jsonl").is_file():
-            trainer["curves"] = training_curves(path / "metrics.jsonl")
+        if (path / run_folder.METRICS).is_file():
+            trainer["curves"] = training_curves(path / run_folder.METRICS)
         return trainer, compute
     if (path / "warmstart.json").is_file():
         return warmstart_record(json.loads((path / "warmstart.json").read_text()))
@@ -110,11 +109,3 @@ def training_curves(metrics: str | Path) -> dict[str, list[list[float]]]:
             curves[key] = [points[i] for i in keep]
     return dict(sorted(curves.items()))
 
-
-def final_checkpoint(run: str | Path) -> Path:
-    """The actor of the last complete checkpoint of a trainer run folder."""
-    found = sorted((int(p.name.split("-")[1]), p) for p in Path(run).glob("checkpoint-*")
-                   if p.name.split("-")[1].isdigit() and (p / "actor" / "config.json").is_file())
-    if not found:
-        raise UserError(f"{run} has no complete checkpoint-N/actor")
-    return found[-1][1] / "actor"

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentgym_bench import run_folder
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE
 from agentgym_bench.errors import UserError
 from trainers.warmstart import CHECKPOINT_SUFFIX, DEFAULT_PROCESSES
@@ -155,7 +156,7 @@ class Job:
     def resuming(self) -> bool:
         """Whether the step will continue from a checkpoint of an earlier, stopped run."""
         marker = self.resumes_from
-        return marker is not None and (marker.is_file() or any(marker.glob("checkpoint-*/trainer_state.pt")))
+        return marker is not None and (marker.is_file() or bool(run_folder.checkpoints(marker)))
 
 
 def cli(*args: str) -> list[str]:
@@ -187,7 +188,7 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
         run = work / "runs" / name
         jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
                                              "resume_from_checkpoint=auto", *overrides),
-                        run / "summary.json", after=made_by, resumes_from=run))
+                        run / run_folder.SUMMARY, after=made_by, resumes_from=run))
     jobs += [Job(f"eval {name}", cli("eval", "--policy", name, "--suite", suite,
                                      "--out", str(results / f"{name}.json.gz")), results / f"{name}.json.gz")
              for name in ("oracle", "random")]

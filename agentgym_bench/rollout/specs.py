@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import expand, home, is_machine_path, model_dir, repository_root, resolve_model
 
@@ -101,12 +102,11 @@ def locate_model(name: str | None, root: str | os.PathLike | None = None) -> str
 
 def model_path(target: str) -> str:
     """What ``hf:TARGET`` loads: :func:`~agentgym_bench.paths.resolve_model` (a folder, a name under the home, a hub
-    id), and for a trainer run folder (``config.yaml``, no ``config.json``) its last checkpoint's actor."""
+    id), and for a trainer run folder (:func:`~agentgym_bench.run_folder.is_run_folder`) its last checkpoint's actor
+    (:func:`~agentgym_bench.run_folder.final_actor`)."""
     path = resolve_model(target)
-    if Path(path, "config.yaml").is_file() and not Path(path, "config.json").is_file():
-        from agentgym_bench.benchmark.provenance import final_checkpoint
-
-        path = str(final_checkpoint(path))
+    if run_folder.is_run_folder(path):
+        path = str(run_folder.final_actor(path))
     return path
 
 

@@ -1,0 +1,96 @@
+"""A trainer's run folder (``output_dir`` of ``agentgym-bench train``): its layout, which checkpoint is the last, and
+reading and writing its files. The trainers write it (``trainers/train.py``, ``trainers/checkpoint.py``); the
+benchmark reads it (``hf:RUN`` evaluates its last checkpoint, ``eval --trained-by RUN`` records its config and
+curves), as do ``compare-runs`` and the main job. It sits at the bottom of the library, beside ``paths.py``, so that
+every floor reads it without importing the trainers (or torch).
+
+Layout::
+
+    config.yaml          the resolved config (:data:`CONFIG`)
+    metrics.jsonl        one line per iteration and evaluation (:data:`METRICS`)
+    curves.png           the curves (:data:`CURVES`)
+    summary.json         once finished: validation success before and after, wall time (:data:`SUMMARY`)
+    checkpoint-N/        after iteration N (``trainers/checkpoint.py`` describes what it holds): ``actor/``, a
+                         Hugging Face folder, ``trainer_state.pt`` (:data:`STATE`), ...
+    checkpoint-N.tmp/    a checkpoint being written, renamed to ``checkpoint-N`` when complete
+
+The one checkpoint rule: a checkpoint is written whole into ``checkpoint-N.tmp`` and then renamed, so every folder
+named ``checkpoint-N`` is complete (a run killed mid-save leaves only a ``.tmp``). Resuming, pruning, evaluating
+``hf:RUN`` and the main job's "resuming" note all use :func:`checkpoints`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from agentgym_bench.errors import UserError
+
+CONFIG = "config.yaml"
+METRICS = "metrics.jsonl"
+CURVES = "curves.png"
+SUMMARY = "summary.json"
+STATE = "trainer_state.pt"
+ACTOR = "actor"
+CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+"""The name of a complete checkpoint folder (a partial one ends in ``.tmp``)."""
+
+
+def checkpoint_path(run: Path, step: int, *, partial: bool = False) -> Path:
+    """``run/checkpoint-{step}``, or with ``partial`` the ``.tmp`` folder it is written to first."""
+    return run / f"checkpoint-{step}{'.tmp' if partial else ''}"
+
+
+def checkpoints(run: str | Path) -> list[Path]:
+    """The complete checkpoints of ``run`` (the module's one rule), oldest first; none if ``run`` is not a folder."""
+    run = Path(run)
+    if not run.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in run.iterdir() if (m := CHECKPOINT.match(p.name)) and p.is_dir()]
+    return [p for _, p in sorted(found)]
+
+
+def is_run_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a run folder (``config.yaml``) rather than a model folder (``config.json``)."""
+    return Path(path, CONFIG).is_file() and not Path(path, "config.json").is_file()
+
+
+def final_actor(run: str | Path) -> Path:
+    """The actor (a Hugging Face folder) of the last complete checkpoint of ``run``.
+
+    Raises:
+        UserError: ``run`` holds no complete checkpoint.
+    """
+    found = checkpoints(run)
+    if not found:
+        raise UserError(f"{run} has no complete checkpoint-N/actor")
+    return found[-1] / ACTOR
+
+
+def read_config(run: str | Path) -> dict[str, Any]:
+    """The run's resolved config as a plain dict (``{}`` for an empty file)."""
+    import yaml
+
+    return yaml.safe_load(Path(run, CONFIG).read_text()) or {}
+
+
+def read_summary(run: str | Path) -> dict[str, Any] | None:
+    """The run's ``summary.json``; ``None`` if the run has not finished (no such file).
+
+    Raises:
+        UserError: the file is not JSON.
+    """
+    path = Path(run, SUMMARY)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as error:
+        raise UserError(f"{path} is not JSON ({error})") from None
+
+
+def write_summary(run: Path, summary: dict[str, Any]) -> None:
+    """Write the run's ``summary.json``."""
+    (run / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")

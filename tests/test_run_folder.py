@@ -1,0 +1,40 @@
+from pathlib import Path
+
+import pytest
+
+from agentgym_bench import run_folder
+from agentgym_bench.commands.baselines import Job
+from agentgym_bench.errors import UserError
+from agentgym_bench.rollout.specs import model_path
+
+
+def fake_run(root: Path) -> Path:
+    """checkpoint-2 and checkpoint-10 complete; checkpoint-11.tmp still being written, with all its files."""
+    run = root / "run"
+    (run / "checkpoint-2" / "actor").mkdir(parents=True)
+    (run / "config.yaml").write_text("preset: starpo\n")
+    for name in ("checkpoint-2", "checkpoint-10", "checkpoint-11.tmp"):
+        (run / name / "actor").mkdir(parents=True, exist_ok=True)
+        (run / name / "trainer_state.pt").write_bytes(b"")
+        (run / name / "actor" / "config.json").write_text("{}")
+    (run / "checkpoint-12.json").write_text("{}")  # not a checkpoint folder
+    return run
+
+
+def test_one_rule_finds_the_complete_checkpoints_for_resuming_evaluating_and_the_main_job(tmp_path):
+    run = fake_run(tmp_path)
+    assert [p.name for p in run_folder.checkpoints(run)] == ["checkpoint-2", "checkpoint-10"]
+    assert run_folder.final_actor(run) == run / "checkpoint-10" / "actor"
+    assert model_path(str(run)) == str(run / "checkpoint-10" / "actor")
+    assert Job("train", [], run / "summary.json", resumes_from=run).resuming()
+    assert run_folder.checkpoints(tmp_path / "missing") == []
+
+
+def test_a_run_without_a_complete_checkpoint_is_one_line(tmp_path):
+    run = tmp_path / "empty"
+    run.mkdir()
+    (run / "config.yaml").write_text("{}")
+    assert run_folder.is_run_folder(run) and run_folder.read_config(run) == {} and run_folder.read_summary(run) is None
+    with pytest.raises(UserError, match="no complete checkpoint"):
+        model_path(str(run))
+    assert not Job("train", [], run / "summary.json", resumes_from=run).resuming()
