@@ -33,14 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from agentgym_bench.multiagent.selfplay import (
-    RandomBargainPolicy,
-    ScriptedBargainPolicy,
-    make_multiagent_env,
-    play_matches,
-)
+from agentgym_bench.multiagent.selfplay import SCRIPTED, RandomBargainPolicy, make_multiagent_env, play_matches
 from agentgym_bench.rollout.engine import first_group_seed, shard_groups
 from agentgym_bench.rollout.policy import Policy
+from agentgym_bench.rollout.specs import Sampling
 from agentgym_bench.rollout.trajectory import Trajectory
 
 OPPONENTS = ("random", "scripted", "self", "snapshot")
@@ -109,8 +105,7 @@ class MatchGroups:
         self.iteration = 0
         self.snapshot: Any = None
         self.snapshot_iteration: int | None = None
-        self._fixed: Policy | None = (RandomBargainPolicy(0) if opponent == "random" else
-                                      ScriptedBargainPolicy() if opponent == "scripted" else None)
+        self._fixed: Policy | None = SCRIPTED[opponent].build(Sampling(seed=0)) if opponent in SCRIPTED else None
 
     def group_seeds(self) -> list[int]:
         """The seed of each owned group in the next rollout."""

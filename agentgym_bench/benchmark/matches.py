@@ -23,6 +23,7 @@ from agentgym_bench.benchmark.results import EntryResults, EpisodeRecord, MatchR
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.policy import Policy
+from agentgym_bench.rollout.specs import Sampling, policy_from_spec
 
 OPPONENT_SEED = 0
 """Seed of the ``random`` opponent's keyed draws (part of the suite: every submission meets the same draws)."""
@@ -36,24 +37,21 @@ def match_key_tag(env_id: str, opponent: str) -> int:
 
 
 def opponent_policy(entry: SuiteEntry, learner: Policy) -> Policy:
-    """The entry's opponent: the suite's fixed random or scripted policy, or ``learner`` itself."""
-    from agentgym_bench.multiagent.selfplay import RandomBargainPolicy, ScriptedBargainPolicy
+    """The entry's opponent: the suite's fixed random or scripted policy (random drawing with
+    :data:`OPPONENT_SEED`), or ``learner`` itself."""
+    from agentgym_bench.multiagent.selfplay import SCRIPTED
 
     if entry.opponent == "self":
         return learner
-    if entry.opponent == "random":
-        return RandomBargainPolicy(OPPONENT_SEED)
-    if entry.opponent == "scripted":
-        return ScriptedBargainPolicy()
+    if entry.opponent in SCRIPTED:
+        return SCRIPTED[entry.opponent].build(Sampling(seed=OPPONENT_SEED))
     raise ValueError(f"entry {entry.name} has no opponent")
 
 
 def suite_policy(spec: str, suite: Suite, sampling: Any, **kwargs: Any) -> tuple[Policy, dict[str, Any]]:
-    """The policy named by ``spec`` for ``suite`` and its ``metadata.policy`` record: on a multi-agent suite
-    ``random`` and ``scripted`` are Bargain's policies (``scripted`` exists only there, ``oracle`` only on
-    single-agent suites); everything else is :func:`~agentgym_bench.rollout.specs.policy_from_spec`."""
-    from agentgym_bench.rollout.specs import policy_from_spec, policy_record
-
+    """The policy named by ``spec`` for ``suite`` and its ``metadata.policy`` record
+    (:func:`~agentgym_bench.rollout.specs.policy_from_spec`): on a multi-agent suite ``random`` and ``scripted`` are
+    Bargain's policies (``scripted`` exists only there, ``oracle`` only on single-agent suites)."""
     if not suite.multiagent:
         if spec == "scripted":
             raise UserError(f"policy 'scripted' plays the two-player suites; {suite.name} is single-agent: use oracle")
@@ -61,12 +59,9 @@ def suite_policy(spec: str, suite: Suite, sampling: Any, **kwargs: Any) -> tuple
     if spec == "oracle":
         raise UserError(f"{suite.name} is a two-player suite, where no oracle exists (the best reply depends on the "
                         "opponent); use 'scripted', the scripted bargainer, as the reference")
-    if spec not in ("random", "scripted"):
-        return policy_from_spec(spec, sampling, **kwargs)
-    from agentgym_bench.multiagent.selfplay import RandomBargainPolicy, ScriptedBargainPolicy
+    from agentgym_bench.multiagent.selfplay import SCRIPTED
 
-    record = policy_record(spec, sampling, keyed=spec == "random")
-    return (RandomBargainPolicy(sampling.seed) if spec == "random" else ScriptedBargainPolicy()), record
+    return policy_from_spec(spec, sampling, scripted=SCRIPTED, **kwargs)
 
 
 def play_entry(policy: Policy, entry: SuiteEntry, *, history: int | None = None, progress: bool = False,

@@ -33,6 +33,7 @@ from agentgym_bench.multiagent.bargain import BargainEnv, random_reply, scripted
 from agentgym_bench.multiagent.seats import read_move
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.policy import Generation, Message, Policy, key_seed
+from agentgym_bench.rollout.specs import Sampling, Scripted, policy_from_spec
 from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, json_safe
 
 
@@ -302,15 +303,15 @@ def _bargain(seat: Seat) -> BargainEnv:
     return game
 
 
-def _policy(name: str, seed: int) -> Policy:
-    """``"scripted"``, ``"random"`` or a model folder (``HFPolicy`` at temperature 1)."""
-    if name == "scripted":
-        return ScriptedBargainPolicy()
-    if name == "random":
-        return RandomBargainPolicy(seed)
-    from agentgym_bench.rollout.hf import HFPolicy
+SCRIPTED: Mapping[str, Scripted] = {"random": Scripted(lambda s: RandomBargainPolicy(s.seed), keyed=True),
+                                    "scripted": Scripted(lambda s: ScriptedBargainPolicy(), keyed=False)}
+"""Bargain's model-free policies by name, for :func:`~agentgym_bench.rollout.specs.policy_from_spec`."""
 
-    return HFPolicy.from_pretrained(name, seed=seed, max_new_tokens=32)
+
+def _policy(name: str, seed: int) -> Policy:
+    """``"scripted"``, ``"random"`` or a model folder (``hf:`` implied; at temperature 1, 32-token replies)."""
+    spec = name if name in SCRIPTED else f"hf:{name}"
+    return policy_from_spec(spec, Sampling(max_new_tokens=32, seed=seed), scripted=SCRIPTED, max_batch_size=None)[0]
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
