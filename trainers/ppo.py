@@ -43,7 +43,7 @@ from trainers.losses import (
     value_loss,
 )
 from trainers.masked import masked_mean, masked_whiten
-from trainers.samples import Samples
+from trainers.samples import Samples, episode_first_rows
 
 # ------------------------------------------------------------------------------------------------ forward passes
 
@@ -160,7 +160,7 @@ def _norm_ids(config: TrainConfig, samples: Samples) -> torch.Tensor:
 def _episode_scores(config: TrainConfig, samples: Samples, ids: torch.Tensor) -> torch.Tensor:
     """(B,) each row's episode score normalised within its group, one value per *episode* (not per row, so an
     episode's weight does not depend on how many turn rows it has), then clipped to ``reward_clip``."""
-    first = _episode_first_rows(samples)
+    first = episode_first_rows(samples)
     normalised = group_normalize(samples.scores[first], ids[first], config.reward_normalization.method)
     return _reward_clip(config, normalised[torch.searchsorted(samples.episode_ids[first], samples.episode_ids)])
 
@@ -314,53 +314,77 @@ def _no_sync(model: torch.nn.Module, sync: bool, dist: Dist) -> contextlib.Abstr
     return model.no_sync() if not sync and isinstance(model, DistributedDataParallel) else contextlib.nullcontext()
 
 
+@dataclass
+class MicroBatch:
+    """One micro-batch: rows of a :class:`Batch` and what their loss needs, token tensors on the device.
+
+    Attributes:
+        rows: (b,) indices of the rows in the batch.
+        part: the rows' :class:`Batch` (``batch.select(rows)``, on the CPU).
+        input_ids, attention_mask: (b, L) of the rows, trimmed to their longest (``L``), on the device.
+        mask: (b, L-1) the rows' loss mask (position ``t`` predicts token ``t + 1``), on the device.
+        tokens: the trained tokens (``mask.sum()``), the weight of the micro-batch's metrics.
+        denominator: the mini-batch's loss denominator (:func:`_denominator`).
+    """
+
+    rows: torch.Tensor
+    part: Batch
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    mask: torch.Tensor
+    tokens: float
+    denominator: float
+
+    @classmethod
+    def of(cls, batch: Batch, rows: torch.Tensor, denominator: float, device: torch.device) -> MicroBatch:
+        ids, att, length = _rows(batch.samples, rows, device)
+        part = batch.select(rows)
+        mask = part.mask[:, : length - 1].to(device)
+        return cls(rows, part, ids, att, mask, float(mask.sum()), denominator)
+
+    def tokens_of(self, tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+        """A (b, T-1) tensor of ``part`` trimmed to the micro-batch's positions, on ``device``."""
+        return tensor[:, : self.mask.shape[1]].to(device)
+
+
 def micro_batch_loss(config: TrainConfig, models: Any, batch: Batch, rows: torch.Tensor, denominator: float,
                      dist: Dist, stats: _Mean, update_actor: bool, sync: bool, fill_old: bool = False) -> None:
     """Forward and backward of one micro-batch (``rows`` of ``batch``): the clipped policy loss minus the entropy
     bonus (plus the KL loss) for the actor, the clipped value loss for the critic; metrics into ``stats``.
     ``fill_old``: this forward pass provides the old log-probs (written into ``batch.old_logprob``)."""
-    ids, att, length = _rows(batch.samples, rows, dist.device)
-    part = batch.select(rows)
-    cut = slice(0, length - 1)
-    mask = part.mask[:, cut].to(dist.device)
-    tokens = float(mask.sum())
+    micro = MicroBatch.of(batch, rows, denominator, dist.device)
     if update_actor:
         with _no_sync(models.actor, sync, dist):
-            _actor_loss(config, models, batch, part, rows, ids, att, cut, mask, denominator, dist, stats, tokens,
-                        fill_old)
+            _actor_loss(config, models, batch, micro, dist, stats, fill_old)
     if models.critic is not None:
         with _no_sync(models.critic, sync, dist):
-            with autocast(config, dist):
-                values = token_values(models.critic, ids, att)
-            vl = value_loss(values, part.old_values[:, cut].to(dist.device), part.returns[:, cut].to(dist.device),
-                            config.value_clip)
-            (agg_loss(vl.loss, mask, config.loss_agg_mode, denominator) * dist.world_size).backward()
-        stats.add("critic/value_loss", masked_mean(vl.loss, mask), tokens)
-        stats.add("critic/clipfrac", masked_mean(vl.clipped.float(), mask), tokens)
+            _critic_loss(config, models, micro, dist, stats)
 
 
-def _actor_loss(config: TrainConfig, models: Any, batch: Batch, part: Batch, rows: torch.Tensor, ids: torch.Tensor,
-                att: torch.Tensor, cut: slice, mask: torch.Tensor, denominator: float, dist: Dist, stats: _Mean,
-                tokens: float, fill_old: bool) -> None:
+def _actor_loss(config: TrainConfig, models: Any, batch: Batch, micro: MicroBatch, dist: Dist, stats: _Mean,
+                fill_old: bool) -> None:
+    """The actor's loss of ``micro``, backward; ``fill_old``: its log-probs are the old ones (into ``batch``)."""
+    part, mask, tokens, denominator = micro.part, micro.mask, micro.tokens, micro.denominator
     clip_c = 1 + 2 * config.pg_clip if config.dual_clip_loss else None
     with autocast(config, dist):
-        logprob, entropy = token_logprobs(models.actor, ids, att, config.temperature, True, mask)
+        logprob, entropy = token_logprobs(models.actor, micro.input_ids, micro.attention_mask, config.temperature,
+                                          True, mask)
     if fill_old:  # ROLL's reuse: the first forward pass at the rollout's weights gives them
-        batch.old_logprob[rows, : cut.stop] = logprob.detach().float().cpu()
+        batch.old_logprob[micro.rows, : mask.shape[1]] = logprob.detach().float().cpu()
         old = logprob.detach()
     else:
-        old = part.old_logprob[:, cut].to(dist.device)
-    pl = ppo_policy_loss(logprob, old, part.advantages[:, cut].to(dist.device), config.clip_low, config.clip_high,
-                         clip_c)
+        old = micro.tokens_of(part.old_logprob, dist.device)
+    pl = ppo_policy_loss(logprob, old, micro.tokens_of(part.advantages, dist.device), config.clip_low,
+                         config.clip_high, clip_c)
     policy_loss = pl.loss
     if part.behav_logprob is not None:  # decoupled PPO (asynchronous rollouts): old = proximal policy
-        weight, _ = behaviour_weights(old, part.behav_logprob[:, cut].to(dist.device),
+        weight, _ = behaviour_weights(old, micro.tokens_of(part.behav_logprob, dist.device),
                                       config.async_rollout.behaviour_weight_cap)
         policy_loss = policy_loss * weight
     loss = agg_loss(policy_loss, mask, config.loss_agg_mode, denominator)
     loss = loss - config.entropy_loss_coef * agg_loss(entropy, mask, config.loss_agg_mode, denominator)
     if part.ref_logprob is not None:
-        ref = part.ref_logprob[:, cut].to(dist.device)
+        ref = micro.tokens_of(part.ref_logprob, dist.device)
         if config.use_kl_loss:
             kl = kl_penalty(logprob, ref, config.kl_loss_type)
             loss = loss + config.kl_loss_coef * agg_loss(kl, mask, config.loss_agg_mode, denominator)
@@ -374,6 +398,17 @@ def _actor_loss(config: TrainConfig, models: Any, batch: Batch, part: Batch, row
     stats.add("loss/approx_kl", approx_kl(logprob, old, mask), tokens)
     if clip_c is not None:
         stats.add("loss/clipfrac_lower", masked_mean(pl.dual_clipped.float(), mask), tokens)
+
+
+def _critic_loss(config: TrainConfig, models: Any, micro: MicroBatch, dist: Dist, stats: _Mean) -> None:
+    """The critic's clipped value loss of ``micro``, backward."""
+    with autocast(config, dist):
+        values = token_values(models.critic, micro.input_ids, micro.attention_mask)
+    vl = value_loss(values, micro.tokens_of(micro.part.old_values, dist.device),
+                    micro.tokens_of(micro.part.returns, dist.device), config.value_clip)
+    (agg_loss(vl.loss, micro.mask, config.loss_agg_mode, micro.denominator) * dist.world_size).backward()
+    stats.add("critic/value_loss", masked_mean(vl.loss, micro.mask), micro.tokens)
+    stats.add("critic/clipfrac", masked_mean(vl.clipped.float(), micro.mask), micro.tokens)
 
 
 def _optimizer_steps(config: TrainConfig, models: Any, optimizers: dict[str, Any], dist: Dist, stats: _Mean,
@@ -392,11 +427,6 @@ def _optimizer_steps(config: TrainConfig, models: Any, optimizers: dict[str, Any
         optimizer.zero_grad(set_to_none=True)
         stats.add("loss/grad_norm" if name == "actor" else "critic/grad_norm", norm if math.isfinite(norm)
                   else float("nan"), 1.0 / dist.world_size)
-
-
-def _episode_first_rows(samples: Samples) -> torch.Tensor:
-    """Index of one row per episode, in ascending episode id."""
-    return torch.as_tensor(np.unique(samples.episode_ids.numpy(), return_index=True)[1])
 
 
 def _last_turn_rows(samples: Samples) -> torch.Tensor:

@@ -119,19 +119,23 @@ def play(groups: EnvGroups, policy: Any, history: int | None, dist: Dist,
     return [t for part in dist.gather(mine) for t in part]
 
 
-def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
+def rollout_metrics(trajectories: list[Trajectory], prefix: str, *, turn_prefix: str | None = None
+                    ) -> dict[str, float]:
     """Success, score, turns, reply length and format validity of a batch of episodes; for two-player matches (the
-    last turn's ``info["outcome"]``) also the win, draw and loss rates (success is a win, the score the payoff)."""
+    last turn's ``info["outcome"]``) also the win, draw and loss rates (success is a win, the score the payoff).
+    The keys are ``{prefix}/...``; those of turns, reply length and validity ``{turn_prefix}/...`` if given (the
+    training record: ``reward/success`` beside ``rollout/turns``)."""
     turns = [turn for t in trajectories for turn in t.turns]
     lengths = [len(turn.token_ids) for turn in turns if turn.token_ids is not None]
+    per_turn = turn_prefix or prefix
     out = {
         f"{prefix}/success": float(np.mean([t.success for t in trajectories])),
         f"{prefix}/score": float(np.mean([t.episode_reward for t in trajectories])),
-        f"{prefix}/turns": float(np.mean([len(t.turns) for t in trajectories])),
-        f"{prefix}/format_valid": float(np.mean([bool(turn.info.get("format_valid")) for turn in turns])),
-        f"{prefix}/action_valid": _mean([bool(turn.info["action_is_valid"]) for turn in turns
-                                         if "action_is_valid" in turn.info]),  # NaN for matches: not reported
-        f"{prefix}/response_length": float(np.mean(lengths)) if lengths else float("nan"),
+        f"{per_turn}/turns": float(np.mean([len(t.turns) for t in trajectories])),
+        f"{per_turn}/format_valid": float(np.mean([bool(turn.info.get("format_valid")) for turn in turns])),
+        f"{per_turn}/action_valid": _mean([bool(turn.info["action_is_valid"]) for turn in turns
+                                           if "action_is_valid" in turn.info]),  # NaN for matches: not reported
+        f"{per_turn}/response_length": float(np.mean(lengths)) if lengths else float("nan"),
     }
     outcomes = [t.turns[-1].info.get("outcome") for t in trajectories if t.turns]
     if outcomes and all(o in ("win", "draw", "loss") for o in outcomes):  # two-player matches (trainers/matches.py)

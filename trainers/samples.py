@@ -67,6 +67,11 @@ class Samples:
         return Samples(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
 
+def episode_first_rows(samples: Samples) -> torch.Tensor:
+    """Index of one row per episode (its first), in ascending episode id."""
+    return torch.as_tensor(np.unique(samples.episode_ids.numpy(), return_index=True)[1])
+
+
 def _ids(keys: Sequence[Any]) -> torch.Tensor:
     return state_ids_from_keys(list(keys))
 

@@ -59,9 +59,16 @@ from trainers.distributed import Dist, init_distributed, shutdown_distributed
 from trainers.losses import adaptive_kl_coef, approx_kl, behaviour_weights
 from trainers.masked import explained_variance, masked_mean
 from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
-from trainers.ppo import Batch, _episode_first_rows, compute_advantages, ppo_update, score_samples
+from trainers.ppo import Batch, compute_advantages, ppo_update, score_samples
 from trainers.rollouts import Sampler, evaluate, pass_at_k, play, rollout_metrics, seed_from
-from trainers.samples import Samples, adjust_batch, step_samples, success_rewards, trajectory_samples
+from trainers.samples import (
+    Samples,
+    adjust_batch,
+    episode_first_rows,
+    step_samples,
+    success_rewards,
+    trajectory_samples,
+)
 from trainers.schedule import iteration_schedule
 
 if TYPE_CHECKING:
@@ -208,7 +215,7 @@ def build_samples(config: TrainConfig, trajectories: list[Trajectory], tokenizer
 
 def group_std_metrics(samples: Samples, keep: torch.Tensor | None) -> dict[str, float]:
     """Mean in-group std of the raw episode scores over all groups, and over the kept groups."""
-    first = _episode_first_rows(samples)
+    first = episode_first_rows(samples)
     selection = select_groups_by_std(samples.scores[first], samples.group_ids[first], 1.0)
     out = {"reward/in_group_std": float(selection.group_std.mean())}
     if keep is not None:
@@ -242,7 +249,7 @@ def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
     record: dict[str, float] = {}
     keep = None
     if config.rollout_filter_ratio < 1:  # on one score per episode, then applied to all rows of the kept groups
-        first = _episode_first_rows(samples)
+        first = episode_first_rows(samples)
         chosen = select_groups_by_std(samples.scores[first], samples.group_ids[first], config.rollout_filter_ratio,
                                       config.rollout_filter_type)
         keep = torch.isin(samples.group_ids, chosen.group_ids[chosen.group_kept])
@@ -495,10 +502,7 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
         batch = run.worker.next_batch(step)
         trajectories = batch.trajectories
         run.sampler.load_state(state_tensor(batch.sampler_state))  # the checkpoint keeps the worker's stream
-    record: dict[str, Any] = {"step": step, **rollout_metrics(trajectories, "reward")}
-    record["rollout/response_length"] = record.pop("reward/response_length")
-    for key in ("turns", "format_valid", "action_valid"):
-        record[f"rollout/{key}"] = record.pop(f"reward/{key}")
+    record: dict[str, Any] = {"step": step, **rollout_metrics(trajectories, "reward", turn_prefix="rollout")}
     record["reward/pass@k"] = pass_at_k(trajectories)
     record["time/rollout"] = time.perf_counter() - tick
     dropped = batch is not None and over_bound(step, batch.policy_version, config.async_rollout.max_staleness)
