@@ -61,6 +61,8 @@ Submission names (:func:`check_name`) are 1-64 characters of ``[A-Za-z0-9 ._+-]`
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import os
 import re
 from collections import Counter
@@ -713,9 +715,6 @@ def parameter_count(folder: str | os.PathLike) -> int:
 
 def _safetensors_parameters(path: Path) -> int | None:
     """The element count of every tensor a ``.safetensors`` header lists; ``None`` if the header is not one."""
-    import json
-    import math
-
     size = path.stat().st_size
     try:
         with path.open("rb") as f:
@@ -739,8 +738,6 @@ def regeneration_flops(results: Results, suite: Suite, texts: dict[str, dict[int
     ``token_ids``, else its text's bytes).
     Everything comes from the replayed episodes and the verifier's copy of the weights; nothing the file claims
     about its own cost (``metadata.compute``) is used."""
-    import json
-
     prompt_bytes = replies = 0
     for call in evaluation_batches(results, suite, texts):
         for move in call:
