@@ -5,10 +5,7 @@ resumes them, and a quick check (--episodes / --entries) is marked so that ``sub
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +13,9 @@ import pytest
 from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.server import ChatHandler, ChatServer
+from tests.cli import cli, one_line
 from trainers.default_model import ModelSize, build_default_model
 
-ROOT = Path(__file__).resolve().parents[2]
 SUITE = {
     "name": "tiny-eval", "version": 1, "split": "test", "seed_start": 1_000_000_000,
     "entries": [
@@ -63,17 +60,6 @@ def suite_file(tmp_path) -> Path:
     path = tmp_path / "suite.json"
     path.write_text(json.dumps(SUITE))
     return path
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentgym_bench.cli", *args], capture_output=True, text=True,
-                          timeout=300, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
-
-
-def one_line(out: subprocess.CompletedProcess) -> str:
-    lines = [line for line in out.stderr.splitlines() if line.startswith("agentgym-bench: error:")]
-    assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
-    return lines[0]
 
 
 def closed_port() -> int:

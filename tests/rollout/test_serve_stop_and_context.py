@@ -5,19 +5,15 @@ uses."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from agentgym_bench.rollout.endpoint import check_model, served_models
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.server import ChatHandler, ChatServer
+from tests.cli import cli, one_line
 from tests.rollout.test_hf import conversations
 
-ROOT = Path(__file__).resolve().parents[2]
 openai = pytest.importorskip("openai", reason="the dev extra installs the official client")
 
 
@@ -123,17 +119,6 @@ def short_server(model_and_tokenizer):
         yield s
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentgym_bench.cli", *args], capture_output=True, text=True,
-                          timeout=300, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
-
-
-def error_line(out: subprocess.CompletedProcess) -> str:
-    lines = [line for line in out.stderr.splitlines() if line.startswith("agentgym-bench: error:")]
-    assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
-    return lines[0]
-
-
 SUITE = {"name": "tiny-context", "version": 1, "split": "test", "seed_start": 1_000_000_000,
          "entries": [{"name": "bandit", "env_id": "AgentBandit-v0", "env_kwargs": {}, "prompts": ["compact"],
                       "episodes": 2, "oracle_success": 1.0},
@@ -145,12 +130,12 @@ def test_eval_checks_its_prompts_against_the_reported_context(tmp_path, server, 
     (tmp_path / "suite.json").write_text(json.dumps(SUITE))
     run = ["eval", "--suite", "suite.json", "--out", "r.json.gz"]
     Posts.count = 0
-    line = error_line(cli(*run, "--policy", f"openai:tiny@{server.base_url}", "--max-new-tokens", "1024",
+    line = one_line(cli(*run, "--policy", f"openai:tiny@{server.base_url}", "--max-new-tokens", "1024",
                           cwd=tmp_path))
     assert "--max-new-tokens 1024 leaves no room for a prompt in the model's context of 1024 tokens" in line
     assert Posts.count == 0  # refused before any request
 
-    line = error_line(cli(*run, "--policy", f"openai:tiny@{short_server.base_url}", "--max-new-tokens", "16",
+    line = one_line(cli(*run, "--policy", f"openai:tiny@{short_server.base_url}", "--max-new-tokens", "16",
                           cwd=tmp_path))  # bandit's prompt (17 tokens) fits 50 with 16 new; Sokoban's (42) does not
     assert "entry sokoban's first prompt is 42 tokens, which with --max-new-tokens 16 exceeds the model's context " \
            "of 50 tokens (max_model_len at /models)" in line and "--prompt compact and/or --history 0" in line
