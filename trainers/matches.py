@@ -113,16 +113,18 @@ class MatchGroups:
         return [base + g for g in self.groups]
 
     def rollout(self, policy: Policy, *, history: int | None = None, progress: bool = False,
-                prompt_fits: Callable[[list[dict[str, str]]], bool] | None = None) -> list[Trajectory]:
+                prompt_fits: Callable[[list[dict[str, str]]], bool] | None = None,
+                keyed: bool = False) -> list[Trajectory]:
         """Play one match per owned member against the opponent; the learner seat's trajectories, group-major.
-        ``progress`` is accepted for ``EnvGroups.rollout``'s interface and ignored.
+        ``progress`` and ``keyed`` are accepted for ``EnvGroups.rollout``'s interface; ``progress`` is ignored.
 
         Raises:
-            ValueError: ``prompt_fits`` is given (a length cap is not implemented for matches), or a ``snapshot``
-                opponent with a policy that does not hold its model.
+            ValueError: ``prompt_fits`` is given (a length cap is not implemented for matches) or ``keyed`` (keyed
+                sampling is not either), or a ``snapshot`` opponent with a policy that does not hold its model.
         """
-        if prompt_fits is not None:
-            raise ValueError("a length cap (sequence_length) is not implemented for two-player rollouts")
+        if prompt_fits is not None or keyed:
+            raise ValueError("a length cap (sequence_length) and keyed sampling are not implemented for two-player "
+                             "rollouts")
         opponent = self._opponent(policy)
         seeds = [s for s in self.group_seeds() for _ in range(self.group_size)]
         seats = [learner_seat(self.learner_seats, g) for g in self.groups for _ in range(self.group_size)]

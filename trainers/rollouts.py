@@ -3,8 +3,9 @@ seeds and each rank's share are the rollout engine's, :class:`agentgym_bench.rol
 
 - :class:`Sampler`: ``hf`` (the actor itself samples) or ``vllm`` (an engine fed the actor's weights after each
   update), with a training stream that checkpoints and an evaluation stream reseeded every evaluation.
-- :func:`play` / :func:`evaluate`: roll out and gather every rank's trajectories; :func:`rollout_metrics`. The
-  groups are ``EnvGroups`` or, for an env manager with an ``opponent``, two-player matches
+- :func:`play` / :func:`evaluate`: roll out and gather every rank's trajectories
+  (:func:`agentgym_bench.benchmark.evaluate.play_episodes`, which the warm start and ``demo`` play through too);
+  :func:`rollout_metrics`. The groups are ``EnvGroups`` or, for an env manager with an ``opponent``, two-player matches
   (:class:`trainers.matches.MatchGroups`, the same ``rollout`` interface).
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from agentgym_bench.benchmark.evaluate import Played, play_episodes
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.tokens import TokenInTokenOut
@@ -115,8 +117,7 @@ class Sampler:
 def play(groups: EnvGroups, policy: Any, history: int | None, dist: Dist,
          prompt_fits: Any = None) -> list[Trajectory]:
     """Roll out this rank's groups and gather every rank's trajectories (global order)."""
-    mine = groups.rollout(policy, history=history, prompt_fits=prompt_fits)
-    return [t for part in dist.gather(mine) for t in part]
+    return play_episodes(groups, policy, history=history, prompt_fits=prompt_fits, gather=dist.gather).trajectories
 
 
 def rollout_metrics(trajectories: list[Trajectory], prefix: str, *, turn_prefix: str | None = None
@@ -141,10 +142,9 @@ def rollout_metrics(trajectories: list[Trajectory], prefix: str, *, turn_prefix:
     if outcomes and all(o in ("win", "draw", "loss") for o in outcomes):  # two-player matches (trainers/matches.py)
         for name in ("win", "draw", "loss"):
             out[f"{prefix}/{name}"] = float(np.mean([o == name for o in outcomes]))
-    tags = sorted({t.tag for t in trajectories})
-    if len(tags) > 1 or prefix == "val":
-        for tag in tags:
-            out[f"{prefix}/{tag}/success"] = float(np.mean([t.success for t in trajectories if t.tag == tag]))
+    per_env = Played(trajectories).success
+    if len(per_env) > 1 or prefix == "val":
+        out.update({f"{prefix}/{tag}/success": rate.rate for tag, rate in per_env.items()})
     return out
 
 

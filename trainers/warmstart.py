@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark import stats
+from agentgym_bench.benchmark.evaluate import Played, play_episodes
 from agentgym_bench.paths import expand, model_dir
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import EnvGroups
@@ -413,15 +413,16 @@ def success_table(policy: Any, config: WarmStartConfig, *, history: int | None) 
     single = [e for e in config.envs if e not in MATCH_ENVS]
     trajectories = []
     if single:
-        groups = EnvGroups.validation(single, [config.eval_episodes] * len(single), env_kwargs=config.all_env_kwargs)
-        trajectories = groups.rollout(policy, history=history)
-        groups.close()
+        with EnvGroups.validation(single, [config.eval_episodes] * len(single),
+                                  env_kwargs=config.all_env_kwargs) as groups:
+            trajectories = play_episodes(groups, policy, history=history).trajectories
     for env_id in (e for e in config.envs if e in MATCH_ENVS):
         trajectories += _match_evaluation(env_id, policy, config, history)
+    played = Played(trajectories)
+    success = played.success
     table = {}
     for env_id in config.envs:
-        mine = [t for t in trajectories if t.env_id == env_id]
-        rate = stats.success_rate([t.success for t in mine])
+        mine, rate = played.of(env_id), success[env_id]
         table[env_id] = {"success": rate.rate, "ci_low": rate.low, "ci_high": rate.high, "episodes": rate.n,
                          "mean_return": sum(t.episode_reward for t in mine) / max(1, len(mine)),
                          "format_valid": sum(u.info.get("format_valid", False) for t in mine for u in t.turns)

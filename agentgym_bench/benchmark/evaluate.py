@@ -1,4 +1,6 @@
-"""Evaluate a policy on a suite: every entry's episodes, batched, into a :class:`~.results.Results`.
+"""Evaluate a policy: :func:`play_episodes` plays a set of episodes and tallies success per env (the suite's
+evaluation below, the trainers' validation, the warm start's tables and ``demo`` all play through it);
+:func:`evaluate` plays a suite, every entry's episodes batched, into a :class:`~.results.Results`.
 
 All entries run together in one :class:`~agentgym_bench.rollout.engine.EnvGroups` (one group of one env per seed,
 fixed seeds), so a model policy makes one batched call per turn for the whole suite. Sampling is keyed: each
@@ -16,17 +18,51 @@ import platform
 import subprocess
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from agentgym_bench.benchmark import stats
 from agentgym_bench.benchmark.results import EntryResults, EpisodeRecord, Results, TurnRecord, sha256_text
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.policy import Policy
 from agentgym_bench.rollout.trajectory import Trajectory
+
+
+@dataclass(frozen=True)
+class Played:
+    """Episodes played with one policy (:func:`play_episodes`): the trajectories, in play order, and success per
+    env."""
+
+    trajectories: list[Trajectory]
+
+    def of(self, env: str) -> list[Trajectory]:
+        """The episodes of one env (its tag: the env id unless the groups were given other tags)."""
+        return [t for t in self.trajectories if t.tag == env]
+
+    @property
+    def success(self) -> dict[str, stats.Rate]:
+        """Each env's success rate with its 95% Wilson interval, by tag in sorted order."""
+        return {tag: stats.success_rate([t.success for t in self.of(tag)])
+                for tag in sorted({t.tag for t in self.trajectories})}
+
+
+def play_episodes(groups: EnvGroups, policy: Policy, *, history: int | None = None, keyed: bool = False,
+                  progress: bool = False, prompt_fits: Callable[[list[dict[str, str]]], bool] | None = None,
+                  gather: Callable[[list[Trajectory]], list[list[Trajectory]]] | None = None) -> Played:
+    """Play one episode in every env of ``groups`` (or the trainers' two-player ``MatchGroups``) with ``policy``.
+
+    Args:
+        history, progress, prompt_fits, keyed: as for :meth:`EnvGroups.rollout` (``keyed``: each episode's sampling
+            depends on the policy's seed and the episode alone, as the leaderboard re-generates it).
+        gather: joins every process's share in process order (a distributed trainer's ``Dist.gather``); ``None``:
+            this process plays them all.
+    """
+    mine = groups.rollout(policy, history=history, progress=progress, prompt_fits=prompt_fits, keyed=keyed)
+    return Played(mine if gather is None else [t for part in gather(mine) for t in part])
 
 
 def entry_prompts(suite: Suite, prompt: str | Mapping[str, str] | None) -> dict[str, str]:
@@ -55,7 +91,7 @@ def play_suite(policy: Policy, suite: Suite, *, prompt: str | Mapping[str, str] 
     groups = EnvGroups([e.env_id for e in chosen], [e.episodes for e in chosen], 1, tag_kwargs=tag_kwargs,
                        seed=suite.seed_start, fixed_seeds=True, max_workers=max_workers)
     with groups:
-        trajectories = groups.rollout(policy, history=history, progress=progress, keyed=True)
+        trajectories = play_episodes(groups, policy, history=history, progress=progress, keyed=True).trajectories
     by_tag: dict[str, list[Trajectory]] = {e.env_id: [] for e in chosen}
     for t in trajectories:
         by_tag[t.tag].append(t)

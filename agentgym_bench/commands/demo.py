@@ -1,8 +1,8 @@
 """``agentgym-bench demo``: the oracle and a random agent play every env; success and return with 95% intervals.
 
-Episodes are played on validation seeds ``0 .. N-1`` through the rollout engine and scored by
-:mod:`agentgym_bench.benchmark.stats` (success: Wilson interval; return: normal interval of the mean), the same
-functions as the benchmark tables.
+Episodes are played on validation seeds ``0 .. N-1`` by :func:`agentgym_bench.benchmark.evaluate.play_episodes`
+(as the trainers' validation and the warm start's tables are) and scored by :mod:`agentgym_bench.benchmark.stats`
+(success: Wilson interval; return: normal interval of the mean), the same functions as the benchmark tables.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import argparse
 import gymnasium as gym
 
 from agentgym_bench.benchmark import stats
+from agentgym_bench.benchmark.evaluate import play_episodes
 from agentgym_bench.errors import UserError
 from agentgym_bench.registration import AGENT_ENVS
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy
-from agentgym_bench.seeds import VALIDATION_SEED_START
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -35,13 +35,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--episodes {args.episodes} must be >= 1")
     rows = []
     for name, policy in (("oracle", OraclePolicy()), ("random", RandomPolicy(args.seed))):
-        with EnvGroups(env_ids, [args.episodes] * len(env_ids), 1, seed=VALIDATION_SEED_START,
-                       fixed_seeds=True) as groups:
-            trajectories = groups.rollout(policy, progress=True, keyed=True)
+        with EnvGroups.validation(env_ids, [args.episodes] * len(env_ids)) as groups:
+            played = play_episodes(groups, policy, progress=True, keyed=True)
+        success = played.success
         for env_id in env_ids:
-            played = [t for t in trajectories if t.env_id == env_id]
-            rows.append((env_id, name, stats.success_rate([t.success for t in played]),
-                         stats.mean_interval([t.episode_reward for t in played])))
+            rows.append((env_id, name, success[env_id],
+                         stats.mean_interval([t.episode_reward for t in played.of(env_id)])))
     rows.sort(key=lambda r: env_ids.index(r[0]))
     width = max(len(r[0]) for r in rows)
     print(f"{'env':<{width}}  {'agent':<6}  {'success [95% CI]':<22}  {'return [95% CI]':<24}")
