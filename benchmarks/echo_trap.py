@@ -10,7 +10,7 @@ Each run is ``agentgym-bench train CONFIG seed=S output_dir=OUT/VARIANT-sS [...]
 optimiser step per iteration (``ppo_mini_batch_size`` = the trajectories the filter keeps). The per-episode validation
 success before and after comes from each run's ``summary.json``; a finished run (one with a ``summary.json``) is not
 run again. Then it prints, as Markdown: each run's before/after, the per-seed paired difference of the "after" rates
-(filter - StarPO, :func:`agentgym_bench.benchmark.stats.paired_difference` on the same validation seeds), the paired
+(filter - StarPO, :func:`agentgym_bench.stats.paired_difference` on the same validation seeds), the paired
 difference of the seed-averaged per-episode outcomes (episode noise only), a t interval over the per-seed differences
 (training-seed noise too), and the collapse warnings each run raised; and it plots the curves of every seed
 (``--plot``). One CPU job at a time: runs are sequential.
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentgym_bench.benchmark.stats import paired_difference
+from agentgym_bench.stats import paired_difference
 from trainers.cli import resolve_config
 from trainers.compare import compare_runs, read_episodes
 from trainers.config import load_config

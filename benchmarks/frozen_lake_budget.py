@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from agentgym_bench.benchmark import stats
+from agentgym_bench import stats
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy
 from agentgym_bench.seeds import VALIDATION_SEED_START

@@ -9,7 +9,7 @@ Agents: the oracle; ``random-1``, one uniformly random valid action a turn; ``ra
 valid actions a turn (k = the per-turn limit; the length is uniform too). The random agents draw from
 ``np.random.default_rng([seed, 1])``, independent of the env's generator. ``exact`` is the mean over the seeds of
 the oracle's computed success probability at reset (no sampling noise from slips). Success intervals: 95% Wilson
-(:mod:`agentgym_bench.benchmark.stats`, as everywhere in the package).
+(:mod:`agentgym_bench.stats`, as everywhere in the package).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import gymnasium as gym
 import numpy as np
 
 import agentgym_bench  # noqa: F401 - registers the ids
+from agentgym_bench import stats
 from agentgym_bench.agent import oracle_reply
-from agentgym_bench.benchmark import stats
 from agentgym_bench.envs.bandit import BanditGame
 from agentgym_bench.envs.frozen_lake import FrozenLakeGame
 

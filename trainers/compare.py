@@ -5,7 +5,7 @@ validation groups' order (:func:`trainers.train._finish`), so runs with the same
 same seeds. Two intervals answer two questions:
 
 - **over episodes**: each episode's success averaged over the runs of a setting, then the paired bootstrap of
-  :func:`agentgym_bench.benchmark.stats.paired_difference` over the episodes (the noise of the evaluation: which maps,
+  :func:`agentgym_bench.stats.paired_difference` over the episodes (the noise of the evaluation: which maps,
   which samples);
 - **over training seeds** (when both settings have the same number of runs, paired in the order given, e.g. seed 0
   with seed 0): Student's t interval of the per-seed differences of the "after" rates (the noise of training).
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from agentgym_bench import run_folder
-from agentgym_bench.benchmark.stats import paired_difference, t_interval
 from agentgym_bench.errors import UserError
+from agentgym_bench.stats import paired_difference, t_interval
 
 
 def compare_runs(base: Sequence[Sequence[float]], other: Sequence[Sequence[float]]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from agentgym_bench.benchmark.stats import paired_difference
+from agentgym_bench.stats import paired_difference
 
 __all__ = ["WARNINGS", "EchoTrapRule", "MetricsLog", "drop_ratios", "plot_metrics", "plot_runs", "read_metrics",
            "success_gain"]
@@ -231,7 +231,7 @@ def _number(value: Any) -> float:
 
 def success_gain(successes_before: Sequence[bool], successes_after: Sequence[bool]) -> dict[str, float]:
     """The change in success between two evaluations on the same validation seeds (same order), paired:
-    :func:`agentgym_bench.benchmark.stats.paired_difference` (paired bootstrap interval, McNemar's exact test), the
+    :func:`agentgym_bench.stats.paired_difference` (paired bootstrap interval, McNemar's exact test), the
     one comparison the benchmark and the leaderboard use too. Pairing removes the seeds' own difficulty from the
     noise, so the interval is narrower than an unpaired one on the same episodes.
 

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark import stats
+from agentgym_bench import stats
 from agentgym_bench.benchmark.results import EntryResults, EpisodeRecord, Results, TurnRecord, sha256_text
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry
 from agentgym_bench.errors import UserError

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from agentgym_bench.benchmark import stats
+from agentgym_bench import stats
 from agentgym_bench.benchmark.suites import Suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import write_atomic

@@ -58,8 +58,8 @@ def comparison_table(suite: Suite, base: Results, other: Results, base_score: fl
     """Markdown rows of ``other`` against ``base`` (``other - base``; ``base_score``: the base's suite score): the
     suite score, then every entry. On a single-agent suite each entry also shows its mean return and their paired
     difference: where rewards are graded (WebShop's purchase score) success is only the top grade."""
-    from agentgym_bench.benchmark.stats import paired_difference
     from agentgym_bench.leaderboard.render import PAIRED_REPS, compare, entry_outcomes
+    from agentgym_bench.stats import paired_difference
 
     def interval(d: Any) -> str:
         return f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"

@@ -39,7 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark import stats
+from agentgym_bench import stats
 from agentgym_bench.benchmark.evaluate import evaluate, evaluate_by_entry
 from agentgym_bench.benchmark.matches import suite_policy
 from agentgym_bench.benchmark.results import EntryResults, Results, loads, summarize

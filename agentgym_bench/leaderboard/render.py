@@ -1,6 +1,6 @@
 """What a board shows: the Markdown table, the PNG chart, the static HTML page and its transcript files.
 
-Every number is recomputed from the stored episodes (:mod:`agentgym_bench.benchmark.stats`): success rates with
+Every number is recomputed from the stored episodes (:mod:`agentgym_bench.stats`): success rates with
 Wilson intervals, the oracle-normalised suite score with its stratified bootstrap interval, and for every pair of
 submissions the paired comparison on the same seeds (:func:`comparisons`).
 
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from agentgym_bench.benchmark import stats
+from agentgym_bench import stats
 from agentgym_bench.benchmark.provenance import local_paths_hidden
 from agentgym_bench.benchmark.results import SCORE_TEXT, Results
 from agentgym_bench.benchmark.suites import Suite

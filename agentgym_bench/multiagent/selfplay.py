@@ -28,13 +28,13 @@ import numpy as np
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
-from agentgym_bench.benchmark.stats import wilson_interval
 from agentgym_bench.multiagent.bargain import BargainEnv, random_reply, scripted_reply
 from agentgym_bench.multiagent.seats import read_move
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.policy import Generation, Message, Policy, key_seed
 from agentgym_bench.rollout.specs import Sampling, Scripted, policy_from_spec
 from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, json_safe
+from agentgym_bench.stats import wilson_interval
 
 
 def _make_textarena(game: str, **kwargs: Any) -> AECEnv:

@@ -9,11 +9,11 @@ import pytest
 from agentgym_bench.benchmark.evaluate import evaluate
 from agentgym_bench.benchmark.matches import match_key_tag, play_entry, suite_policy
 from agentgym_bench.benchmark.results import dumps, loads, summarize
-from agentgym_bench.benchmark.stats import wilson_interval
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.specs import Sampling
 from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START
+from agentgym_bench.stats import wilson_interval
 from tests.benchmark.conftest import suite_of
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from agentgym_bench.benchmark import stats
+from agentgym_bench import stats
 from agentgym_bench.benchmark.suites import available_suites, load_suite, oracle_success, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, V1_TEST_SEEDS

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from agentgym_bench.benchmark.results import read_results
-from agentgym_bench.benchmark.stats import paired_difference
 from agentgym_bench.benchmark.suites import load_suite
 from agentgym_bench.leaderboard.render import PAIRED_REPS, compare
+from agentgym_bench.stats import paired_difference
 from tests.leaderboard.conftest import TINY_SUITE, play
 
 BOARD = Path(__file__).resolve().parents[2] / "leaderboards"

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from agentgym_bench.benchmark.stats import t_interval
 from agentgym_bench.cli import main as cli
+from agentgym_bench.stats import t_interval
 from trainers.compare import compare_runs
 
 

@@ -6,7 +6,8 @@ episodes in seed order; a suite's outcomes are a mapping from entry name to such
 default, and every random draw comes from a ``numpy.random.Generator`` built from an explicit ``seed``, so the same
 inputs always give the same numbers.
 
-One choice per quantity, used everywhere in the package (benchmark tables, leaderboard, trainers, warm start):
+One choice per quantity, used everywhere in the package (benchmark tables, leaderboard, self-play, trainers, warm
+start); the module imports nothing of the package, so it sits at the package's top and every layer may import it:
 
 - a success rate: the Wilson score interval (:func:`wilson_interval`), which stays inside [0, 1] and behaves at rates
   near 0 or 1 where the normal (Wald) interval does not;

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from agentgym_bench.benchmark import stats
+from agentgym_bench import stats
 
 
 def test_wilson_against_hand_computed_values():
