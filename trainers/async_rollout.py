@@ -164,8 +164,8 @@ def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str,
 
     from trainers.config import config_from_dict
     from trainers.distributed import Dist, resolve_device
-    from trainers.rollouts import Sampler, play
-    from trainers.train import _prompt_fits, make_env_groups  # the loop's own helpers (imported here: no cycle)
+    from trainers.rollouts import Sampler, play, prompt_fits
+    from trainers.train import make_env_groups  # the loop's own helper (imported here: no cycle)
 
     config = config_from_dict(config_data)
     torch.set_num_threads(config.num_threads or 1)
@@ -187,7 +187,7 @@ def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str,
             tick = time.perf_counter()
             with torch.no_grad(), sampler.generation_context():
                 trajectories = play(groups, sampler.train, config.train_env_manager.history_length, dist,
-                                    _prompt_fits(config, tokenizer))
+                                    prompt_fits(config, tokenizer))
             batch = RolloutBatch(iteration, version, trajectories, state_bytes(sampler.state()),
                                  time.perf_counter() - tick)
             while True:  # the bounded queue: wait for room while the learner lives

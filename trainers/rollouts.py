@@ -3,6 +3,7 @@ seeds and each rank's share are the rollout engine's, :class:`agentgym_bench.rol
 
 - :class:`Sampler`: ``hf`` (the actor itself samples) or ``vllm`` (an engine fed the actor's weights after each
   update), with a training stream that checkpoints and an evaluation stream reseeded every evaluation.
+- :func:`prompt_fits`: the length cap (``sequence_length``) as the engine's per-turn check.
 - :func:`play` / :func:`evaluate`: roll out and gather every rank's trajectories
   (:func:`agentgym_bench.benchmark.evaluate.play_episodes`, which the warm start and ``demo`` play through too);
   :func:`rollout_metrics`. The groups are ``EnvGroups`` or, for an env manager with an ``opponent``, two-player matches
@@ -12,6 +13,7 @@ seeds and each rank's share are the rollout engine's, :class:`agentgym_bench.rol
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,7 +22,7 @@ import torch
 from agentgym_bench.benchmark.evaluate import Played, play_episodes
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
-from agentgym_bench.rollout.tokens import TokenInTokenOut
+from agentgym_bench.rollout.tokens import TokenInTokenOut, encode, render
 from agentgym_bench.rollout.trajectory import Trajectory
 from trainers.config import TrainConfig
 from trainers.distributed import Dist, autocast
@@ -112,6 +114,15 @@ class Sampler:
             yield self.val
         finally:
             engine.temperature, engine.top_p, engine.seed, engine.requests_made = saved
+
+
+def prompt_fits(config: TrainConfig, tokenizer: Any) -> Callable[[list[dict[str, str]]], bool] | None:
+    """ROLL's ``sequence_length`` as the engine's per-turn check: prompt tokens + ``max_new_tokens`` fit (``None``
+    without a cap)."""
+    if config.sequence_length is None:
+        return None
+    cap = config.sequence_length - config.max_new_tokens
+    return lambda messages: len(encode(tokenizer, render(tokenizer, messages))) <= cap
 
 
 def play(groups: EnvGroups, policy: Any, history: int | None, dist: Dist,

@@ -48,7 +48,6 @@ from agentgym_bench import run_folder
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import EnvGroups, even_partition
-from agentgym_bench.rollout.tokens import encode, render
 from agentgym_bench.rollout.trajectory import Trajectory
 from trainers import checkpoint as ckpt
 from trainers import fsdp, lora
@@ -60,7 +59,7 @@ from trainers.losses import adaptive_kl_coef, approx_kl, behaviour_weights
 from trainers.masked import explained_variance, masked_mean
 from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
 from trainers.ppo import Batch, compute_advantages, ppo_update, score_samples
-from trainers.rollouts import Sampler, evaluate, pass_at_k, play, rollout_metrics, seed_from
+from trainers.rollouts import Sampler, evaluate, pass_at_k, play, prompt_fits, rollout_metrics, seed_from
 from trainers.samples import (
     Samples,
     adjust_batch,
@@ -391,7 +390,7 @@ class Run:
     @property
     def prompt_fits(self) -> Any:
         """ROLL's ``sequence_length`` as the engine's per-turn check (``None`` without a cap)."""
-        return _prompt_fits(self.config, self.models.tokenizer)
+        return prompt_fits(self.config, self.models.tokenizer)
 
 
 def _check_world(config: TrainConfig, dist: Dist) -> None:
@@ -427,14 +426,6 @@ def make_env_groups(manager: EnvManager, prefix: str, dist: Dist, seed: int, fix
     except (TypeError, ValueError) as error:
         raise ConfigError(f"{prefix}.env_kwargs={manager.env_kwargs} cannot build {', '.join(manager.tags)}: "
                           f"{str(error).splitlines()[0]}") from None
-
-
-def _prompt_fits(config: TrainConfig, tokenizer: Any):
-    """ROLL's ``sequence_length`` as the engine's per-turn check: prompt tokens + ``max_new_tokens`` fit."""
-    if config.sequence_length is None:
-        return None
-    cap = config.sequence_length - config.max_new_tokens
-    return lambda messages: len(encode(tokenizer, render(tokenizer, messages))) <= cap
 
 
 def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
