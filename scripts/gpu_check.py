@@ -534,9 +534,11 @@ def run_and_resume(args: argparse.Namespace, model: Path, name: str, preset: str
 
 def check_async(args: argparse.Namespace, model: Path, meter: Meter) -> str:
     """StarPO with ``async_rollout.max_staleness: 1``: the rollout worker process generates on the same device while
-    the learner updates (issue 52); run, checkpoint and resume as the others, then every batch's lag within the bound
-    and the behaviour importance weights finite."""
-    done = run_and_resume(args, model, "async", "starpo", meter, async_rollout={"max_staleness": 1},
+    the learner updates (issue 52); two iterations more than the others (so batches are played while the learner
+    updates), checkpoint and resume as the others, then every batch's lag within the bound and the behaviour
+    importance weights finite."""
+    longer = argparse.Namespace(**{**vars(args), "steps": args.steps + 2})  # batches played while the learner updates
+    done = run_and_resume(longer, model, "async", "starpo", meter, async_rollout={"max_staleness": 1},
                           use_sampler_logprobs=False)
     steps = records(args.work / "async")[1:]
     lags = [r["async/version_lag"] for r in steps]
