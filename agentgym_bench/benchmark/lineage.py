@@ -22,6 +22,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentgym_bench import run_folder
+
 MAX_DEPTH = 8
 """Most starts followed (a run from a run from a run ...), so a loop of folders cannot recurse forever."""
 
@@ -49,7 +51,7 @@ def _raw_pretrain(folder: Path) -> str | None:
     import yaml
 
     try:
-        config = yaml.safe_load((folder / "config.yaml").read_text()) or {}
+        config = yaml.safe_load((folder / run_folder.CONFIG).read_text()) or {}
     except (OSError, yaml.YAMLError):
         return None
     pretrain = config.get("pretrain") if isinstance(config, dict) else None
@@ -71,7 +73,7 @@ def start_config(model: str, root: str | os.PathLike | None = None, depth: int =
         from agentgym_bench.benchmark.provenance import warmstart_record
 
         return warmstart_record(json.loads((folder / "warmstart.json").read_text()))[0]["config"]
-    run = next((f for f in (folder, folder.parent.parent) if (f / "config.yaml").is_file()
+    run = next((f for f in (folder, folder.parent.parent) if (f / run_folder.CONFIG).is_file()
                 and (f == folder or (folder.name == "actor" and folder.parent.name.startswith("checkpoint-")))), None)
     if run is not None:
         from agentgym_bench.benchmark.provenance import training_record
@@ -80,17 +82,32 @@ def start_config(model: str, root: str | os.PathLike | None = None, depth: int =
         pretrain = _raw_pretrain(run)
         earlier = start_config(pretrain, root, depth + 1) if pretrain else None
         return {**config, "started_from": earlier} if earlier is not None and "started_from" not in config else config
-    return _board_entry(folder)
+    entry = published_entry(folder)
+    return None if entry is None else entry["trainer_config"]
 
 
-def _board_entry(folder: Path) -> dict[str, Any] | None:
-    """The trainer config of the board entry whose published model is ``folder`` (same weights hash), or ``None``."""
+def published_entry(folder: str | os.PathLike) -> dict[str, Any] | None:
+    """The board record (``board.json``) of the entry whose published model is ``folder``
+    (``leaderboards/<board>/models/<slug>``, same name and weights hash) and that carries a trainer config, or
+    ``None``."""
     from agentgym_bench.leaderboard.board import INDEX
     from agentgym_bench.rollout.specs import model_sha256
 
+    folder = Path(folder).resolve()
     board = folder.parent.parent
     if folder.parent.name != "models" or not (board / INDEX).is_file():
         return None
+    try:
+        index = json.loads((board / INDEX).read_text())
+    except ValueError:
+        return None
+    digest = model_sha256(folder)
+    for record in index.get("submissions", []) if isinstance(index, dict) else []:
+        if (isinstance(record, dict) and digest is not None and record.get("model_sha256") == digest
+                and isinstance(record.get("model"), str) and Path(record["model"]).name == folder.name
+                and isinstance(record.get("trainer_config"), dict)):
+            return record
+    return None
     try:
         index = json.loads((board / INDEX).read_text())
     except ValueError:

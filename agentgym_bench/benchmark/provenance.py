@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench import run_folder
+from agentgym_bench.benchmark.lineage import published_entry
 from agentgym_bench.errors import UserError
 
 
@@ -54,7 +55,15 @@ def _training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]
         return trainer, compute
     if (path / "warmstart.json").is_file():
         return warmstart_record(json.loads((path / "warmstart.json").read_text()))
-    raise UserError(f"{path} is neither a trainer run folder (config.yaml) nor a warm-start folder (warmstart.json)")
+    entry = published_entry(path)
+    if entry is not None:  # a board's published model: weights only, its record is its board entry's
+        trainer = {"algorithm": str(entry.get("trainer") or "unknown"), "config": entry["trainer_config"]}
+        if entry.get("curves"):
+            trainer["curves"] = entry["curves"]
+        training = (entry.get("compute") or {}).get("training")
+        return trainer, training if isinstance(training, dict) else {}
+    raise UserError(f"{path} is neither a trainer run folder (config.yaml), a warm-start folder (warmstart.json) "
+                    "nor a board's published model (leaderboards/<board>/models/<name>, named by a board entry)")
 
 
 def warmstart_record(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -182,8 +182,8 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
         made_by = ["warmstart"]
     else:
         warm, made_by = checkpoint, []
-    trained_by = (("--trained-by", str(warm), "--selection", SELECTION["warmstart"]) if checkpoint is None
-                  else ())  # a published folder holds weights only
+    # a published folder holds weights only: its training record is its committed board entry's
+    trained_by = ("--trained-by", str(warm), "--selection", SELECTION["warmstart"])
     for name, (config, overrides) in recipe.train.items():
         run = work / "runs" / name
         jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",

@@ -96,7 +96,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trained-by", metavar="FOLDER", default=None,
                         help="record how the model was trained: a trainer run folder (its config, cost and curves: "
                         "config.yaml, summary.json, metrics.jsonl; with the training of the model it started from, "
-                        "its pretrain) or a warm-start folder (warmstart.json)")
+                        "its pretrain), a warm-start folder (warmstart.json), or a board's published model folder "
+                        "(leaderboards/BOARD/models/NAME, weights only: the record of the board entry evaluated from "
+                        "it)")
     parser.add_argument("--episodes", type=int, default=None, metavar="N",
                         help="quick check: only the first N episodes of every entry (not submittable)")
     parser.add_argument("--entries", nargs="+", default=None, metavar="NAME",

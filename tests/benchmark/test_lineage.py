@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from agentgym_bench.benchmark.lineage import start_config, with_start
@@ -14,6 +15,7 @@ from agentgym_bench.benchmark.provenance import training_record
 from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.benchmark.suites import load_suite
 from agentgym_bench.cli import main
+from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.render import trained_on, training_summary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,3 +85,17 @@ def test_the_committed_board_shows_the_warm_starts_envs_for_the_rl_entries():
         assert "AgentSokobanLarge-v0" in summary["envs"] and "sokoban-8x8-2box" in summary["entries"]
     assert "| default model + SFT + GiGPO | hf (gigpo) | reproduced | all but bandit-heldout-arms, webshop |" in (
         BOARD / "README.md").read_text()
+
+
+def test_a_published_model_folder_has_its_board_entrys_training_record(tmp_path):
+    """``eval --trained-by`` of a board's published model (weights only): the record of the board entry that names
+    it, so the main job's checkpoint entry says what it was trained on; a folder no entry names is refused."""
+    entry = next(r for r in json.loads((BOARD / "board.json").read_text())["submissions"] if r["model"] == PUBLISHED)
+    trainer, training = training_record(ROOT / PUBLISHED)
+    assert trainer["algorithm"] == entry["trainer"] == "sft-warmstart"
+    assert trainer["config"] == entry["trainer_config"] and training == entry["compute"]["training"]
+    assert "AgentSokoban-v0" in trained_on(trainer["config"])
+    copy = tmp_path / "leaderboards" / "agentgym-v2" / "models" / "other"
+    copy.mkdir(parents=True)
+    with pytest.raises(UserError, match="neither a trainer run folder"):
+        training_record(copy)
