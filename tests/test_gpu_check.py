@@ -59,13 +59,13 @@ def test_the_tokenizer_is_byte_level_bpe_with_qwen3s_template(gpu_check):
 @pytest.mark.slow
 def test_the_cpu_mode_runs_every_check(tmp_path):
     """The whole script on a tiny model on this CPU (~2 minutes): training with each algorithm, checkpoint and
-    resume, FSDP2 under torchrun (gloo), LoRA, token-in-token-out, eval twice, pytest -m gpu."""
+    resume, FSDP2 under torchrun (gloo), LoRA, token-in-token-out, eval twice, asynchronous rollouts, pytest -m gpu."""
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--device", "cpu", "--tiny",
                            "--work", str(tmp_path)], capture_output=True, text=True, timeout=1500, cwd=ROOT)
     lines = re.findall(r"^\[gpu-check\] ([\w-]+): (ok|FAIL)", done.stdout, re.MULTILINE)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     names = [name for name, _ in lines]
     for name in ("imports", "device", "model", "starpo_s", "tito-qwen3", "starpo", "gigpo", "fsdp2", "lora", "eval",
-                 "pytest-gpu"):
+                 "async", "pytest-gpu"):
         assert (name, "ok") in lines, names
-    assert "summary: 11 ok, 0 FAIL" in done.stdout
+    assert "summary: 12 ok, 0 FAIL" in done.stdout
