@@ -108,14 +108,3 @@ def published_entry(folder: str | os.PathLike) -> dict[str, Any] | None:
                 and isinstance(record.get("trainer_config"), dict)):
             return record
     return None
-    try:
-        index = json.loads((board / INDEX).read_text())
-    except ValueError:
-        return None
-    digest = model_sha256(folder)
-    for record in index.get("submissions", []) if isinstance(index, dict) else []:
-        if (isinstance(record, dict) and digest is not None and record.get("model_sha256") == digest
-                and isinstance(record.get("model"), str) and Path(record["model"]).name == folder.name
-                and isinstance(record.get("trainer_config"), dict)):
-            return record["trainer_config"]
-    return None
