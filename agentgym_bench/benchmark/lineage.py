@@ -51,7 +51,7 @@ def _raw_pretrain(folder: Path) -> str | None:
     import yaml
 
     try:
-        config = yaml.safe_load((folder / run_folder.CONFIG).read_text()) or {}
+        config = run_folder.read_config(folder)
     except (OSError, yaml.YAMLError):
         return None
     pretrain = config.get("pretrain") if isinstance(config, dict) else None
