@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "warmstart": ("trainers.warmstart", "supervised warm start on oracle demonstrations"),
     "train": ("trainers.cli", "train with StarPO, StarPO-S or GiGPO from a YAML config"),
     "compare-runs": ("trainers.compare", "compare two training settings, paired on the validation episodes"),
-    "serve": ("agentgym_bench.rollout.server", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
+    "serve": ("agentgym_bench.commands.serve", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
     "openenv-serve": ("agentgym_bench.commands.openenv_serve", "serve agent envs as OpenEnv environments"),
     "eval": ("agentgym_bench.commands.eval", "play a benchmark suite with a policy and write a results file"),
     "compare-results": ("agentgym_bench.commands.compare_results", "compare results files of one suite, paired on the "

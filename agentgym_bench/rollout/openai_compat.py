@@ -1,5 +1,5 @@
 """OpenAI-compatible HTTP backend: any ``/v1/chat/completions`` endpoint (a vLLM server, Ollama, hosted APIs, or
-:mod:`agentgym_bench.rollout.server` serving a local model).
+:mod:`agentgym_bench.commands.serve` serving a local model).
 
 Standard library only (``urllib``). Each conversation is one request; up to ``max_concurrency`` run at once in a
 thread pool. A request that times out, cannot connect, or gets HTTP 429 or 5xx is retried up to ``max_retries``

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from agentgym_bench.rollout.server import MAX_BODY_BYTES, ChatServer
+from agentgym_bench.commands.serve import MAX_BODY_BYTES, ChatServer
 from tests.rollout.test_hf import conversations
 
 

@@ -1,6 +1,6 @@
-"""A small OpenAI-compatible server for a local model: ``POST /v1/chat/completions``, ``GET /v1/models``
-and ``GET /v1/models/{id}`` (each model object carries ``max_model_len``, the model's positions, as vLLM's do;
-``eval`` checks its prompts against it).
+"""``agentgym-bench serve``: a small OpenAI-compatible server for a local model: ``POST /v1/chat/completions``,
+``GET /v1/models`` and ``GET /v1/models/{id}`` (each model object carries ``max_model_len``, the model's positions,
+as vLLM's do; ``eval`` checks its prompts against it).
 
 Standard library ``http.server``; binds ``127.0.0.1`` only. Requests are served one generation at a time (a lock
 around the model) with :class:`~agentgym_bench.rollout.hf.HFPolicy` and the request's ``temperature``, ``top_p``,
@@ -626,7 +626,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m agentgym_bench.rollout.server",
+    parser = argparse.ArgumentParser(prog="python -m agentgym_bench.commands.serve",
                                      description=__doc__.split("\n")[0])
     configure_parser(parser)
     raise SystemExit(run(parser.parse_args()))

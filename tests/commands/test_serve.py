@@ -6,7 +6,7 @@ import urllib.parse
 
 import pytest
 
-from agentgym_bench.rollout.server import MAX_N, ChatServer
+from agentgym_bench.commands.serve import MAX_N, ChatServer
 from tests.rollout.test_hf import conversations
 
 

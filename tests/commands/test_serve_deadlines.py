@@ -8,9 +8,9 @@ import json
 import socket
 import time
 
-from agentgym_bench.rollout.server import ChatHandler, ChatServer
+from agentgym_bench.commands.serve import ChatHandler, ChatServer
+from tests.commands.test_serve_abuse import exchange
 from tests.rollout.test_hf import conversations
-from tests.rollout.test_server_abuse import exchange
 
 MODELS = b"GET /v1/models HTTP/1.1\r\nHost: x"
 
