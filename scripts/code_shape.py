@@ -1,0 +1,430 @@
+"""The shape of the code base at one checkout, as Markdown tables: the same figures before and after a redesign.
+
+Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
+(CHECKOUT: a checkout's root, default the repository this script sits in; for another revision,
+``git worktree add /tmp/shape-before REV`` and give that folder.)
+
+1. Files and lines per folder: each subpackage of ``agentgym_bench/`` (with what lies below it), the top-level
+   modules of ``agentgym_bench/``, and ``trainers/``; ``.py`` files only.
+2. Imports running back up: every import statement between modules of ``agentgym_bench/`` and ``trainers/``, at
+   module level or inside a function (or under ``if TYPE_CHECKING:``, marked), read from the syntax tree, relative
+   imports resolved. One edge per (importing module, imported module). ``from P import name`` is an edge to
+   ``P.name`` when that is a module, else to ``P``. Imports by string (``importlib``: registration's game table,
+   cli's command table) are not seen. The layers, bottom to top, follow the data path of DESIGN.md (game rules ->
+   core env -> LLM-agent wrapper -> rollout engine -> trajectories -> trainer -> checkpoint -> evaluation -> results
+   -> leaderboard), with the library's own floor below and the command lines above:
+
+   0. floor: the top-level modules of ``agentgym_bench/`` that every layer may use (errors, paths, seeds, stats,
+      progress, http_body, spaces, run_folder, ...);
+   1. ``envs/``: the games;
+   2. ``agent/``: the wrapper that makes a game an agent env. ``registration.py`` sits here too: it builds every
+      agent id from a game (by name, through ``importlib``) and ``LLMAgentEnv`` and registers them; it imports
+      ``agent/``, and rollout, benchmark, adapters, commands and trainers import it. Its import of the two-player
+      ids' registration (``multiagent/``) therefore shows as running up;
+   3. ``rollout/``: env groups, policies, trajectories;
+   4. ``multiagent/`` and ``benchmark/``: one floor (self-play rollouts; suites and evaluation). Imports between
+      the two are listed as sideways, not as running up;
+   5. ``leaderboard/``: verifies and renders results files;
+   6. ``adapters/``: routes for other trainers over the wrapper;
+   7. the command layer: ``commands/``, and ``agentgym_bench/cli.py`` (it lists every command) and
+      ``agentgym_bench/__init__.py`` (``import agentgym_bench`` registers every env);
+   8. ``trainers/``: the top.
+
+   An edge runs up when the importer's layer is below the imported module's. A subpackage not named above is
+   listed as such and left out of this table.
+3. Parameters per function: every function and method (nested ones too; lambdas not) in ``agentgym_bench/`` and
+   ``trainers/``; ``self``/``cls`` as first parameter not counted, each of positional, keyword-only, ``*args`` and
+   ``**kwargs`` counting one.
+4. Files crossed by one training iteration: a tiny real training run in a subprocess, the checkout first on
+   ``PYTHONPATH``, in a temporary folder (``HOME`` and ``AGENTGYM_BENCH_HOME`` there, offline): ``agentgym-bench
+   init-model`` (1 layer, width 32), ``agentgym-bench warmstart`` on 32 oracle episodes of each of the main job's
+   four envs (a few seconds, as the trainer tests' tiny model: replies mostly well formed, so the games are played
+   and advantages are not all zero), then ``agentgym-bench train baseline-starpo_s`` (StarPO-S with its critic on
+   those envs) shrunk to 4 groups of 4, 3 iterations, evaluation at the start and at iteration 3 only, no
+   checkpoint before the last. Python function calls are recorded (``sys.setprofile``, and
+   ``threading.setprofile`` for threads) from the loop's call of ``trainers.train.run_iteration`` for iteration 2
+   to its call for iteration 3 — one whole loop body, set-up, evaluation and checkpoint excluded; where there is
+   no ``run_iteration``, between the progress bar's updates after iterations 1 and 2. Counted: the distinct
+   ``.py`` files of ``agentgym_bench/`` and ``trainers/`` with code run in that window. About a minute on 2 cores;
+   ``--no-trace`` skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("agentgym_bench", "trainers")
+SUBPACKAGE_LAYERS = {"envs": 1, "agent": 2, "rollout": 3, "multiagent": 4, "benchmark": 4, "leaderboard": 5,
+                     "adapters": 6, "commands": 7}
+TOP_MODULE_LAYERS = {"registration.py": 2, "cli.py": 7, "__init__.py": 7}  # other top-level modules: 0
+LAYER_NAMES = {0: "floor", 1: "envs", 2: "agent", 3: "rollout", 4: "multiagent/benchmark", 5: "leaderboard",
+               6: "adapters", 7: "commands", 8: "trainers"}
+SIDEWAYS = 4
+MANY_PARAMETERS = 8
+
+
+def python_files(checkout: Path) -> list[str]:
+    """Every ``.py`` file of the two packages, as paths relative to the checkout (``/``-separated), sorted."""
+    found = []
+    for package in PACKAGES:
+        for path in (checkout / package).rglob("*.py"):
+            rel = path.relative_to(checkout)
+            if not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+                found.append(rel.as_posix())
+    return sorted(found)
+
+
+def folder_of(rel: str) -> str:
+    """The row of table 1 a file counts in."""
+    parts = rel.split("/")
+    if parts[0] == "agentgym_bench":
+        return f"agentgym_bench/{parts[1]}/" if len(parts) > 2 else "agentgym_bench/ (top level)"
+    return f"{parts[0]}/"
+
+
+def layer_of(rel: str) -> int | None:
+    """The layer of a file (module docstring), None for a subpackage of agentgym_bench not in the layering."""
+    parts = rel.split("/")
+    if parts[0] == "trainers":
+        return 8
+    if len(parts) == 2:
+        return TOP_MODULE_LAYERS.get(parts[1], 0)
+    return SUBPACKAGE_LAYERS.get(parts[1])
+
+
+def module_name(rel: str) -> str:
+    name = rel.removesuffix(".py").replace("/", ".")
+    return name.removesuffix(".__init__")
+
+
+def table(header: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# 1. Files and lines
+
+
+def files_and_lines(checkout: Path, files: list[str]) -> str:
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for rel in files:
+        counts[folder_of(rel)][0] += 1
+        counts[folder_of(rel)][1] += len((checkout / rel).read_text(encoding="utf-8").splitlines())
+    rows = [[folder, n, lines] for folder, (n, lines) in sorted(counts.items())]
+    rows.append(["**total**", sum(n for n, _ in counts.values()), sum(lines for _, lines in counts.values())])
+    return table(["folder", ".py files", "lines"], rows)
+
+
+# 2. Imports
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str
+    line: int
+    kind: str  # "module", "function" or "TYPE_CHECKING"
+
+
+def is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def import_nodes(node: ast.AST, kind: str = "module"):
+    """Every Import/ImportFrom below ``node`` with where it sits: module level, in a function, under TYPE_CHECKING."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child, kind
+        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from import_nodes(child, "function")
+        elif isinstance(child, ast.If) and is_type_checking(child.test) and kind == "module":
+            for stmt in child.body:
+                yield from import_nodes(ast.Module(body=[stmt], type_ignores=[]), "TYPE_CHECKING")
+            for stmt in child.orelse:
+                yield from import_nodes(ast.Module(body=[stmt], type_ignores=[]), kind)
+        else:
+            yield from import_nodes(child, kind)
+
+
+def imports_of(checkout: Path, rel: str, modules: dict[str, str]) -> list[Import]:
+    """The imports of one file that name a module of the repository, resolved to that module."""
+    tree = ast.parse((checkout / rel).read_text(encoding="utf-8"), filename=rel)
+    me = module_name(rel)
+    package = me if rel.endswith("__init__.py") else me.rpartition(".")[0]
+    found = []
+    for node, kind in import_nodes(tree):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets += [alias.name if alias.name in modules else None for alias in node.names]
+        else:
+            if node.level:
+                up = package.split(".")
+                base_parts = up[:len(up) - (node.level - 1)]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                targets.append(candidate if candidate in modules else base if base in modules else None)
+        found += [Import(me, t, node.lineno, kind) for t in targets if t is not None and t != me]
+    return found
+
+
+def imports_table(checkout: Path, files: list[str]) -> str:
+    modules = {module_name(rel): rel for rel in files}
+    edges: dict[tuple[str, str], list[Import]] = defaultdict(list)
+    for rel in files:
+        for imp in imports_of(checkout, rel, modules):
+            edges[(imp.importer, imp.imported)].append(imp)
+    layer = {name: layer_of(rel) for name, rel in modules.items()}
+    unlayered = sorted({folder_of(rel) for rel in files if layer_of(rel) is None})
+
+    def where(found: list[Import]) -> str:
+        return ", ".join(f"{line} ({kind})" for line, kind in sorted({(i.line, i.kind) for i in found}))
+
+    def label(name: str) -> str:
+        return f"{layer[name]} {LAYER_NAMES[layer[name]]}"
+
+    def shown(name: str) -> str:
+        return f"{name} (its __init__)" if modules[name].endswith("__init__.py") and "." not in name else name
+
+    up, sideways, down, same = [], [], 0, 0
+    for (a, b), found in sorted(edges.items()):
+        la, lb = layer[a], layer[b]
+        if la is None or lb is None:
+            continue
+        if la < lb:
+            up.append([shown(a), label(a), shown(b), label(b), where(found)])
+        elif la == lb == SIDEWAYS and a.split(".")[1] != b.split(".")[1]:
+            sideways.append([a, b, where(found)])
+        elif la == lb:
+            same += 1
+        else:
+            down += 1
+    pairs = Counter(f"{row[1]} -> {row[3]}" for row in up)
+    out = [table(["edges between modules of agentgym_bench/ and trainers/", "count"], [
+        ["running up (importer's layer below the imported one's)", len(up)],
+        ["sideways (multiagent <-> benchmark)", len(sideways)],
+        ["down", down], ["within one layer", same],
+        ["**all**", len(up) + len(sideways) + down + same]])]
+    if unlayered:
+        out.append(f"Not in the layering, left out: {', '.join(unlayered)}")
+    out += ["", "Running up, by layers:", "", table(["from -> to", "edges"], sorted(pairs.items())), "",
+            f"Running up, every edge ({len(up)}; where: line (module level, in a function or TYPE_CHECKING)):", "",
+            table(["importer", "its layer", "imported", "its layer", "where"], up), "",
+            f"Sideways, multiagent <-> benchmark ({len(sideways)}):", "",
+            table(["importer", "imported", "where"], sideways)]
+    return "\n".join(out)
+
+
+# 3. Parameters
+
+
+def parameter_counts(checkout: Path, files: list[str]) -> list[tuple[str, int]]:
+    found = []
+
+    def visit(node: ast.AST, rel: str, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = child.args
+                positional = [*args.posonlyargs, *args.args]
+                count = len(positional) + len(args.kwonlyargs) + bool(args.vararg) + bool(args.kwarg)
+                if positional and positional[0].arg in ("self", "cls"):
+                    count -= 1
+                found.append((f"{rel}:{prefix}{child.name}", count))
+                visit(child, rel, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, rel, f"{prefix}{child.name}.")
+            else:
+                visit(child, rel, prefix)
+
+    for rel in files:
+        visit(ast.parse((checkout / rel).read_text(encoding="utf-8"), filename=rel), rel, "")
+    return found
+
+
+def parameters_table(checkout: Path, files: list[str]) -> str:
+    counts = parameter_counts(checkout, files)
+    values = [n for _, n in counts]
+    many = sum(n >= MANY_PARAMETERS for n in values)
+    top = sorted(counts, key=lambda item: (-item[1], item[0]))[:10]
+    return "\n".join([
+        table(["functions and methods", "median parameters", f"with >= {MANY_PARAMETERS}"],
+              [[len(values), f"{statistics.median(values):g}", f"{many} ({100 * many / len(values):.1f}%)"]]),
+        "", "The ten with the most parameters:", "",
+        table(["function", "parameters"], [[f"`{name}`", n] for name, n in top])])
+
+
+# 4. One training iteration
+
+TRACE_DRIVER = r'''
+import json, os, sys, threading
+
+checkout, work, out = sys.argv[1:4]
+seen, state = set(), {"on": False, "how": None}
+
+
+def hook(frame, event, arg):
+    if state["on"] and event == "call":
+        seen.add(frame.f_code.co_filename)
+
+
+def window(step):
+    """On from the start of iteration 2 to the start of iteration 3."""
+    if step == 2 and not state["on"]:
+        state["on"] = True
+        sys.setprofile(hook)
+    elif step == 3 and state["on"]:
+        sys.setprofile(None)
+        state["on"] = False
+
+
+threading.setprofile(hook)  # every thread started from here on; it records only while the window is on
+import agentgym_bench
+from agentgym_bench import cli
+
+if not os.path.realpath(agentgym_bench.__file__).startswith(checkout + os.sep):
+    sys.exit(f"agentgym_bench is imported from {agentgym_bench.__file__}, not from the checkout")
+model = os.path.join(work, "model")
+code = cli.main(["init-model", "--path", model, "--layers", "1", "--width", "32", "--heads", "2",
+                 "--positions", "256"])
+if code:
+    sys.exit(f"init-model exited with {code}")
+envs = ["AgentSokoban-v0", "AgentFrozenLake-v0", "AgentFrozenLakeNoSlip-v0", "AgentBandit-v0"]
+code = cli.main(["warmstart", "--model", model, "--output", model, "--envs", *envs,
+                 "--episodes", *[f"{env}=32" for env in envs], "--epochs", "12", "--batch-size", "64", "--lr", "1e-2",
+                 "--eval-episodes", "8", "--processes", "1"])
+if code:
+    sys.exit(f"warmstart exited with {code}")
+
+import trainers.train as train
+
+if hasattr(train, "run_iteration"):
+    inner = train.run_iteration
+
+    def run_iteration(run, step, *args, **kwargs):
+        window(step)
+        return inner(run, step, *args, **kwargs)
+
+    train.run_iteration = run_iteration
+    state["how"] = "from the call of trainers.train.run_iteration for iteration 2 to its call for iteration 3"
+else:
+    from agentgym_bench import progress
+
+    class Bar:
+        def __init__(self, bar):
+            self.bar, self.done = bar, 0
+
+        def update(self, n=1):
+            result = self.bar.update(n)
+            self.done += n
+            window(self.done + 1)
+            return result
+
+        def __getattr__(self, name):
+            return getattr(self.bar, name)
+
+    names = [name for name, value in vars(train).items() if value is progress.progress]
+    if not names:
+        sys.exit("trainers.train has neither run_iteration nor agentgym_bench.progress.progress: no loop found")
+    for name in names:
+        setattr(train, name, lambda *args, **kwargs: Bar(progress.progress(*args, **kwargs)))
+    state["how"] = "between the progress bar's updates after iterations 1 and 2 (no run_iteration)"
+
+overrides = [
+    f"pretrain={model}", f"output_dir={os.path.join(work, 'run')}", "max_steps=3", "eval_steps=3", "save_steps=0",
+    "progress=false", "num_threads=1", "rollout_batch_size=16", "val_batch_size=4", "ppo_mini_batch_size=16",
+    "micro_batch_size=16", "max_new_tokens=8", "train_env_manager.num_env_groups=4",
+    "train_env_manager.group_size=4", "train_env_manager.num_groups_partition=[1, 1, 1, 1]",
+    "val_env_manager.num_env_groups=4",
+]
+code = cli.main(["train", "baseline-starpo_s", *overrides])
+window(3)
+if code:
+    sys.exit(f"train exited with {code}")
+with open(out, "w") as f:
+    json.dump({"how": state["how"], "files": sorted(seen)}, f)
+'''
+
+
+def trace_iteration(checkout: Path, timeout: float = 600) -> tuple[str, list[str]]:
+    """How the window was found and the repository files (relative) with code run in iteration 2."""
+    with tempfile.TemporaryDirectory(prefix="code-shape-") as work:
+        out = Path(work) / "trace.json"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]),
+               "HOME": work, "AGENTGYM_BENCH_HOME": str(Path(work) / "home"), "HF_HUB_OFFLINE": "1",
+               "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+               "OMP_NUM_THREADS": "1"}
+        done = subprocess.run([sys.executable, "-c", TRACE_DRIVER, str(checkout), work, str(out)], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        if done.returncode or not out.exists():
+            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-12:])
+            raise RuntimeError(f"the tiny training run failed (exit {done.returncode}):\n{tail}")
+        result = json.loads(out.read_text())
+    files = set()
+    for name in result["files"]:
+        path = Path(os.path.realpath(name))
+        if path.suffix == ".py" and path.is_relative_to(checkout):
+            rel = path.relative_to(checkout).as_posix()
+            if rel.split("/")[0] in PACKAGES:
+                files.add(rel)
+    return result["how"], sorted(files)
+
+
+def iteration_table(checkout: Path) -> str:
+    try:
+        how, files = trace_iteration(checkout)
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        return f"Not measured: {error}"
+    per_folder = Counter(folder_of(rel) for rel in files)
+    rows = [[folder, n] for folder, n in sorted(per_folder.items())] + [["**total**", len(files)]]
+    return "\n".join([f"Recorded {how}.", "", table(["folder", "files with code run"], rows), "",
+                      "The files:", "", *[f"- {rel}" for rel in files]])
+
+
+def revision(checkout: Path) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(checkout), "log", "-1", "--format=%h %s"], capture_output=True,
+                              text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "(not a git checkout)"
+    line = done.stdout.strip()
+    return line if len(line) <= 100 else line[:97] + "..."
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkout", nargs="?", default=str(ROOT), help="a checkout's root (default: %(default)s)")
+    parser.add_argument("--no-trace", action="store_true", help="skip part 4 (the tiny training run)")
+    args = parser.parse_args(argv)
+    checkout = Path(os.path.realpath(args.checkout))
+    files = python_files(checkout)
+    if not files:
+        parser.error(f"no agentgym_bench/ or trainers/ .py files under {checkout}")
+    sections = [f"# Code shape of {checkout}", "", f"Revision: {revision(checkout)}", "",
+                "## 1. Files and lines per folder", "", files_and_lines(checkout, files), "",
+                "## 2. Imports running back up", "",
+                "Layers, bottom to top: " + ", ".join(f"{n} {name}" for n, name in LAYER_NAMES.items()) + ".", "",
+                imports_table(checkout, files), "",
+                "## 3. Parameters per function", "", parameters_table(checkout, files)]
+    if not args.no_trace:
+        sections += ["", "## 4. Files crossed by one training iteration", "", iteration_table(checkout)]
+    print("\n".join(sections))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
