@@ -3,11 +3,13 @@ import pytest
 import torch
 
 from agentgym_bench.rollout.hf import HFPolicy, stop_token_ids
-from tests.rollout.toy_game import TOY_ID
+from tests.rollout.toy_game import TOY_ID, register
 
 
 def conversations(n=6):
-    """Conversations of different lengths (1 to 3 user turns) on the toy game."""
+    """Conversations of different lengths (1 to 3 user turns) on the toy game (registered here too: tests outside
+    tests/rollout use them without its conftest)."""
+    register()
     env = gym.make(TOY_ID, prompt="compact")
     out = []
     for i in range(n):
