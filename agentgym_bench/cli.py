@@ -4,13 +4,11 @@ Each subcommand lives in the module that owns its work; that module defines ``co
 ``run(args) -> int``. This file only lists them, so ``--help`` works without importing torch or transformers, and
 turns a :class:`~agentgym_bench.errors.UserError` into one line, ``agentgym-bench: error: ...``, and exit code 2.
 ``agentgym-bench --debug COMMAND ...`` (or ``AGENTGYM_BENCH_DEBUG=1``) shows the traceback instead.
-It also holds :func:`port`, the ``--port`` argument type of the commands that serve, and :func:`listen_error`.
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib
 import os
 import re
@@ -69,25 +67,6 @@ def plain_text(doc: str | None) -> str | None:
     text = REST_ROLE.sub(lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), doc)
     text = re.sub(r"\*\*(\S[^*]*?)\*\*", r"\1", text.replace("``", ""))
     return re.sub(r"\s*::$", ":", text, flags=re.M)
-
-
-def port(text: str) -> int:
-    """``--port`` values: an integer in [0, 65535] (0: the system picks a free port)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (an integer in 0..65535)") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is out of range: a port is in 0..65535 (0 picks a free one)")
-    return value
-
-
-def listen_error(host: str, port_number: int, err: OSError) -> UserError:
-    """The :class:`UserError` for a server that could not bind ``host:port_number``."""
-    if err.errno == errno.EADDRINUSE:
-        return UserError(f"cannot listen on {host}:{port_number}: the port is in use (another server?); "
-                         "choose another with --port, or --port 0 for a free one")
-    return UserError(f"cannot listen on {host}:{port_number}: {err.strerror or err}")
 
 
 def main(argv: list[str] | None = None) -> int:

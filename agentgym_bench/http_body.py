@@ -13,10 +13,14 @@ client can hold a thread for ever or take every thread.
 - :class:`GuardedServer`: a threading HTTP server that serves at most ``max_connections`` connections at once (one
   thread each); a connection over the cap gets the server's :meth:`~GuardedServer.busy_answer` (a 503) and is
   closed, as uvicorn's ``--limit-concurrency`` answers.
+- :func:`port`, the servers' ``--port`` argument type, and :func:`listen_error`, the one-line error for an address
+  that cannot be bound.
 """
 
 from __future__ import annotations
 
+import argparse
+import errno
 import io
 import math
 import socket
@@ -24,6 +28,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from agentgym_bench.errors import UserError
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -185,3 +191,22 @@ class GuardedServer(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
+
+
+def port(text: str) -> int:
+    """``--port`` values: an integer in [0, 65535] (0: the system picks a free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (an integer in 0..65535)") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: a port is in 0..65535 (0 picks a free one)")
+    return value
+
+
+def listen_error(host: str, port_number: int, err: OSError) -> UserError:
+    """The :class:`UserError` for a server that could not bind ``host:port_number``."""
+    if err.errno == errno.EADDRINUSE:
+        return UserError(f"cannot listen on {host}:{port_number}: the port is in use (another server?); "
+                         "choose another with --port, or --port 0 for a free one")
+    return UserError(f"cannot listen on {host}:{port_number}: {err.strerror or err}")

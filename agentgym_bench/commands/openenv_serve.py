@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from agentgym_bench import http_body
 from agentgym_bench.errors import UserError
 
 DEFAULT_MAX_SESSIONS = 64
@@ -18,7 +19,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="agent env ids to serve; clients pick one with reset(env_id=...), default the first "
                              "(default: AgentFrozenLake-v0)")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=http_body.port, default=8000, help="port (default: %(default)s)")
     parser.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS,
                         help=f"concurrent WebSocket sessions (default: {DEFAULT_MAX_SESSIONS})")
     parser.add_argument("--session-ttl", type=float, default=DEFAULT_SESSION_TTL,

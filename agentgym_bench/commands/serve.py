@@ -69,7 +69,7 @@ import time
 import urllib.parse
 from typing import Any
 
-from agentgym_bench import cli
+from agentgym_bench import http_body
 from agentgym_bench.agent.tools import split_tool_calls
 from agentgym_bench.errors import UserError
 from agentgym_bench.http_body import GuardedHandler, GuardedServer
@@ -592,7 +592,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="model folder, name under $AGENTGYM_BENCH_HOME/models (default, warmstart) or hub id "
                         "to serve (default: %(default)s, built by `agentgym-bench init-model`)")
     parser.add_argument("--name", default=None, help="model name reported to clients (default: the --model value)")
-    parser.add_argument("--port", type=cli.port, default=8000, help="port on 127.0.0.1 (default: %(default)s)")
+    parser.add_argument("--port", type=http_body.port, default=8000, help="port on 127.0.0.1 (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     parser.add_argument("--api-key-env", default=None,
                         help="environment variable whose value clients must send as the bearer key (default: none)")
@@ -614,7 +614,7 @@ def run(args: argparse.Namespace) -> int:
         server = ChatServer(model, tokenizer, model_name=args.name or args.model, port=args.port,
                             api_key=key or None, verbose=args.verbose, max_connections=args.max_connections)
     except OSError as err:
-        raise cli.listen_error(HOST, args.port, err) from err
+        raise http_body.listen_error(HOST, args.port, err) from err
     print(f"serving {args.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()

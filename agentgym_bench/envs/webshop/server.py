@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from agentgym_bench import cli
+from agentgym_bench import http_body
 from agentgym_bench.envs.webshop.catalog import Catalog, load_catalog
 from agentgym_bench.envs.webshop.session import WebShopSession
 from agentgym_bench.errors import UserError
@@ -315,7 +315,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``agentgym-bench webshop-serve``."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 exposes "
                                                             "the server to the network, without authentication)")
-    parser.add_argument("--port", type=cli.port, default=DEFAULT_PORT,
+    parser.add_argument("--port", type=http_body.port, default=DEFAULT_PORT,
                         help=f"port to listen on (default {DEFAULT_PORT}, AgentGym's; 0 picks a free port)")
     parser.add_argument("--catalog", type=Path, default=None, help="catalog file (default: the bundled store)")
     parser.add_argument("--max-envs", type=int, default=8000, help="envs that may exist at once (default 8000)")
@@ -342,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
         server = make_server(args.host, args.port, catalog=catalog, max_envs=args.max_envs, seed=args.seed,
                              verbose=args.verbose, env_ttl=args.env_ttl, max_connections=args.max_connections)
     except OSError as err:
-        raise cli.listen_error(args.host, args.port, err) from err
+        raise http_body.listen_error(args.host, args.port, err) from err
     print(f"WebShop server listening on {server.url} ({len(catalog.products)} products, {len(catalog.goals)} goals)",
           flush=True)
     try:
