@@ -2,9 +2,10 @@
 folder with its tokenizer, ``--model``).
 
 WebShop's shoppers copy (a product code from the page into ``click[...]``, the instruction's words into
-``search[...]``), and imitation on WebShop did not teach the default model to (docs/baselines.md, "WebShop:
-imitation does not learn to copy"). These tasks measure copying alone: a language-model loss on random sequences,
-and the argmax accuracy on the positions whose token is a copy of an earlier one (chance: 1/36).
+``search[...]``), and imitation on WebShop did not teach the default model to
+(docs/lab/2026-11-22-webshop-imitation.md, "WebShop: imitation does not learn to copy"). These tasks measure copying
+alone: a language-model loss on random sequences, and the argmax accuracy on the positions whose token is a copy of an
+earlier one (chance: 1/36).
 
 - ``repeat``: ``length/2`` random characters, then the same again (the copy sits at a fixed offset).
 - ``induct``: random characters with a 16-character string repeated at once, at a random place (an induction head:

@@ -18,7 +18,7 @@ difference of the seed-averaged per-episode outcomes (episode noise only), a t i
     python benchmarks/echo_trap.py --config echo-starpo-frozenlake --seeds 0 1 2 --out runs/echo-study \
         --plot docs/img/echo-frozenlake.png
 
-Results: docs/baselines.md, "RAGEN's Echo Trap, with the critic held equal".
+Results: docs/lab/2026-11-23-echo-trap.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ each setting of (actions a turn, turns, actions an episode).
 RAGEN (arXiv 2504.20073, Table 3) varies the most actions a turn k with an episode budget of 5k actions over 5 turns,
 so k and the budget move together. On slippery ice a slip wastes a move, so the budget alone moves the ceiling; the
 rows with a budget of 10 hold it fixed. Played through ``EnvGroups`` with the compact prompt on the validation seeds
-0..N-1, as the training runs' validation (docs/baselines.md, "RAGEN's group size and actions per turn").
+0..N-1, as the training runs' validation (docs/lab/2026-11-23-ragen-group-size-actions-per-turn.md).
 
     python benchmarks/frozen_lake_budget.py --episodes 1024
 

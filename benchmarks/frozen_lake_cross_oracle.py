@@ -7,8 +7,8 @@ dynamics, on the same maps.
 
     python benchmarks/frozen_lake_cross_oracle.py --episodes 500
 
-Recorded (seeds 0..499, docs/baselines.md): no-slip ice with no-slip plans 1.000, with slippery plans 0.304;
-slippery ice with slippery plans 0.464, with no-slip plans 0.212.
+Recorded (seeds 0..499, docs/lab/2026-11-27-v1-summary-and-run-history.md, "The goals, where this stands"): no-slip ice
+with no-slip plans 1.000, with slippery plans 0.304; slippery ice with slippery plans 0.464, with no-slip plans 0.212.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ each setting against the first one in the caption printed below the plot's title
     python benchmarks/plot_settings.py --title "slippery FrozenLake, group size" --out docs/img/ragen-group-size.png \\
         --setting "8 x 16" runs/g16-s0 runs/g16-s1 runs/g16-s2 --setting "32 x 4" runs/g4-s0 runs/g4-s1 runs/g4-s2
 
-Used for docs/baselines.md, "RAGEN's group size and actions per turn".
+Used for docs/lab/2026-11-23-ragen-group-size-actions-per-turn.md.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@ Each episode of the file's Sokoban entries is re-played through a fresh env with
 turn the room is solved again (``envs/sokoban/solver.solve``) within the actions the episode has left: a lost episode
 is *too slow* if its room first stopped being solvable in the actions left while still solvable at all (a detour),
 *dead* if no solution remained (a box pushed where it cannot come back). Printed per entry: success by the shortest
-solution's length at the start, how lost episodes were lost and after which turn — the table of docs/baselines.md's
-"Sokoban 8x8/2 alone" — and how many losing turns began in a room the oracle's own solution passes through (a room
-of the kind the demonstrations show) or in one off it (an earlier move left that path, by another shortest solution
-or a detour the budget could still absorb).
+solution's length at the start, how lost episodes were lost and after which turn — the table of
+docs/lab/2026-11-26-sokoban-8x8-alone.md ("Sokoban 8x8/2 alone") — and how many losing turns began in a room the
+oracle's own solution passes through (a room of the kind the demonstrations show) or in one off it (an earlier move
+left that path, by another shortest solution or a detour the budget could still absorb).
 
     .venv/bin/python benchmarks/sokoban_failures.py RESULTS.json.gz [--entry sokoban-8x8-2box]
 """

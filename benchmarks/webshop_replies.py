@@ -3,8 +3,8 @@
 For each file (an eval of a WebShop entry, ``--out FILE``): successes, mean return, how many ``click[...]`` actions
 executed (named something on the page), split into product codes and the rest (options, buttons), how the episodes
 ended (bought; opened a product but never bought; never opened one) and what share of the words the model searched
-are words of the oracle's first query on the same goal — the columns of docs/baselines.md's tables of WebShop
-imitation runs.
+are words of the oracle's first query on the same goal — the columns of the tables of WebShop
+imitation runs in docs/lab/2026-11-22-webshop-imitation.md ("WebShop: imitation does not learn to copy").
 
     .venv/bin/python benchmarks/webshop_replies.py RESULTS.json.gz [MORE.json.gz ...]
 """

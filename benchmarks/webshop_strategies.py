@@ -1,7 +1,7 @@
 """WebShop: what simple scripted shoppers score on validation goals, and what the oracle's episodes look like.
 
-Two tables for choosing what a learned WebShop policy has to do (docs/baselines.md, "WebShop: imitation does not
-learn to copy"):
+Two tables for choosing what a learned WebShop policy has to do (docs/lab/2026-11-22-webshop-imitation.md,
+"WebShop: imitation does not learn to copy"):
 
 1. Mean purchase reward and success (reward 1) of scripted shoppers on the first ``--goals`` validation goals:
    search a query (the instruction, the instruction without its options and price, the oracle's first query, or

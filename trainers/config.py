@@ -284,7 +284,7 @@ class TrainConfig:
     """What the update optimises: ``env``, the env's turn rewards as they are (RAGEN, ROLL); ``success``, 1 on the
     last turn of a successful episode plus every turn's format penalty, with the env's shaping dropped
     (:func:`trainers.samples.success_rewards`; Sokoban's -0.1 a step taught the default model to send one action a
-    turn, docs/baselines.md). Validation always reports success."""
+    turn, docs/lab/2026-11-22-v1-boards-rl-recipe.md, "Why RL lost Sokoban"). Validation always reports success."""
     adv_estimator: str = "grpo"
     """``grpo`` / ``reinforce`` (group-normalised episode score, one value per trajectory; identical in ROLL's
     agentic pipeline), ``gae`` (critic + GAE over generated tokens, PPO) or ``gigpo`` (step-level samples)."""

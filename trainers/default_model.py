@@ -26,8 +26,9 @@ Tokenizer:
     one space before it as part of its token (``" shoes"``), as GPT-2's and Qwen's BPE vocabularies do; the
     vocabulary adds every word and lower-case letter with a space before it (about 5000 tokens). A sentence is then
     one token a word, and a copied one (WebShop's ``search[<the instruction>]``) is what one induction head copies;
-    with ``words`` a space token, which occurs everywhere, sits between each two words (``docs/baselines.md``,
-    "WebShop: a demonstrator that copies"). WebShop's pages are about a sixth shorter.
+    with ``words`` a space token, which occurs everywhere, sits between each two words
+    (``docs/lab/2026-11-22-webshop-imitation.md``, "WebShop: a demonstrator that copies, and rows that force copying").
+    WebShop's pages are about a sixth shorter.
 
     Tool calls: the vocabulary has no ``tool`` or ``arguments`` (the published checkpoint's no ``call`` either), so
     the tokenizer cannot spell a Hermes/Qwen tool call (``<tool_call>{"name": ..., "arguments": ...}</tool_call>``):
@@ -58,15 +59,17 @@ Tokenizer:
 Model:
     ``GPT2LMHeadModel`` (learned absolute position embeddings), by default 4 layers, width 128, 4 heads, 1024 positions
     (the longest WebShop page is ~870 tokens), tied input/output embeddings, no dropout: 0.9M parameters in the
-    blocks and positions plus 0.3M in the word embeddings. Width 128 imitates the Sokoban oracle far better than
-    width 64 once the demonstrations are clean and plentiful (``docs/baselines.md``). Weights are initialised from
+    blocks and positions plus 0.3M in the word embeddings. Width 128 with clean, plentiful demonstrations imitates the
+    Sokoban oracle far better than the earlier width-64 recipe (``docs/lab/2026-11-22-warm-start-ablations.md``,
+    "Where the capacity went": run 1 changed the width, the demonstrations and the training together, and width 64
+    was not re-run with the new recipe). Weights are initialised from
     ``seed`` inside ``torch.random.fork_rng``, so building is deterministic and the global RNG is left as it was.
 
     ``--architecture llama`` builds a ``LlamaForCausalLM`` of the same shape and tokenizer instead (rotary positions,
     RMS norm, a gated MLP of 4x the width: 1.37M parameters), the architecture of Llama's and Qwen's models. On a
     synthetic copying task it learns to copy a string anywhere in its 1024 positions, which the GPT-2 model does not
-    (``benchmarks/copy_task.py``), and it imitates the Sokoban 6x6 oracle at least as well (``docs/baselines.md``,
-    "Positions: GPT-2 or Llama"); the board's models are GPT-2.
+    (``benchmarks/copy_task.py``), and it imitates the Sokoban 6x6 oracle at least as well
+    (``docs/lab/2026-11-25-positions-gpt2-llama.md``); the board's models are GPT-2.
 
 Command line: ``agentgym-bench init-model [--path DIR] [--seed N] ...`` (see ``--help``). Default folder:
 ``agentgym_bench.paths.model_dir("default")`` (``$AGENTGYM_BENCH_HOME/models/default``, ``AGENTGYM_BENCH_HOME``

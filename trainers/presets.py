@@ -10,7 +10,7 @@ samples (one row per env step) and the advantage, which the loop selects from ``
 - ``STARPO_S_GRPO``: StarPO-S without its critic, for comparing the filter with the critic held equal: StarPO's
   GRPO advantages (group-normalised episode scores) plus StarPO-S's other three changes (the 25% top-std filter, no
   KL, clip-higher 0.2/0.28). Ours, not RAGEN's: RAGEN's StarPO-S always has the critic, so against ``starpo`` it
-  changes the critic and the filter at once (docs/baselines.md, "RAGEN's Echo Trap, with the critic held equal").
+  changes the critic and the filter at once (docs/lab/2026-11-23-echo-trap.md).
 - ``GIGPO``: Group-in-Group Policy Optimization (arXiv 2505.10978) as in ROLL's FrozenLake GiGPO recipe
   (``examples/qwen2.5-0.5B-agentic/agent_val_frozen_lake_gigpo.yaml``): step-level samples,
   ``reward_normalization.method: mean``, step returns discounted by 0.95, weights 1/1, advantage clip 20, no

@@ -6,19 +6,19 @@ from scratch, so the warm start gives it both:
 1. Demonstrations: :class:`~agentgym_bench.rollout.scripted.NoisyOraclePolicy` plays each env on training seeds
    (from :data:`~agentgym_bench.seeds.TRAIN_SEED_START`): each turn the oracle's reply planned with at most
    ``oracle_actions`` actions, or with probability ``epsilon`` a random valid action (default 0: clean
-   demonstrations imitate best, ``docs/baselines.md``); with ``demonstrators``, another demonstrator on some envs
-   (WebShop's first-hit shopper). Every reply is well formed. The two-player
-   ``Bargain-v0`` (:data:`MATCH_ENVS`) has a weak demonstrator instead, so that RL has room: matches between two
-   uniformly random, well-formed demands (:class:`~agentgym_bench.multiagent.selfplay.RandomBargainPolicy`), both
-   seats' turns kept; its evaluation is the win rate against the random policy, seats alternating, next to the
-   scripted bargainer's (the "oracle" column) and the random policy's (docs/multiagent.md).
+   demonstrations imitate best, ``docs/lab/2026-11-22-warm-start-ablations.md``, "Where the capacity went"); with
+   ``demonstrators``, another demonstrator on some envs (WebShop's first-hit shopper). Every reply is well formed. The
+   two-player ``Bargain-v0`` (:data:`MATCH_ENVS`) has a weak demonstrator instead, so that RL has room: matches between
+   two uniformly random, well-formed demands (:class:`~agentgym_bench.multiagent.selfplay.RandomBargainPolicy`), both
+   seats' turns kept; its evaluation is the win rate against the random policy, seats alternating, next to the scripted
+   bargainer's (the "oracle" column) and the random policy's (docs/multiagent.md).
 2. Fine-tuning: next-token cross-entropy on the reply tokens only (the loss mask of
    :func:`~agentgym_bench.rollout.tokens.step_token_views`: each turn's prompt under the history window, then the
    reply and its end token; :func:`reply_loss`), AdamW with linear warm-up and cosine decay
    (:func:`trainers.schedule.warm_start_schedule`), shuffled by a seeded
    ``torch.Generator``. (Batches are a plain shuffle of every env's rows: batching rows of similar length, which
    made nearly every batch a single env, kept a five-env model from ever learning to read the board —
-   ``docs/baselines.md``.)
+   runs 2 and 3 of ``docs/lab/2026-11-22-warm-start-ablations.md``.)
    Training runs inside ``torch.random.fork_rng`` seeded from ``seed``, so a model with dropout is reproducible too
    and the caller's global RNG is left as it was.
 3. Evaluation on the validation seeds ``0 .. N-1`` (the benchmark's evaluation seeds, disjoint from training) with
@@ -66,15 +66,16 @@ from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, check_
 
 DEFAULT_EPISODES = {"AgentSokoban-v0": 180_000, "AgentFrozenLake-v0": 6_000, "AgentFrozenLakeNoSlip-v0": 12_000,
                     "AgentBandit-v0": 1_000}
-"""Demonstration episodes per env of the default warm start (run 10 of docs/baselines.md): one model for the suite's
-4x4/6x6 grid envs and Bandit, most of the budget where reading the board is hardest (Sokoban success grew with every
-doubling of its demonstrations: 0.44, 0.50, 0.59-0.66, 0.82 at 30, 45, 90, 180 thousand episodes)."""
+"""Demonstration episodes per env of the default warm start (run 10 of docs/lab/2026-11-22-warm-start-ablations.md):
+one model for the suite's 4x4/6x6 grid envs and Bandit, most of the budget where reading the board is hardest (Sokoban
+success grew with every doubling of its demonstrations: 0.44, 0.50, 0.59-0.66, 0.82 at 30, 45, 90, 180 thousand
+episodes)."""
 DEFAULT_PROCESSES = 2
 """Data-parallel processes of ``agentgym-bench warmstart`` (and of the main job's warm start), one torch thread each,
 at most the CPU count: on two idle cores 1.85x one thread and 1.06x two threads of one process; beside one busy
 process 1.20x one thread, where two threads fall to 0.62x (benchmarks/warmstart_threads.md). The process and thread
 counts change the last bits of the sums, so the same seed on other counts gives another model, as another seed would
-(run 7 of docs/baselines.md: Sokoban 0.66 on one thread, 0.59 on two)."""
+(run 7 of docs/lab/2026-11-22-warm-start-ablations.md: Sokoban 0.66 on one thread, 0.59 on two)."""
 DEFAULT_ENVS = tuple(DEFAULT_EPISODES)
 CHECKPOINT_STEPS = 250
 """Optimiser steps between the warm start's checkpoints (a few minutes of the default model on 2 cores)."""

@@ -23,12 +23,13 @@ most ``--jobs``):
 Recipes: ``reference`` (the default) is the reference recipe: a warm start with ``agentgym-bench warmstart``'s
 defaults, then a second and a third stage, each from the one before (``SECOND_STAGE``, ``THIRD_STAGE`` in
 agentgym_bench/commands/baselines.py), and the bundled ``trainers/configs/baseline-*.yaml`` as they are
-(docs/baselines.md). From the published checkpoint it takes about half an hour on 2 cores; with ``--from-scratch``
-about three hours more (the job prints its estimate at the start and the time left as it goes). The committed board
-in ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each entry can
-also be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its numbers mean
-nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo
-it), and a warm-start or training step stopped part-way resumes from its last checkpoint when the job is run again.
+(docs/results.md, "The recipe"). From the published checkpoint it takes about half an hour on 2 cores; with
+``--from-scratch`` about three hours more (the job prints its estimate at the start and the time left as it goes). The
+committed board in ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each
+entry can also be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its
+numbers mean nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete
+it to redo it), and a warm-start or training step stopped part-way resumes from its last checkpoint when the job is run
+again.
 """
 
 from __future__ import annotations
@@ -77,33 +78,34 @@ class Recipe:
 
 
 TRAINED = {"starpo": "baseline-starpo", "starpo-s": "baseline-starpo_s", "gigpo": "baseline-gigpo"}
-"""Board stem -> bundled config of the reference baselines (trainers/configs/baseline-*.yaml, docs/baselines.md)."""
+"""Board stem -> bundled config of the reference baselines (trainers/configs/baseline-*.yaml;
+docs/results.md, "RL: the three `baseline-*.yaml` configs")."""
 BOARD_NAMES = {"oracle": "oracle", "random": "random", "scripted": "scripted", "warmstart": "default model + SFT",
                "starpo": "default model + SFT + StarPO", "starpo-s": "default model + SFT + StarPO-S",
                "gigpo": "default model + SFT + GiGPO"}
 """Results file stem -> name on the board."""
 SECOND_STAGE = ("--episodes", "AgentSokoban-v0=12000", "AgentFrozenLake-v0=6000", "AgentFrozenLakeNoSlip-v0=12000",
                 "AgentBandit-v0=1000", "--epochs", "16", "--lr", "1e-3")
-"""The reference warm start's second stage (run 19 of docs/baselines.md): sixteen more passes over the lakes' and
-Bandit's demonstrations with the first 12,000 Sokoban episodes replayed, at half the peak learning rate. The lakes
-need more passes than Sokoban's 180,000 episodes can take in the first stage's time (FrozenLake alone reaches the
-oracle's level only after 16 passes); on the validation suite eight passes scored +0.022 over four, and sixteen
-+0.015 over eight (about 56 minutes on 2 cores)."""
+"""The reference warm start's second stage (run 19 of docs/lab/2026-11-24-frozenlake-alone.md): sixteen more passes
+over the lakes' and Bandit's demonstrations with the first 12,000 Sokoban episodes replayed, at half the peak learning
+rate. The lakes need more passes than Sokoban's 180,000 episodes can take in the first stage's time (FrozenLake alone
+reaches the oracle's level only after 16 passes); on the validation suite eight passes scored +0.022 over four, and
+sixteen +0.015 over eight (about 56 minutes on 2 cores)."""
 THIRD_STAGE = ("--envs", "AgentSokoban-v0", "AgentSokobanLarge-v0", "AgentFrozenLake-v0", "AgentFrozenLakeNoSlip-v0",
                "AgentBandit-v0", "--episodes", "AgentSokobanLarge-v0=40000", "AgentSokoban-v0=36000",
                "AgentFrozenLake-v0=12000", "AgentFrozenLakeNoSlip-v0=24000", "AgentBandit-v0=1000",
                "--epochs", "2", "--lr", "1e-3")
-"""The reference warm start's third stage (run 23 of docs/baselines.md): Sokoban 8x8 with two boxes, 40,000
-episodes, with the other envs' demonstrations replayed so the model keeps them, two passes at half the peak learning
-rate. On the validation suite it scored +0.040 over the second stage (8x8/2 0.005 -> 0.235; no env's interval below
-0), where smaller replays had cost Sokoban 6x6 or no-slip FrozenLake (about 55 minutes on 2 cores)."""
+"""The reference warm start's third stage (run 23 of docs/lab/2026-11-24-frozenlake-alone.md): Sokoban 8x8 with two
+boxes, 40,000 episodes, with the other envs' demonstrations replayed so the model keeps them, two passes at half the
+peak learning rate. On the validation suite it scored +0.040 over the second stage (8x8/2 0.005 -> 0.235; no env's
+interval below 0), where smaller replays had cost Sokoban 6x6 or no-slip FrozenLake (about 55 minutes on 2 cores)."""
 REFERENCE_MINUTES = {
     "init-model": 0.1, "warmstart stage 1": 35.0, "warmstart stage 2": 56.0, "warmstart": 55.0,
     "eval oracle": 0.3, "eval random": 0.2, "eval": 0.8, "submit oracle": 0.2, "submit random": 0.1, "submit": 0.8,
     "train starpo": 9.3, "train starpo-s": 7.1, "train gigpo": 9.2,
     "eval-ma random": 0.3, "eval-ma scripted": 0.3, "eval-ma": 5.2, "submit-ma random": 0.2,
     "submit-ma scripted": 0.2, "submit-ma": 5.2}
-"""The reference recipe's steps on the reference machine (2 cores; docs/baselines.md, "Wall time"): measured in the
+"""The reference recipe's steps on the reference machine (2 cores; docs/results.md, "Wall time"): measured in the
 main job of 2026-11-27 (from the published checkpoint, 17.8 minutes for its steps) and the checkpoint's 1,200
 two-player matches (5.2 minutes; their re-generation taken as long), and for the warm start's stages on two threads
 in earlier runs; ``submit`` of a local model re-generates every reply."""
@@ -299,8 +301,8 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
             print(f"[baselines] {job.name}: already done ({job.output}); delete it to redo", flush=True)
     last_status = start = time.monotonic()
     print(f"[baselines] expected: about {minutes_left(jobs, max_parallel, start):.0f} min on {max_parallel} cores as "
-          "fast as the reference machine's (docs/baselines.md), longer on slower ones; the status line corrects the "
-          "estimate as steps finish", flush=True)
+          "fast as the reference machine's (docs/results.md, 'Wall time'), longer on slower ones; the status line "
+          "corrects the estimate as steps finish", flush=True)
     while any(j.status in ("waiting", "running") for j in jobs):
         for job in jobs:
             if job.status == "running" and job.process is not None and job.process.poll() is not None:

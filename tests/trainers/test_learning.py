@@ -13,7 +13,8 @@ whose recorded interval from today's warm start (:data:`RECORDED`, one training 
 cleared 0 by at least :data:`SLACK`; for the others, that the interval's upper end is above 0: training did not make
 the model worse.
 That weaker check has teeth: StarPO on Sokoban alone at lr 3e-4 from run 6's warm start (the mix recipe restricted to
-Sokoban, docs/baselines.md) ended at -0.043 [-0.084, -0.002], which fails it.
+Sokoban, docs/lab/2026-11-22-v1-boards-rl-recipe.md, "Run 6 and RL on success at lr 3e-4") ended at -0.043 [-0.084,
+-0.002], which fails it.
 """
 
 import subprocess

@@ -1,10 +1,10 @@
 """Copy augmentation of WebShop demonstrations: rows a model can only predict by copying from the page.
 
 A WebShop shopper copies: the instruction's words into ``search[...]``, a product code into ``click[...]``. Imitation
-alone does not teach a small model trained from scratch to copy (docs/baselines.md, "WebShop: imitation does not
-learn to copy"), because the real rows can also be predicted in part from memory: the instructions' words come from
-a small vocabulary, and the codes always start ``b0``. Each variant here is a demonstration turn with fresh strings
-in place of the ones the reply copies, consistently in the page and in the reply:
+alone does not teach a small model trained from scratch to copy (docs/lab/2026-11-22-webshop-imitation.md, "WebShop:
+imitation does not learn to copy"), because the real rows can also be predicted in part from memory: the instructions'
+words come from a small vocabulary, and the codes always start ``b0``. Each variant here is a demonstration turn with
+fresh strings in place of the ones the reply copies, consistently in the page and in the reply:
 
 - a search page: each word of the instruction replaced by a random word of the store's instructions (one map for
   the turn, applied to the instruction and to the reply's query);
