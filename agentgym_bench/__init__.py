@@ -12,10 +12,12 @@ verified leaderboard.
 """
 
 from agentgym_bench.agent import LLMAgentEnv
+from agentgym_bench.multiagent.registration import register_textarena_envs
 from agentgym_bench.registration import AGENT_ENVS, register_all
 
 __version__ = "0.1.0"
 
 register_all()
+register_textarena_envs()  # only where textarena is importable
 
 __all__ = ["AGENT_ENVS", "LLMAgentEnv", "__version__"]

@@ -110,7 +110,9 @@ def make_agent_env(*, game: str, **kwargs: Any) -> LLMAgentEnv:
 
 
 def register_all() -> None:
-    """Register every agent id and core game id with Gymnasium (idempotent)."""
+    """Register every agent id and core game id with Gymnasium (idempotent). The TextArena ids are
+    :func:`agentgym_bench.multiagent.registration.register_textarena_envs`'s; ``import agentgym_bench`` calls
+    both."""
     for env_id, spec in AGENT_ENVS.items():
         if env_id not in gym.registry:
             gym.register(env_id, entry_point="agentgym_bench.registration:make_agent_env",
@@ -118,8 +120,3 @@ def register_all() -> None:
     for name, entry_point in GAMES.items():
         if f"agentgym/{name}-v0" not in gym.registry:
             gym.register(f"agentgym/{name}-v0", entry_point=entry_point)
-
-    # -- multi-agent / TextArena (agentgym_bench/multiagent; only where textarena is importable) --
-    from agentgym_bench.multiagent.registration import register_textarena_envs
-
-    register_textarena_envs()

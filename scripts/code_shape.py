@@ -19,15 +19,15 @@ Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
    1. ``envs/``: the games;
    2. ``agent/``: the wrapper that makes a game an agent env. ``registration.py`` sits here too: it builds every
       agent id from a game (by name, through ``importlib``) and ``LLMAgentEnv`` and registers them; it imports
-      ``agent/``, and rollout, benchmark, adapters, commands and trainers import it. Its import of the two-player
-      ids' registration (``multiagent/``) therefore shows as running up;
+      ``agent/``, and rollout, benchmark, adapters, commands and trainers import it;
    3. ``rollout/``: env groups, policies, trajectories;
    4. ``multiagent/`` and ``benchmark/``: one floor (self-play rollouts; suites and evaluation). Imports between
-      the two are listed as sideways, not as running up;
+      the two are listed as sideways, not as running up. ``agentgym_bench/__init__.py`` is on this floor too:
+      ``import agentgym_bench`` registers every env, the single-agent ids (``registration``) and the two-player
+      and TextArena ones (``multiagent/``), and imports nothing above;
    5. ``leaderboard/``: verifies and renders results files;
    6. ``adapters/``: routes for other trainers over the wrapper;
-   7. the command layer: ``commands/``, and ``agentgym_bench/cli.py`` (it lists every command) and
-      ``agentgym_bench/__init__.py`` (``import agentgym_bench`` registers every env);
+   7. the command layer: ``commands/``, and ``agentgym_bench/cli.py`` (it lists every command);
    8. ``trainers/``: the top.
 
    An edge runs up when the importer's layer is below the imported module's. A subpackage not named above is
@@ -67,7 +67,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("agentgym_bench", "trainers")
 SUBPACKAGE_LAYERS = {"envs": 1, "agent": 2, "rollout": 3, "multiagent": 4, "benchmark": 4, "leaderboard": 5,
                      "adapters": 6, "commands": 7}
-TOP_MODULE_LAYERS = {"registration.py": 2, "cli.py": 7, "__init__.py": 7}  # other top-level modules: 0
+TOP_MODULE_LAYERS = {"registration.py": 2, "cli.py": 7, "__init__.py": 4}  # other top-level modules: 0
 LAYER_NAMES = {0: "floor", 1: "envs", 2: "agent", 3: "rollout", 4: "multiagent/benchmark", 5: "leaderboard",
                6: "adapters", 7: "commands", 8: "trainers"}
 SIDEWAYS = 4
@@ -195,6 +195,9 @@ def imports_table(checkout: Path, files: list[str]) -> str:
     def where(found: list[Import]) -> str:
         return ", ".join(f"{line} ({kind})" for line, kind in sorted({(i.line, i.kind) for i in found}))
 
+    def subpackage(name: str) -> str:
+        return (name.split(".") + [""])[1]
+
     def label(name: str) -> str:
         return f"{layer[name]} {LAYER_NAMES[layer[name]]}"
 
@@ -208,7 +211,7 @@ def imports_table(checkout: Path, files: list[str]) -> str:
             continue
         if la < lb:
             up.append([shown(a), label(a), shown(b), label(b), where(found)])
-        elif la == lb == SIDEWAYS and a.split(".")[1] != b.split(".")[1]:
+        elif la == lb == SIDEWAYS and {subpackage(a), subpackage(b)} == {"multiagent", "benchmark"}:
             sideways.append([a, b, where(found)])
         elif la == lb:
             same += 1
