@@ -23,7 +23,7 @@ most ``--jobs``):
 Recipes: ``reference`` (the default) is the reference recipe: a warm start with ``agentgym-bench warmstart``'s
 defaults, then a second and a third stage, each from the one before (``SECOND_STAGE``, ``THIRD_STAGE`` in
 agentgym_bench/commands/baselines.py), and the bundled ``trainers/configs/baseline-*.yaml`` as they are
-(docs/results.md, "The recipe"). From the published checkpoint it takes about half an hour on 2 cores; with
+(docs/results.md, "The recipe"). From the published checkpoint it takes about 20 minutes on 2 cores; with
 ``--from-scratch`` about three hours more (the job prints its estimate at the start and the time left as it goes). The
 committed board in ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each
 entry can also be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its
