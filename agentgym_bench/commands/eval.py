@@ -38,9 +38,8 @@ from typing import Any
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.evaluate import entry_prompts, evaluate_by_entry
-from agentgym_bench.benchmark.lineage import with_start
 from agentgym_bench.benchmark.matches import suite_policy
-from agentgym_bench.benchmark.provenance import training_record
+from agentgym_bench.benchmark.provenance import training_record, with_start
 from agentgym_bench.benchmark.results import Results, format_summary, read_results, summarize, write_results
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, available_suites, load_suite
 from agentgym_bench.errors import UserError

@@ -169,8 +169,8 @@ def trained_on(trainer_config: dict[str, Any] | None) -> list[str] | None:
     """The env ids a model was trained on, as its results file's trainer record reports them: a reference trainer's
     ``train_env_manager.tags`` and a warm start's ``envs``, through every earlier stage it names (``started_from``:
     a warm start's earlier stages, and the training record of the model a trainer run started from,
-    :func:`~agentgym_bench.benchmark.lineage.with_start`), in order of first mention; ``None`` where the record names
-    none (not reported)."""
+    :func:`~agentgym_bench.benchmark.provenance.with_start`), in order of first mention; ``None`` where the record
+    names none (not reported)."""
     found: list[str] = []
     config = trainer_config
     while isinstance(config, dict):

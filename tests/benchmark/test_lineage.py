@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentgym_bench.benchmark.lineage import start_config, with_start
-from agentgym_bench.benchmark.provenance import training_record
+from agentgym_bench.benchmark.provenance import start_config, training_record, with_start
 from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.benchmark.suites import load_suite
 from agentgym_bench.cli import main
