@@ -164,8 +164,7 @@ def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str,
 
     from trainers.config import config_from_dict
     from trainers.distributed import Dist, resolve_device
-    from trainers.rollouts import Sampler, play, prompt_fits
-    from trainers.train import make_env_groups  # the loop's own helper (imported here: no cycle)
+    from trainers.rollouts import Sampler, make_env_groups, play, prompt_fits
 
     config = config_from_dict(config_data)
     torch.set_num_threads(config.num_threads or 1)

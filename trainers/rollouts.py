@@ -3,6 +3,8 @@ seeds and each rank's share are the rollout engine's, :class:`agentgym_bench.rol
 
 - :class:`Sampler`: ``hf`` (the actor itself samples) or ``vllm`` (an engine fed the actor's weights after each
   update), with a training stream that checkpoints and an evaluation stream reseeded every evaluation.
+- :func:`make_env_groups`: a process's share of an env manager's groups, as the loop and the rollout worker build
+  them.
 - :func:`prompt_fits`: the length cap (``sequence_length``) as the engine's per-turn check.
 - :func:`play` / :func:`evaluate`: roll out and gather every rank's trajectories
   (:func:`agentgym_bench.benchmark.evaluate.play_episodes`, which the warm start and ``demo`` play through too);
@@ -14,18 +16,21 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from agentgym_bench.benchmark.evaluate import Played, play_episodes
-from agentgym_bench.rollout.engine import EnvGroups
+from agentgym_bench.rollout.engine import EnvGroups, even_partition
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.tokens import TokenInTokenOut, encode, render
 from agentgym_bench.rollout.trajectory import Trajectory
-from trainers.config import TrainConfig
+from trainers.config import ConfigError, EnvManager, TrainConfig
 from trainers.distributed import Dist, autocast
+
+if TYPE_CHECKING:
+    from trainers.matches import MatchGroups  # imports pettingzoo (the multiagent extra)
 
 
 def seed_from(seed: int, *words: int) -> int:
@@ -114,6 +119,33 @@ class Sampler:
             yield self.val
         finally:
             engine.temperature, engine.top_p, engine.seed, engine.requests_made = saved
+
+
+def make_env_groups(manager: EnvManager, prefix: str, dist: Dist, seed: int, fixed: bool,
+                    config_seed: int = 0) -> EnvGroups | MatchGroups:
+    """This rank's share of a manager's env groups (the engine owns partition, sharding and seeds); with an
+    ``opponent``, its share of two-player matches (:class:`trainers.matches.MatchGroups`; the training opponent's
+    stream is seeded from the run's ``config_seed``, the validation opponent's is the same in every run).
+
+    Raises:
+        ConfigError: an env rejects ``env_kwargs`` (building every env is the check).
+    """
+    try:
+        if manager.opponent is not None:  # two-player matches
+            from trainers.matches import MatchGroups
+
+            return MatchGroups(manager.tags[0], manager.num_env_groups, manager.group_size, opponent=manager.opponent,
+                               env_kwargs=manager.env_kwargs, learner_seats=manager.learner_seats, seed=seed,
+                               fixed_seeds=fixed, shard=(dist.rank, dist.world_size),
+                               opponent_seed=seed_from(0 if fixed else config_seed, 4, int(fixed)),
+                               snapshot_every=manager.snapshot_every)
+        partition = manager.num_groups_partition or even_partition(manager.num_env_groups, len(manager.tags))
+        return EnvGroups(manager.tags, partition, manager.group_size,
+                         env_kwargs=manager.env_kwargs, seed=seed, fixed_seeds=fixed,
+                         shard=(dist.rank, dist.world_size))
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"{prefix}.env_kwargs={manager.env_kwargs} cannot build {', '.join(manager.tags)}: "
+                          f"{str(error).splitlines()[0]}") from None
 
 
 def prompt_fits(config: TrainConfig, tokenizer: Any) -> Callable[[list[dict[str, str]]], bool] | None:

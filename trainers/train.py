@@ -47,19 +47,28 @@ import torch.distributed
 from agentgym_bench import run_folder
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.progress import progress as progress_bar
-from agentgym_bench.rollout.engine import EnvGroups, even_partition
+from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.trajectory import Trajectory
 from trainers import checkpoint as ckpt
 from trainers import fsdp, lora
 from trainers.advantages import select_groups_by_std
 from trainers.async_rollout import RolloutBatch, RolloutWorker, over_bound, state_tensor
-from trainers.config import ConfigError, EnvManager, TrainConfig
+from trainers.config import ConfigError, TrainConfig
 from trainers.distributed import Dist, init_distributed, shutdown_distributed
 from trainers.losses import adaptive_kl_coef, approx_kl, behaviour_weights
 from trainers.masked import explained_variance, masked_mean
 from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
 from trainers.ppo import Batch, compute_advantages, ppo_update, score_samples
-from trainers.rollouts import Sampler, evaluate, pass_at_k, play, prompt_fits, rollout_metrics, seed_from
+from trainers.rollouts import (
+    Sampler,
+    evaluate,
+    make_env_groups,
+    pass_at_k,
+    play,
+    prompt_fits,
+    rollout_metrics,
+    seed_from,
+)
 from trainers.samples import (
     Samples,
     adjust_batch,
@@ -399,33 +408,6 @@ def _check_world(config: TrainConfig, dist: Dist) -> None:
                         ("ppo_mini_batch_size", config.ppo_mini_batch_size)]:
         if value % dist.world_size:
             raise ConfigError(f"{name}={value} must be divisible by the number of processes ({dist.world_size})")
-
-
-def make_env_groups(manager: EnvManager, prefix: str, dist: Dist, seed: int, fixed: bool,
-                    config_seed: int = 0) -> EnvGroups | MatchGroups:
-    """This rank's share of a manager's env groups (the engine owns partition, sharding and seeds); with an
-    ``opponent``, its share of two-player matches (:class:`trainers.matches.MatchGroups`; the training opponent's
-    stream is seeded from the run's ``config_seed``, the validation opponent's is the same in every run).
-
-    Raises:
-        ConfigError: an env rejects ``env_kwargs`` (building every env is the check).
-    """
-    try:
-        if manager.opponent is not None:  # two-player matches
-            from trainers.matches import MatchGroups
-
-            return MatchGroups(manager.tags[0], manager.num_env_groups, manager.group_size, opponent=manager.opponent,
-                               env_kwargs=manager.env_kwargs, learner_seats=manager.learner_seats, seed=seed,
-                               fixed_seeds=fixed, shard=(dist.rank, dist.world_size),
-                               opponent_seed=seed_from(0 if fixed else config_seed, 4, int(fixed)),
-                               snapshot_every=manager.snapshot_every)
-        partition = manager.num_groups_partition or even_partition(manager.num_env_groups, len(manager.tags))
-        return EnvGroups(manager.tags, partition, manager.group_size,
-                         env_kwargs=manager.env_kwargs, seed=seed, fixed_seeds=fixed,
-                         shard=(dist.rank, dist.world_size))
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"{prefix}.env_kwargs={manager.env_kwargs} cannot build {', '.join(manager.tags)}: "
-                          f"{str(error).splitlines()[0]}") from None
 
 
 def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
