@@ -22,6 +22,9 @@ from agentgym_bench.errors import UserError
 
 BUILT_MODELS = {"default": "agentgym-bench init-model", "warmstart": "agentgym-bench warmstart"}
 """The model names this package builds under :func:`model_dir`, and the command that builds each."""
+BOARD_INDEX = "board.json"
+"""A board folder's index of its entries (``leaderboards/<board>/board.json``, written by
+:mod:`agentgym_bench.leaderboard.board`); a published model folder's entry is read from it."""
 
 
 def home() -> Path:

@@ -33,6 +33,8 @@ from typing import Any
 
 from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
+from agentgym_bench.paths import BOARD_INDEX
+from agentgym_bench.rollout.specs import locate_model, model_sha256
 
 
 def training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -170,8 +172,6 @@ def _raw_pretrain(folder: Path) -> str | None:
 
 def start_config(model: str, root: str | os.PathLike | None = None, depth: int = 0) -> dict[str, Any] | None:
     """The trainer config that made the model folder ``model`` (see the module docstring), or ``None``."""
-    from agentgym_bench.rollout.specs import locate_model
-
     if depth >= MAX_DEPTH:
         return None
     found = locate_model(model, root)
@@ -196,15 +196,12 @@ def published_entry(folder: str | os.PathLike) -> dict[str, Any] | None:
     """The board record (``board.json``) of the entry whose published model is ``folder``
     (``leaderboards/<board>/models/<slug>``, same name and weights hash) and that carries a trainer config, or
     ``None``."""
-    from agentgym_bench.leaderboard.board import INDEX
-    from agentgym_bench.rollout.specs import model_sha256
-
     folder = Path(folder).resolve()
     board = folder.parent.parent
-    if folder.parent.name != "models" or not (board / INDEX).is_file():
+    if folder.parent.name != "models" or not (board / BOARD_INDEX).is_file():
         return None
     try:
-        index = json.loads((board / INDEX).read_text())
+        index = json.loads((board / BOARD_INDEX).read_text())
     except ValueError:
         return None
     digest = model_sha256(folder)

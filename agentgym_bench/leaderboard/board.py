@@ -52,10 +52,10 @@ from agentgym_bench.benchmark.results import Results, Summary, summarize
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.verify import EpisodeText, Verified, check_name, replay_entry
-from agentgym_bench.paths import is_machine_path, write_atomic
+from agentgym_bench.paths import BOARD_INDEX, is_machine_path, write_atomic
 
 BOARD_FORMAT = "agentgym-bench-board"
-INDEX, LOCK = "board.json", ".lock"
+INDEX, LOCK = BOARD_INDEX, ".lock"
 LOCK_TIMEOUT = 600.0
 TRANSCRIPT_EPISODES = 12
 """Transcripts kept per entry on the page: the entry's first seeds, the same games for every submission."""
