@@ -144,11 +144,11 @@ MAX_DEPTH = 8
 
 def with_start(trainer: dict[str, Any], folder: str | os.PathLike, root: str | os.PathLike | None = None
                ) -> dict[str, Any]:
-    """``trainer``, the record :func:`training_record` made of the trainer run
-    ``folder``, with ``config.started_from`` set to the trainer config of the model its ``pretrain`` names, when
-    that is found (module docstring; ``pretrain`` as the run's ``config.yaml`` has it, before this machine's paths are
-    hidden; a relative one resolves under ``root``, default the current directory); paths of this machine in it are
-    hidden as in the rest of the record."""
+    """``trainer``, the record :func:`training_record` made of the trainer run ``folder``, with
+    ``config.started_from`` set to the trainer config of the model its ``pretrain`` names, when that is found (module
+    docstring; ``pretrain`` as the run's ``config.yaml`` has it, before this machine's paths are hidden; a relative
+    one resolves under ``root``, default the current directory); paths of this machine in it are hidden as in the
+    rest of the record."""
     config = trainer.get("config")
     if not isinstance(config, dict) or "started_from" in config or "pretrain" not in config:
         return trainer
