@@ -68,6 +68,11 @@ def default_board(suite_name: str, start: str | os.PathLike = ".") -> Path:
     return board.relative_to(Path(start).resolve()) if root == Path(start).resolve() else board
 
 
+def published_board(folder: str | os.PathLike) -> bool:
+    """Whether a board folder is a repository's published board: it sits in a ``leaderboards/`` folder."""
+    return Path(folder).resolve().parent.name == "leaderboards"
+
+
 def is_machine_path(name: str) -> bool:
     """Whether a model name only means something on one machine: an absolute path (``/...``, ``C:\\...``, ``\\...``),
     or one that holds ``~``, ``$`` or a ``..`` part (it leaves the folder it is relative to)."""

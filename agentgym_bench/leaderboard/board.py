@@ -52,7 +52,7 @@ from agentgym_bench.benchmark.results import Results, Summary, summarize
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.verify import EpisodeText, Verified, check_name, replay_entry
-from agentgym_bench.paths import BOARD_INDEX, is_machine_path, write_atomic
+from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board, write_atomic
 
 BOARD_FORMAT = "agentgym-bench-board"
 INDEX, LOCK = BOARD_INDEX, ".lock"
@@ -204,17 +204,12 @@ def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, veri
                             "board under another name")
 
 
-def published(folder: str | os.PathLike) -> bool:
-    """Whether a board folder is a repository's published board: it sits in a ``leaderboards/`` folder."""
-    return Path(folder).resolve().parent.name == "leaderboards"
-
-
 def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, verified: Verified) -> None:
     """Refuse, on a published board, a file whose ``metadata.policy.model`` is a machine path
     (:func:`~agentgym_bench.paths.is_machine_path`), unless the file is already on the board (its SHA-256 is in the
     index). See the module docstring."""
     model = verified.results.metadata["policy"]["model"]
-    if not model or not is_machine_path(model) or not published(folder):
+    if not model or not is_machine_path(model) or not published_board(folder):
         return
     if verified.sha256 in {r["sha256"] for r in (index or {}).get("submissions", [])}:
         return

@@ -74,6 +74,7 @@ from typing import Any
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, loads, sha256_text
 from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite
+from agentgym_bench.paths import published_board
 from agentgym_bench.progress import progress as progress_bar
 
 REWARD_TOLERANCE = 1e-9
@@ -765,9 +766,7 @@ def regeneration_cost_blocker(results: Results, suite: Suite, texts: dict[str, d
 def published_models(board: str | os.PathLike | None) -> Path | None:
     """The ``models/`` folder of a published board (the only place its files' models may be), ``None`` for a
     private board or none."""
-    from agentgym_bench.leaderboard.board import published
-
-    return Path(board) / "models" if board is not None and published(board) else None
+    return Path(board) / "models" if board is not None and published_board(board) else None
 
 
 def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
@@ -782,7 +781,7 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
             Model-free policies are always re-generated in full (check 6).
         root: the repository root a relative model path resolves against (default: the current directory).
         board: the board the file is for (or a function of the suite giving it): on a published board
-            (:func:`~agentgym_bench.leaderboard.board.published`) models are looked for in its ``models/`` folder
+            (:func:`~agentgym_bench.paths.published_board`) models are looked for in its ``models/`` folder
             only (:func:`model_folder`); ``None``: no board, as a private one.
         regeneration_cap: most estimated FLOPs check 7 may take (:data:`REGENERATION_CAP`,
             :func:`regeneration_cost_blocker`); a file above it stays *replayed*, saying so.
