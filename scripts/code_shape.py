@@ -32,6 +32,8 @@ Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
 
    An edge runs up when the importer's layer is below the imported module's. A subpackage not named above is
    listed as such and left out of this table.
+   Import cycles are listed too: groups of modules that import each other, directly or round a loop (imports
+   inside functions included, ``import agentgym_bench`` left out).
 3. Parameters per function: every function and method (nested ones too; lambdas not) in ``agentgym_bench/`` and
    ``trainers/``; ``self``/``cls`` as first parameter not counted, each of positional, keyword-only, ``*args`` and
    ``**kwargs`` counting one.
@@ -230,7 +232,47 @@ def imports_table(checkout: Path, files: list[str]) -> str:
             table(["importer", "its layer", "imported", "its layer", "where"], up), "",
             f"Sideways, multiagent <-> benchmark ({len(sideways)}):", "",
             table(["importer", "imported", "where"], sideways)]
+    cycles = import_cycles({pair for pair in edges if pair[1] != "agentgym_bench"})
+    out += ["", f"Import cycles, imports inside functions included ({len(cycles)}; ``import agentgym_bench``, which "
+            "only registers the envs, left out):", "", *[f"- {' <-> '.join(cycle)}" for cycle in cycles]]
     return "\n".join(out)
+
+
+def import_cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    """The groups of two or more modules that import each other, directly or round a loop: the strongly connected
+    components of the import graph (Tarjan's algorithm), each sorted, in sorted order."""
+    graph: dict[str, list[str]] = defaultdict(list)
+    for importer, imported in sorted(edges):
+        if importer != imported:
+            graph[importer].append(imported)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
 
 
 # 3. Parameters
