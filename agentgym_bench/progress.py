@@ -2,8 +2,9 @@
 
 A redrawn bar written to a file or a CI log is one line per redraw (megabytes for a long run); :func:`progress`
 returns a bar only when stderr is a terminal, and otherwise a :class:`LineProgress` that prints
-``desc: n/total (p%), elapsed, ETA`` at most every ``interval`` seconds and once at the end. Work resumed part
-done starts at ``initial``; the estimate then comes from this run's rate alone.
+``desc: n/total (p%), elapsed, ETA`` at most every ``interval`` seconds and once at the end (``desc: total/total
+(100%) in Ns`` when all is done). Work resumed part done starts at ``initial``; the estimate then comes from this
+run's rate alone.
 """
 
 from __future__ import annotations
@@ -53,7 +54,14 @@ class LineProgress:
         print(line, file=self.file, flush=True)
 
     def close(self) -> None:
-        self._print(time.monotonic())
+        """The last line: where the work stopped, or, when all of it is done, how long it took (the postfix, a state
+        of the work in flight, is left off then)."""
+        now = time.monotonic()
+        if self.total and self.n >= self.total:
+            print(f"{self.desc}: {self.n}/{self.total} {_plural(self.unit)} (100%) in {now - self.start:.0f}s",
+                  file=self.file, flush=True)
+        else:
+            self._print(now)
 
     def __enter__(self) -> LineProgress:
         return self

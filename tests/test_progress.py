@@ -24,6 +24,15 @@ def test_line_progress_prints_plain_lines_at_intervals():
     assert quiet.getvalue().startswith("x: 10/10")
 
 
+def test_line_progress_last_line_of_finished_work_says_how_long_it_took():
+    out = io.StringIO()
+    bar = LineProgress(4, "rollout", "episode", interval=3600, file=out)
+    bar.set_postfix_str("turn 5, 4 playing")
+    bar.update(4)  # the last turn ends every episode; the postfix still describes the turn before
+    bar.close()
+    assert out.getvalue() == "rollout: 4/4 episodes (100%) in 0s\n"
+
+
 def test_line_progress_estimates_resumed_work_from_this_runs_rate():
     out = io.StringIO()
     bar = LineProgress(100, "fine-tune", "step", interval=0.0, file=out, initial=90)
