@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench import run_folder
+from agentgym_bench.benchmark.provenance import published_entry
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE
 from agentgym_bench.errors import UserError
 from trainers.warmstart import CHECKPOINT_SUFFIX, DEFAULT_PROCESSES
@@ -184,8 +185,9 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
         made_by = ["warmstart"]
     else:
         warm, made_by = checkpoint, []
-    # a published folder holds weights only: its training record is its committed board entry's
-    trained_by = ("--trained-by", str(warm), "--selection", SELECTION["warmstart"])
+    # a published folder holds weights only: its training record is its committed board entry's, where that has one
+    known = checkpoint is None or published_entry(checkpoint) is not None
+    trained_by = ("--trained-by", str(warm), "--selection", SELECTION["warmstart"]) if known else ()
     for name, (config, overrides) in recipe.train.items():
         run = work / "runs" / name
         jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",

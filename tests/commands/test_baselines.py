@@ -241,6 +241,21 @@ def committed_board_with_a_checkpoint(root: Path) -> tuple[Path, Path]:
     return suite_file, folder
 
 
+def test_the_checkpoint_is_evaluated_with_its_training_record_only_where_its_board_entry_has_one(tmp_path):
+    """The committed board's checkpoint entry carries its trainer config, so its evaluation names it
+    (``--trained-by``); a board entry without one (a checkpoint scored without a record) leaves it out, as ``eval
+    --trained-by`` would refuse that folder."""
+    committed = Path(__file__).parents[2] / "leaderboards" / "agentgym-v2" / "models" / "default-model-sft"
+    unrecorded = tmp_path / "leaderboards" / "agentgym-v2" / "models" / "default-model-sft"
+    for checkpoint, recorded in ((committed, True), (unrecorded, False)):
+        jobs = plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v2", tmp_path / "ma",
+                    "agentgym-ma-v2", checkpoint=checkpoint)
+        for name in ("eval warmstart", "eval-ma warmstart"):
+            argv = next(j for j in jobs if j.name == name).argv
+            assert ("--trained-by" in argv) == recorded
+        assert all("--trained-by" in j.argv for j in jobs if j.name in ("eval starpo", "eval gigpo"))
+
+
 def test_the_published_checkpoint_must_be_the_weights_the_board_scored(tmp_path, capsys):
     from agentgym_bench.cli import main
     from agentgym_bench.leaderboard.weights import publish_model
