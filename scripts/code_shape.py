@@ -10,7 +10,7 @@ Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
    module level or inside a function (or under ``if TYPE_CHECKING:``, marked), read from the syntax tree, relative
    imports resolved. One edge per (importing module, imported module). ``from P import name`` is an edge to
    ``P.name`` when that is a module, else to ``P``. Imports by string (``importlib``: registration's game table,
-   cli's command table) are not seen. The layers, bottom to top, follow the data path of DESIGN.md (game rules ->
+   cli's command table) are not seen. The layers, bottom to top, follow the data path (game rules ->
    core env -> LLM-agent wrapper -> rollout engine -> trajectories -> trainer -> checkpoint -> evaluation -> results
    -> leaderboard), with the library's own floor below and the command lines above:
 
