@@ -690,7 +690,7 @@ def check_eval(args: argparse.Namespace, actor: Path) -> str:
         out = args.work / f"eval-{i}.json.gz"
         command = [sys.executable, "-m", "agentgym_bench.cli", "eval", "--policy", f"hf:{actor}", "--suite",
                    str(suite), "--device", args.device, "--max-new-tokens", "8" if args.tiny else "48",
-                   "--out", str(out)]
+                   "--out", str(out), "--overwrite"]  # a --work folder used before holds the last check's
         subprocess_run(command, f"eval run {i}", args.child_timeout)
         results = json.loads(gzip.open(out).read())
         played = results["entries"][0]["episodes"]

@@ -61,7 +61,7 @@ cat > "$OUT/sokoban-val32.json" <<'JSON'
 JSON
 for i in 1 2; do
   $PY -m agentgym_bench.cli eval --policy "vllm:$OUT/qwen2.5-vllm/checkpoint-2/actor" --suite "$OUT/sokoban-val32.json" \
-    --history 0 --max-new-tokens 128 --out "$OUT/eval-vllm-$i.json.gz"
+    --history 0 --max-new-tokens 128 --out "$OUT/eval-vllm-$i.json.gz" --overwrite
 done
 $PY - "$OUT" <<'PY'
 import gzip, json, sys

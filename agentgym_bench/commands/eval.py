@@ -11,13 +11,17 @@ Examples::
     agentgym-bench eval --policy openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1 --action-format tool
 
 Finished work is kept: each entry's results go to OUT.partial as soon as the entry finishes, and running the same
-command again resumes from there (the file is checked to be the same run). A failing endpoint ends the run with one
-line naming the URL, the HTTP status and what to change; the finished entries stay in OUT.partial. Before anything
-is played, an openai: policy's model name is checked against the endpoint's /v1/models, and each entry's first
-prompt is sent once (a prompt over the model's context is refused there). Where /v1/models reports the model's
-context (max_model_len, as vLLM and serve do), a --max-new-tokens that leaves no room for a prompt is refused before
-any request, and each first prompt's tokens (the answer's usage) plus --max-new-tokens are checked against it.
---episodes and --entries make a quick check: its results file says so, and `submit` refuses it.
+command again resumes from there. The file is checked first: the same settings (the ones that differ are named, with
+both values), exactly each entry's seeds, and every kept episode replayed through a fresh env (env steps, no model
+call); a file that fails is refused with one line saying how to start again (rm OUT.partial). An existing OUT, a
+finished results file, is never replaced unless --overwrite is given (then only once the new run has finished); a
+missing folder of OUT is made, with a note. A failing endpoint ends the run with one line naming the URL, the HTTP
+status and what to change; the finished entries stay in OUT.partial. Before anything is played, an openai: policy's
+model name is checked against the endpoint's /v1/models, and each entry's first prompt is sent once (a prompt over
+the model's context is refused there). Where /v1/models reports the model's context (max_model_len, as vLLM and
+serve do), a --max-new-tokens that leaves no room for a prompt is refused before any request, and each first
+prompt's tokens (the answer's usage) plus --max-new-tokens are checked against it. --episodes and --entries make a
+quick check: its results file says so, and `submit` refuses it.
 
 --action-format tool offers each env's actions as one OpenAI function, take_actions, and reads the replies as tool
 calls (the request's tools and the answer's tool_calls through an openai: endpoint, the chat template's tools for
@@ -31,6 +35,8 @@ opponents and itself; `random` and `scripted` are Bargain's model-free policies 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -40,7 +46,14 @@ from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.evaluate import entry_prompts, evaluate_by_entry
 from agentgym_bench.benchmark.matches import suite_policy
 from agentgym_bench.benchmark.provenance import training_record, with_start
-from agentgym_bench.benchmark.results import Results, format_summary, read_results, summarize, write_results
+from agentgym_bench.benchmark.results import (
+    Results,
+    ResultsError,
+    format_summary,
+    read_results,
+    summarize,
+    write_results,
+)
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, available_suites, load_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.endpoint import CONTEXT_HINT, check_model, what_to_change
@@ -75,7 +88,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"who plays: {SPEC_HELP}; on two-player suites also scripted (no oracle)")
     parser.add_argument("--suite", default=DEFAULT_SUITE,
                         help=f"bundled suite ({', '.join(available_suites())}) or a suite file (default: %(default)s)")
-    parser.add_argument("--out", default="results.json.gz", help="results file to write (default: %(default)s)")
+    parser.add_argument("--out", default="results.json.gz",
+                        help="results file to write; an existing one is refused unless --overwrite (a missing folder "
+                        "is made, with a note) (default: %(default)s)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --out file (only once the new run has finished: until then the old "
+                        "file stays as it was)")
     parser.add_argument("--prompt", type=prompt_arg, default=None, metavar="NAME|ENTRY=NAME,...",
                         help="prompt template, for every entry or per entry (default: each entry's first, 'ragen')")
     parser.add_argument("--action-format", choices=ACTION_FORMATS, default=None,
@@ -120,32 +138,150 @@ def quick_check(suite: Suite, episodes: int | None, entries: list[str] | None) -
     return replace(suite, entries=tuple(chosen)), {"episodes": episodes, "entries": entries}
 
 
+def check_out(out: Path, overwrite: bool) -> None:
+    """Refuse, before any work, an ``--out`` that is a folder, or a file that exists (a finished results file is never
+    replaced by accident) unless ``overwrite``."""
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder: give a file name, e.g. --out {out / 'results.json.gz'}")
+    if out.exists() and not overwrite:
+        raise UserError(f"{out} already exists: give another --out, or add --overwrite to replace it (it is replaced "
+                        "when the new run finishes)")
+
+
 def partial_path(out: Path) -> Path:
     """Where the finished entries of a run to ``out`` are kept until it completes: ``OUT.partial``."""
     return out.with_name(out.name + ".partial")
 
 
+def start_again(partial: Path) -> str:
+    """How to discard a ``.partial`` file, as a shell command."""
+    return f"delete it to start again: rm {shlex.quote(str(partial))}"
+
+
 def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict[str, str],
             action_format: str | None = None) -> Results | None:
     """The finished entries kept in ``partial`` by an earlier run of the same settings, or ``None`` if there is no
-    such file; a :class:`UserError` if it holds another run's (other suite, policy, sampling, history, prompts,
-    action format or quick check)."""
+    such file. It is checked before it is kept: its settings must be this run's (:func:`setting_differences`), and
+    each of its entries must be one of this run's suite entries with exactly the entry's env id, env_kwargs and seeds
+    (:func:`~agentgym_bench.leaderboard.verify.check_entries`) and must replay
+    (:func:`~agentgym_bench.leaderboard.verify.replay_entry`: every recorded reply through a fresh env, env steps
+    only, no model call). Anything else is a :class:`UserError` of one line naming the file and how to start again:
+    a file that cannot be read, damaged JSON, other settings (each named, with both values), missing or foreign
+    seeds, an episode that does not replay."""
     if not partial.is_file():
         return None
-    done = read_results(partial)
-    differs = [what for what, same in [
-        ("suite", (done.suite_name, done.suite_version) == (suite.name, suite.version)),
-        ("policy, model or sampling", done.metadata["policy"] == metadata["policy"]),
-        ("trainer record", done.metadata["trainer"] == metadata["trainer"]),
-        ("--episodes/--entries", done.metadata.get("quick_check") == metadata.get("quick_check")),
-        ("prompts", all(e.prompt == prompts.get(e.name, "") for e in done.entries)),
-        ("--action-format", all(e.env_kwargs.get("action_format", "answer") == (action_format or "answer")
-                                for e in done.entries if e.opponent is None)),
-        ("entries", all(e.name in {s.name for s in suite.entries} for e in done.entries))] if not same]
+    try:
+        done = read_results(partial)
+    except (ResultsError, OSError) as err:
+        raise UserError(f"{partial} cannot be resumed, it is damaged ({one_line(err)}): "
+                        f"{start_again(partial)}") from None
+    differs = setting_differences(done, suite, metadata, prompts, action_format)
     if differs:
-        raise UserError(f"{partial} holds finished entries of a run with another {differs[0]}: delete it to start "
-                        "again, or give another --out")
+        raise UserError(f"{partial} holds finished entries of a run with other settings ({'; '.join(differs)}): run "
+                        f"with the same settings to resume it, or {start_again(partial)} (or give another --out)")
+    try:
+        check_kept(done, suite)
+    except ResultsError as err:
+        raise UserError(f"{partial} cannot be resumed, it is damaged or was edited ({one_line(err)}): "
+                        f"{start_again(partial)}") from None
     return done
+
+
+def check_kept(done: Results, suite: Suite) -> None:
+    """Raise a :class:`ResultsError` unless every entry of ``done`` is one of ``suite``'s, once, with the entry's env
+    id, fixed env_kwargs (and opponent and seats) and exactly its seeds, and replays."""
+    from agentgym_bench.leaderboard.verify import check_entries, replay_entry
+
+    names = [e.name for e in done.entries]
+    foreign = [n for n in dict.fromkeys(names) if n not in {e.name for e in suite.entries}]
+    if foreign:
+        raise ResultsError(f"entries {foreign} are not in this run's suite {suite.name}")
+    check_entries(done, replace(suite, entries=tuple(suite.entry(n) for n in dict.fromkeys(names))))
+    for entry in done.entries:
+        replay_entry(entry)
+
+
+def one_line(err: BaseException) -> str:
+    """An error's message on one line."""
+    return " ".join(str(err).split())
+
+
+POLICY_SETTINGS = {"kind": "--policy", "model": "the model", "model_sha256": "the model's weights (sha256)",
+                   "sampling.temperature": "--temperature", "sampling.top_p": "--top-p",
+                   "sampling.max_new_tokens": "--max-new-tokens", "sampling.seed": "--seed",
+                   "sampling.keyed": "keyed sampling", "history": "--history"}
+"""What a user changed when a key of ``metadata.policy`` differs (by its dotted path)."""
+
+
+def setting_differences(done: Results, suite: Suite, metadata: dict[str, Any], prompts: dict[str, str],
+                        action_format: str | None = None) -> list[str]:
+    """Each setting in which the run that wrote ``done`` differs from this one, with both values, e.g.
+    ``"--history: the file has full, this run 1"``; ``[]`` if none (the same suite, policy, sampling, history, trainer
+    record, quick check, prompts and action format)."""
+    def both(what: str, theirs: Any, ours: Any) -> str:
+        return f"{what}: the file has {theirs}, this run {ours}"
+
+    differs = []
+    if (done.suite_name, done.suite_version) != (suite.name, suite.version):
+        differs.append(both("suite", f"{done.suite_name} v{done.suite_version}", f"{suite.name} v{suite.version}"))
+    theirs, ours = flat(done.metadata["policy"]), flat(metadata["policy"])
+    for key in [*POLICY_SETTINGS, *sorted((theirs.keys() | ours.keys()) - POLICY_SETTINGS.keys())]:
+        a, b = theirs.get(key), ours.get(key)
+        if a == b or (key == "sampling.keyed" and theirs.get("kind") != ours.get("kind")):
+            continue  # keyed sampling follows the policy kind, named already
+        show = history_text if key == "history" else shown
+        differs.append(both(POLICY_SETTINGS.get(key, f"metadata.policy.{key}"), show(a), show(b)))
+    trainer_a, trainer_b = done.metadata["trainer"], metadata["trainer"]
+    if (trainer_a is None) != (trainer_b is None):
+        differs.append(both("--trained-by", "none" if trainer_a is None else "a trainer record",
+                            "none" if trainer_b is None else "a trainer record"))
+    elif trainer_a is not None:
+        theirs, ours = flat(trainer_a), flat(trainer_b)
+        keys = sorted(k for k in theirs.keys() | ours.keys() if theirs.get(k) != ours.get(k))
+        differs += [both("--selection" if k == "selection" else f"--trained-by (the trainer record's {k})",
+                         shown(theirs.get(k)), shown(ours.get(k))) for k in keys[:3]]
+        if len(keys) > 3:
+            differs.append(f"{len(keys) - 3} more keys of the trainer record")
+    quick_a, quick_b = done.metadata.get("quick_check"), metadata.get("quick_check")
+    if normal(quick_a) != normal(quick_b):
+        differs.append(both("--episodes/--entries", quick_text(quick_a) if quick_a else "none (the whole suite)",
+                            quick_text(quick_b) if quick_b else "none (the whole suite)"))
+    for e in done.entries:
+        if e.name in prompts and e.prompt != prompts[e.name]:
+            differs.append(both(f"--prompt of entry {e.name}", shown(e.prompt), shown(prompts[e.name])))
+        recorded, wanted = e.env_kwargs.get("action_format", "answer"), action_format or "answer"
+        if e.opponent is None and recorded != wanted:
+            differs.append(both(f"--action-format of entry {e.name}", recorded, wanted))
+    return differs
+
+
+def normal(value: Any) -> Any:
+    """``value`` as JSON reads it back (tuples as lists), so a record in memory compares equal to its file's."""
+    return json.loads(json.dumps(value))
+
+
+def flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested record's leaves by dotted path, as JSON reads them back."""
+    out: dict[str, Any] = {}
+    for key, value in normal(record).items():
+        if isinstance(value, dict) and value:
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def history_text(history: int | None) -> str:
+    """``--history`` as typed: ``full`` or the number of turns."""
+    return "full" if history is None else str(history)
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A setting's value for a message: ``none``, or its repr cut to ``limit`` characters."""
+    if value is None:
+        return "none"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], action_format: str | None = None, *,
@@ -209,13 +345,14 @@ def run(args: argparse.Namespace) -> int:
         if trainer is None:
             raise UserError("--selection describes how the trained model was chosen: give --trained-by too")
         trainer["selection"] = args.selection
+    out = Path(args.out)
+    check_out(out, args.overwrite)  # before a model is loaded
     sampling = Sampling(args.temperature, args.top_p, args.max_new_tokens, args.seed)
     policy, record = suite_policy(args.policy, suite, sampling, device=args.device, timeout=args.timeout,
                                   max_concurrency=args.max_concurrency)
     context = None
     if record["kind"] == "openai":
         context = check_model(args.policy.split("@", 1)[1], record["model"], timeout=min(args.timeout, 10.0))
-    out = Path(args.out)
     partial = partial_path(out)
     prompts = {} if suite.multiagent else entry_prompts(suite, args.prompt)
     metadata = {"policy": {**record, "history": args.history}, "trainer": trainer,
@@ -224,11 +361,16 @@ def run(args: argparse.Namespace) -> int:
     if record["kind"] == "openai" and not suite.multiagent:
         probe_first_prompts(policy, suite, prompts, args.action_format, context=context,
                             max_new_tokens=args.max_new_tokens)
+    if not out.parent.exists():
+        out.parent.mkdir(parents=True)
+        print(f"made the folder {out.parent} for --out {out}")
     what = "matches" if suite.multiagent else "episodes"
     print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} {what}"
           f"{' (a quick check: not submittable)' if quick else ''}")
     if done is not None:
-        print(f"resuming from {partial}: {', '.join(e.name for e in done.entries)} kept")
+        kept = sum(len(e.episodes) for e in done.entries)
+        print(f"resuming from {partial}: {', '.join(e.name for e in done.entries)} kept ({kept} {what}, checked by "
+              "replay)")
 
     def keep(results: Results) -> None:
         if quick:

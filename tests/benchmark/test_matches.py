@@ -152,6 +152,10 @@ def test_eval_command_writes_a_two_player_results_file(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "12 matches" in printed and "score (mean over entries of the policy's mean payoff)" in printed
     assert loads(out.read_bytes()).entries[2].opponent == "self"
-    assert main(["eval", "--suite", str(suite_file), "--policy", "oracle", "--out", str(out)]) == 2
+    other = tmp_path / "other.json.gz"  # not out: an existing --out is refused before anything else
+    assert main(["eval", "--suite", str(suite_file), "--policy", "oracle", "--out", str(other)]) == 2
+    assert "no oracle exists" in capsys.readouterr().err
     assert main(["eval", "--suite", str(suite_file), "--policy", "random", "--prompt", "compact",
-                 "--out", str(out)]) == 2
+                 "--out", str(other)]) == 2
+    assert "there is no prompt template to choose" in capsys.readouterr().err
+    assert not other.exists()

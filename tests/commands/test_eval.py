@@ -115,7 +115,9 @@ def test_a_context_overflow_keeps_finished_entries_and_a_rerun_resumes_them(tmp_
     assert 2 + 3 + 1 <= len(CountingHandler.posts) - posts <= 2 + 3 + 3
 
     line = one_line(cli(*run, "--policy", f"openai:tiny@{server.base_url}", "--history", "1", cwd=tmp_path))
-    assert "r.json.gz.partial holds finished entries of a run with another policy, model or sampling" in line
+    assert ("r.json.gz.partial holds finished entries of a run with other settings (--history: the file has full, "
+            "this run 1): run with the same settings to resume it, or delete it to start again: rm r.json.gz.partial "
+            "(or give another --out)") in line
 
     done = cli(*run, "--policy", f"openai:tiny@{long_server.base_url}", cwd=tmp_path)  # a longer context
     assert done.returncode == 0 and "resuming from r.json.gz.partial: bandit kept" in done.stdout, done.stderr
