@@ -66,13 +66,13 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
-from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, loads, sha256_text
+from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, TurnRecord, loads, sha256_text
 from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite
 from agentgym_bench.paths import published_board
 from agentgym_bench.progress import progress as progress_bar
@@ -127,10 +127,55 @@ class RegenerationMismatch(ReplayMismatch):
 
 
 def same_reply(text: str, token_ids: list[int] | None, other_text: str, other_token_ids: list[int] | None) -> bool:
-    """Whether two replies are identical: token for token where both record token ids, else string-identical."""
-    if token_ids is not None and other_token_ids is not None:
-        return list(token_ids) == list(other_token_ids)
-    return text == other_text
+    """Whether two replies are identical: string-identical, and token for token where both record token ids (the
+    text is what replay plays, the tokens what a model wrote; a reply is the same only if both are)."""
+    if text != other_text:
+        return False
+    return token_ids is None or other_token_ids is None or list(token_ids) == list(other_token_ids)
+
+
+def policy_turns(results: Results) -> Iterator[tuple[str, TurnRecord]]:
+    """``(where, turn)`` of every turn the evaluated policy wrote: every turn of a single-agent episode; of a match,
+    the moves of the policy's seat (both seats' in self-play). ``where`` names the entry, seed and turn or move."""
+    for entry in results.entries:
+        for episode in entry.episodes:
+            for t, turn in enumerate(episode.turns):
+                if entry.opponent is None:
+                    yield f"entry {entry.name}, seed {episode.seed}, turn {t + 1}", turn
+                elif entry.opponent == "self" or (episode.match is not None and turn.agent == episode.match.learner):
+                    yield f"entry {entry.name}, seed {episode.seed}, move {t + 1}", turn
+
+
+def check_reply_claims(results: Results) -> None:
+    """What a file may claim of its policy's replies (check 4b): a model-free policy writes text, so its turns record
+    no ``token_ids``; a reply's ``token_ids`` are at most the file's own ``sampling.max_new_tokens``. A
+    :class:`ResultsError` names the first turn that breaks either."""
+    policy = results.metadata["policy"]
+    kind, budget = policy["kind"], policy["sampling"]["max_new_tokens"]
+    for where, turn in policy_turns(results):
+        if turn.token_ids is None:
+            continue
+        if kind in MODEL_FREE:
+            raise ResultsError(f"{where}: the {kind} policy writes text, not tokens, and the file records token_ids")
+        if len(turn.token_ids) > budget:
+            raise ResultsError(f"{where}: the reply has {len(turn.token_ids)} token ids, more than the file's own "
+                               f"max_new_tokens={budget} allows")
+
+
+def check_decoding(results: Results, tokenizer: Any, stop_ids: Sequence[int]) -> None:
+    """Every reply of the file's model is the decoding of its ``token_ids`` under the model's tokenizer
+    (:func:`~agentgym_bench.rollout.hf.decode_reply`, how evaluation wrote it); else a :class:`ResultsError` naming
+    the first turn whose text and tokens disagree. Replay plays the text and re-generation compares the tokens, so
+    this is what makes both checks speak of one reply."""
+    from agentgym_bench.rollout.hf import decode_reply
+
+    stops = set(stop_ids)
+    for where, turn in policy_turns(results):
+        decoded = decode_reply(tokenizer, stops, turn.token_ids or [])
+        if decoded != turn.reply:
+            raise ResultsError(f"{where}: the reply text is not the decoding of its token_ids under the model's "
+                               f"tokenizer (the text {turn.reply[:80]!r}, the tokens {decoded[:80]!r}); a reply's "
+                               "text and tokens must agree")
 
 
 @dataclass(frozen=True)
@@ -565,6 +610,10 @@ def regeneration_blocker(results: Results, root: str | os.PathLike | None = None
     recorded = policy["model_sha256"]
     if recorded is None or model_sha256(path) != recorded:
         return None, f"the weights of model {model} here do not match the recorded model_sha256"
+    untokened = next((where for where, turn in policy_turns(results) if turn.token_ids is None), None)
+    if untokened is not None:
+        return None, (f"{untokened} records no token_ids: a model's replies are re-generated token for token, so a "
+                      "file without them can only be replayed")
     return path, None
 
 
@@ -625,37 +674,53 @@ def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int
 
 
 def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]], model: str,
-                   progress: bool = False) -> str | None:
-    """Re-generate every reply of the file's model in the evaluation's batches (:func:`evaluation_batches`) and
-    compare; ``None`` if all are identical, else how many differ and the first.
+                   progress: bool = False, cap: float = math.inf) -> str | None:
+    """Re-generate every reply of the file's model in the evaluation's batches (:func:`evaluation_batches`), call by
+    call, and compare; ``None`` if all are identical, else why the file is not *reproduced*.
 
     ``model``: the folder :func:`regeneration_blocker` found, built as ``eval`` builds it
     (:func:`~agentgym_bench.benchmark.matches.suite_policy`: the recorded sampling settings, the same chunks of
     conversations per forward pass), each reply under the key the evaluation used. A prompt longer than the model
-    reads gets an empty reply, as in evaluation. Replies are compared with :func:`same_reply`.
+    reads gets an empty reply, as in evaluation. Replies are compared with :func:`same_reply` (text and tokens).
+
+    Re-generation stops at the first call in which a reply differs (the message counts that call's differing
+    replies and names the first), and after the call whose work passes ``cap`` FLOPs (2 x the parameters of the
+    weight files x the prompt and generated tokens of every row the model ran; rows too long to run cost nothing).
+    Call ``t`` reads only replies that calls before it re-generated identically, so the work done before either stop
+    is what the model itself costs on these episodes: nothing a file holds (padded replies, claimed lengths) can make
+    it more.
     """
     from agentgym_bench.benchmark.matches import suite_policy
     from agentgym_bench.rollout.specs import sampling_of
 
     policy, _ = suite_policy(f"hf:{model}", suite, sampling_of(results.metadata["policy"]))
     calls = evaluation_batches(results, suite, texts)
-    differing: list[Move] = []
-    with progress_bar(sum(len(c) for c in calls), "re-generation", "turn", enabled=progress) as bar:
-        for call in calls:
+    parameters = parameter_count(model) if cap < math.inf else 0
+    total = sum(len(c) for c in calls)
+    flops, done = 0.0, 0
+    with progress_bar(total, "re-generation", "turn", enabled=progress) as bar:
+        for i, call in enumerate(calls):
             offered = [_Offers(m.tools) for m in call]  # what generate reads of an env: the tools it offers
             generations = policy.generate([m.messages for m in call], offered, keys=[m.key for m in call])
-            for move, g in zip(call, generations, strict=True):
-                if not same_reply(g.text, g.token_ids, move.turn.reply, move.turn.token_ids):
-                    differing.append(move)
+            differing = [move for move, g in zip(call, generations, strict=True)
+                         if not same_reply(g.text, g.token_ids, move.turn.reply, move.turn.token_ids)]
+            if differing:
+                first = differing[0]
+                episodes = len({m.episode for m in differing})
+                return (f"re-generation failed: {len(differing)} of the {len(call)} replies in {episodes} episodes "
+                        f"of generate call {i + 1} of {len(calls)} differ (re-generation stops at the first call that "
+                        f"differs); the first, {first.where}: the re-generated reply differs from the recorded text "
+                        "and token_ids")
+            done += len(call)
             bar.update(len(call))
-    if not differing:
-        return None
-    first = differing[0]
-    what = "tokens differ from the recorded token_ids" if first.turn.token_ids is not None else (
-        "reply differs from the recorded one")
-    episodes = len({m.episode for m in differing})
-    return (f"{len(differing)} of {sum(len(c) for c in calls)} replies in {episodes} episodes differ; the first, "
-            f"{first.where}: the re-generated {what}")
+            flops += 2.0 * parameters * sum((g.prompt_tokens or 0) + len(g.token_ids) for g in generations
+                                            if g.token_ids)
+            if flops > cap and i + 1 < len(calls):
+                return (f"re-generation stopped at this verifier's cap of {cap:.1e} FLOPs (submit "
+                        f"--regeneration-cap) after {i + 1} of {len(calls)} generate calls, about {flops:.1e} FLOPs: "
+                        f"{done} of {total} replies re-generated, all identical; re-generate it in full with "
+                        "`agentgym-bench reproduce` on a GPU")
+    return None
 
 
 @dataclass(frozen=True)
@@ -691,10 +756,11 @@ def _policy_moves(entry: EntryResults, episode: Any, text: EpisodeText, history:
 
 
 REGENERATION_CAP = 5e13
-"""Most work check 7 takes on, in estimated forward-pass FLOPs (:func:`regeneration_flops`); a file above it stays
-*replayed*, with the estimate on the board. The published default model + SFT's agentgym-v2 file is about 4e12
-(docs/leaderboard.md has the measured times); a 0.5B-parameter model on the same episodes is about 1.6e15, hours on
-a CPU."""
+"""Most work check 7 takes on, in forward-pass FLOPs: a file whose first turns alone would cost more
+(:func:`regeneration_cost_blocker`) is not re-generated, and re-generation stops once its work passes it
+(:func:`regenerate_all`); either way the file stays *replayed*, the board saying why. The published default model +
+SFT's agentgym-v2 file costs about 3e12 in full (docs/leaderboard.md has the measured times); a 0.5B-parameter
+model on the same episodes is about 1e15, hours on a CPU."""
 SAFETENSORS_HEADER_BYTES = 16 << 20
 """Largest ``.safetensors`` header :func:`parameter_count` reads (real ones are kilobytes to a few MB)."""
 
@@ -731,36 +797,38 @@ def _safetensors_parameters(path: Path) -> int | None:
         return None
 
 
-def regeneration_flops(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]],
-                       parameters: int) -> tuple[float, int]:
-    """The estimated forward-pass FLOPs of re-generating every reply (check 7) and the tokens they cover:
-    ``2 * parameters * tokens``, where a reply's tokens are its prompt's (the messages' and tools' text counted as
-    one token a byte: a tokenizer makes fewer of them, so the estimate errs high) and its own (its recorded
-    ``token_ids``, else its text's bytes).
-    Everything comes from the replayed episodes and the verifier's copy of the weights; nothing the file claims
-    about its own cost (``metadata.compute``) is used."""
-    prompt_bytes = replies = 0
+def first_turn_tokens(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]],
+                      tokenizer: Any) -> int:
+    """The prompt tokens of the first turn of every episode (of a match: each seat's first move), rendered with the
+    model's chat template as ``generate`` renders them. Their number is the suite's, and their text the env's (the
+    first turn reads no reply), so nothing the file holds changes the count; re-generation reads at least these
+    tokens."""
+    total = 0
     for call in evaluation_batches(results, suite, texts):
         for move in call:
-            prompt_bytes += sum(len(str(m.get("content") or "").encode()) for m in move.messages)
-            prompt_bytes += len(json.dumps(move.tools).encode()) if move.tools else 0
-            ids = move.turn.token_ids
-            replies += len(ids) if ids is not None else len(move.turn.reply.encode())
-    tokens = prompt_bytes + replies
-    return 2.0 * parameters * tokens, tokens
+            if move.key[-1] != 0:  # the key's last element: the turn (a seat's move) it samples
+                continue
+            prompt = tokenizer.apply_chat_template(move.messages, tools=move.tools or None, add_generation_prompt=True,
+                                                   tokenize=False)
+            total += len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+    return total
 
 
 def regeneration_cost_blocker(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]],
-                              folder: str, cap: float = REGENERATION_CAP) -> str | None:
-    """Why check 7 is not run here (the estimate is above ``cap`` FLOPs, :func:`regeneration_flops`), or ``None``
-    if it is within the cap."""
+                              folder: str, tokenizer: Any, cap: float = REGENERATION_CAP) -> str | None:
+    """Why check 7 is not attempted here, or ``None``: the first turns' prompts alone (:func:`first_turn_tokens`,
+    read once by a forward pass of ``2 x parameters`` FLOPs a token, parameters from the weight files here) are
+    above ``cap`` FLOPs. Everything comes from the suite's episodes and the verifier's copy of the model; nothing the
+    file claims (its replies, ``metadata.compute``) enters. Work past the first turns is metered while it is done
+    (:func:`regenerate_all`)."""
     parameters = parameter_count(folder)
-    flops, tokens = regeneration_flops(results, suite, texts, parameters)
+    tokens = first_turn_tokens(results, suite, texts, tokenizer)
+    flops = 2.0 * parameters * tokens
     if flops <= cap:
         return None
-    return (f"not re-generated here: a model of {parameters:,} parameters over about {tokens:,} prompt and reply "
-            f"tokens is about {flops:.1e} FLOPs, above this verifier's re-generation cap of {cap:.1e} (submit "
-            "--regeneration-cap); re-generate it with `agentgym-bench reproduce` on a GPU")
+    return (f"not re-generated here: a model of {parameters:,} parameters reading the {tokens:,} prompt tokens of "
+            f"the first turns alone is about {flops:.1e} FLOPs, above this verifier's re-generation cap of {cap:.1e} "
+            "(submit --regeneration-cap); re-generate it with `agentgym-bench reproduce` on a GPU")
 
 
 def published_models(board: str | os.PathLike | None) -> Path | None:
@@ -787,6 +855,7 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
             :func:`regeneration_cost_blocker`); a file above it stays *replayed*, saying so.
     """
     from agentgym_bench.benchmark.evaluate import package_version
+    from agentgym_bench.rollout.hf import load_tokenizer
 
     raw = read_source(source)
     digest = hashlib.sha256(raw).hexdigest()
@@ -794,6 +863,7 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     check_submittable(results)
     suite = check_suite(results, suite)
     check_entries(results, suite)
+    check_reply_claims(results)
     model_free = model_free_policy(results, suite)
     models = published_models(board(suite) if callable(board) else board)
     folder, blocker = None, None
@@ -823,12 +893,13 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     if blocker is not None:
         return Verified(results, suite, raw, digest, REPLAYED, blocker, total, notes)
     assert folder is not None
-    too_costly = regeneration_cost_blocker(results, suite, texts, folder, regeneration_cap)
+    tokenizer, stop_ids = load_tokenizer(folder)
+    check_decoding(results, tokenizer, stop_ids)
+    too_costly = regeneration_cost_blocker(results, suite, texts, folder, tokenizer, regeneration_cap)
     if too_costly is not None:
         return Verified(results, suite, raw, digest, REPLAYED, too_costly, total, notes)
-    difference = regenerate_all(results, suite, texts, folder, progress)
+    difference = regenerate_all(results, suite, texts, folder, progress, regeneration_cap)
     if difference is None:
         return Verified(results, suite, raw, digest, REPRODUCED,
                         f"all {total} episodes re-generated token for token in the evaluation's batches", total, notes)
-    return Verified(results, suite, raw, digest, REPLAYED, f"re-generation of all {total} episodes failed: "
-                    f"{difference}", total, notes)
+    return Verified(results, suite, raw, digest, REPLAYED, difference, total, notes)

@@ -46,18 +46,41 @@ def logits_argument(model: Any) -> str | None:
     return next((name for name in ("logits_to_keep", "num_logits_to_keep") if name in parameters), None)
 
 
-def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:
+def stop_token_ids(generation_config: Any, tokenizer: Any) -> list[int]:
     """The ids that end a reply: the model's ``generation_config.eos_token_id`` (int or list) and the tokenizer's
     ``eos_token_id``. No model family is special-cased; Qwen2.5-Instruct lists ``<|im_end|>`` and ``<|endoftext|>``
     there, the default model ``<|end|>``."""
     ids: set[int] = set()
-    for value in (model.generation_config.eos_token_id, tokenizer.eos_token_id):
+    for value in (generation_config.eos_token_id, tokenizer.eos_token_id):
         if value is None:
             continue
         ids.update([value] if isinstance(value, int) else value)
     if not ids:
         raise ValueError("neither the model's generation_config nor the tokenizer defines an eos token id")
     return sorted(ids)
+
+
+def decode_reply(tokenizer: Any, stop_ids: Sequence[int], ids: Sequence[int]) -> str:
+    """A reply's text from its token ids, as :class:`HFPolicy` decodes every reply: the ids before a final stop token
+    (``stop_ids``), special tokens skipped. The one rule that binds a reply's text to its tokens (a leaderboard's
+    re-generation check refuses a file whose texts are not this of its tokens)."""
+    text_ids = list(ids[:-1]) if ids and ids[-1] in stop_ids else list(ids)
+    return tokenizer.decode(text_ids, skip_special_tokens=True)
+
+
+def load_tokenizer(path: str | os.PathLike) -> tuple[Any, list[int]]:
+    """A local model folder's tokenizer and stop ids (:func:`stop_token_ids` of its generation config), without
+    loading the weights: what reading a reply's tokens needs. The generation config is ``generation_config.json``,
+    else derived from ``config.json``, as ``from_pretrained`` does for the model."""
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+
+    with no_progress_bars():
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        try:
+            generation_config = GenerationConfig.from_pretrained(path)
+        except OSError:
+            generation_config = GenerationConfig.from_model_config(AutoConfig.from_pretrained(path))
+    return tokenizer, stop_token_ids(generation_config, tokenizer)
 
 
 class HFPolicy:
@@ -119,7 +142,7 @@ class HFPolicy:
         self.max_batch_size = max_batch_size
         self.overlong = overlong
         self.stop_strings = [s for s in stop_strings if s]
-        self.stop_ids = stop_token_ids(model, tokenizer)
+        self.stop_ids = stop_token_ids(model.generation_config, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
         self.logits_argument = logits_argument(model)  # None: the head runs on every position of the prompt
@@ -211,9 +234,8 @@ class HFPolicy:
         for row_tokens, row_logprobs, n, prompt in zip(tokens.tolist(), logprobs.tolist(), lengths.tolist(), prompts,
                                                        strict=True):
             ids = row_tokens[:n]
-            text_ids = ids[:-1] if ids[-1] in stops else ids
-            results.append(Generation(self.tokenizer.decode(text_ids, skip_special_tokens=True), ids,
-                                      row_logprobs[:n], prompt_tokens=len(prompt)))
+            results.append(Generation(decode_reply(self.tokenizer, stops, ids), ids, row_logprobs[:n],
+                                      prompt_tokens=len(prompt)))
         return results
 
     @torch.no_grad()

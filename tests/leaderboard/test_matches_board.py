@@ -87,7 +87,7 @@ def test_regeneration_catches_a_model_that_did_not_play(ma_suite, hf_ma_bytes, m
         data["metadata"]["policy"]["model_sha256"] = model_sha256(models[1])
 
     verified = verify(edit(hf_ma_bytes, rename), ma_suite)
-    assert verified.mark == REPLAYED and "re-generation of all 18 episodes failed" in verified.regeneration
+    assert verified.mark == REPLAYED and verified.regeneration.startswith("re-generation failed: ")
 
 
 def _entry(data, name):

@@ -7,8 +7,10 @@ import gzip
 import json
 from typing import Any
 
+import pytest
+
 from agentgym_bench.benchmark.evaluate import evaluate
-from agentgym_bench.benchmark.results import dumps, loads
+from agentgym_bench.benchmark.results import ResultsError, dumps, loads
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, evaluation_batches, replay_entry, verify
 from agentgym_bench.rollout.specs import Sampling, policy_from_spec
 from tests.leaderboard.test_matches_board import hf_ma_bytes, ma_suite, ma_suite_file  # noqa: F401 - fixtures
@@ -88,19 +90,28 @@ def test_honest_model_files_are_reproduced_in_full(suite, hf_bytes, ma_suite, hf
     assert verified.mark == REPRODUCED, verified.regeneration
 
 
-def test_one_forged_reply_is_found_whatever_the_bytes_of_the_file(suite, hf_bytes):
-    """One reply's tokens changed (the text kept, so replay passes): every reply is re-generated, so no re-encoding
-    of the file (the issue's grind: gzip headers with other mtimes) can hide it from a sample."""
+def test_one_forged_reply_is_found_whatever_the_bytes_of_the_file(suite, hf_bytes, model_dir):
+    """One reply's tokens changed, its text the decoding of the new tokens (so the file is consistent and replay
+    passes): every reply is re-generated, so no re-encoding of the file (the issue's grind: gzip headers with other
+    mtimes) can hide it from a sample. Changing the tokens alone is refused outright (the text must be theirs)."""
+    from agentgym_bench.rollout.hf import decode_reply, load_tokenizer
+
+    tokenizer, stops = load_tokenizer(model_dir)
     data = json.loads(gzip.decompress(hf_bytes))
     turn = data["entries"][1]["episodes"][5]["turns"][0]
-    turn["token_ids"] = [*turn["token_ids"][:-1], turn["token_ids"][-1] + 1]
+    only_tokens = edit(hf_bytes, lambda d: d["entries"][1]["episodes"][5]["turns"][0].update(
+        token_ids=[tokenizer.convert_tokens_to_ids("Left"), *turn["token_ids"][1:]]))
+    with pytest.raises(ResultsError, match="seed 1000000005, turn 1: the reply text is not the decoding of its "):
+        verify(only_tokens, suite)
+    turn["token_ids"] = [tokenizer.convert_tokens_to_ids("think"), *turn["token_ids"][1:]]
+    turn["reply"] = decode_reply(tokenizer, stops, turn["token_ids"])
     text = json.dumps(data).encode()
     for mtime in range(4):
         verified = verify(gzip.compress(text, mtime=mtime), suite)
         assert verified.mark == REPLAYED
-        assert verified.regeneration.startswith("re-generation of all 20 episodes failed: 1 of ")
-        assert "in 1 episodes differ; the first, entry sokoban-6x6, seed 1000000005, turn 1: " in (
-            verified.regeneration)
+        assert verified.regeneration.startswith("re-generation failed: 1 of the "), verified.regeneration
+        assert "in 1 episodes of generate call 1 of " in verified.regeneration
+        assert "the first, entry sokoban-6x6, seed 1000000005, turn 1: " in verified.regeneration
     assert verify(edit(hf_bytes, lambda d: None), suite).mark == REPRODUCED
 
 

@@ -1,6 +1,7 @@
-"""Check 7's cost cap (issue 51): re-generating a local model's replies costs what its evaluation's generation cost,
-so above an estimated number of FLOPs (parameters read from the weight files' headers, tokens from the replayed
-episodes, nothing from the file's own claims) the entry stays *replayed*, saying why on the board."""
+"""Check 7's cost cap (issues 51, 58): re-generating a local model's replies costs what its evaluation's generation
+cost, so a file whose first turns alone are above the cap (parameters read from the weight files' headers, prompt
+tokens from the replayed episodes' opening prompts, nothing from the file's own claims) stays *replayed*, saying why
+on the board, and re-generation stops once its metered work passes the cap."""
 
 from __future__ import annotations
 
@@ -14,18 +15,21 @@ from agentgym_bench.cli import main
 from agentgym_bench.leaderboard.verify import (
     REPLAYED,
     REPRODUCED,
+    first_turn_tokens,
     parameter_count,
-    regeneration_flops,
     replay_entry,
     verify,
 )
+from agentgym_bench.rollout.hf import load_tokenizer
 from tests.leaderboard.test_verify import edit
 
 
-def estimate(raw: bytes, suite, folder) -> tuple[float, int]:
+def first_turns(raw: bytes, suite, folder) -> tuple[float, int]:
+    """``(FLOPs, tokens)`` of the opening prompts of ``raw``'s episodes under the model in ``folder``."""
     results = loads(raw)
     texts = {e.name: replay_entry(e, keep={ep.seed for ep in e.episodes}) for e in results.entries}
-    return regeneration_flops(results, suite, texts, parameter_count(folder))
+    tokens = first_turn_tokens(results, suite, texts, load_tokenizer(folder)[0])
+    return 2.0 * parameter_count(folder) * tokens, tokens
 
 
 def test_parameters_are_read_from_the_safetensors_header(models, model_and_tokenizer):
@@ -46,20 +50,26 @@ def test_other_weight_files_and_unreadable_headers_count_as_16_bit_weights(tmp_p
 
 
 def test_a_model_file_over_the_cap_stays_replayed_and_says_why(suite, hf_bytes, models):
-    """The default model's file on the tiny suite, with the cap set just below its estimate: not re-generated, marked
-    replayed with the estimate; just above it, re-generated in full. The file's own token counts play no part."""
-    flops, tokens = estimate(hf_bytes, suite, models[0])
+    """The default model's file on the tiny suite, with the cap set just below its first turns' cost: not
+    re-generated, marked replayed with the estimate; just above it, re-generation starts and stops after the first
+    call, whose replies cost more; with room for all, re-generated in full. The file's own token counts play no
+    part."""
+    flops, tokens = first_turns(hf_bytes, suite, models[0])
     parameters = parameter_count(models[0])
-    assert flops == 2.0 * parameters * tokens and tokens > 1000
+    assert flops == 2.0 * parameters * tokens and tokens > 200
     verified = verify(hf_bytes, suite, regeneration_cap=flops * 0.99)
     assert verified.mark == REPLAYED
     assert verified.regeneration == (
-        f"not re-generated here: a model of {parameters:,} parameters over about {tokens:,} prompt and reply tokens "
-        f"is about {flops:.1e} FLOPs, above this verifier's re-generation cap of {flops * 0.99:.1e} (submit "
-        "--regeneration-cap); re-generate it with `agentgym-bench reproduce` on a GPU")
+        f"not re-generated here: a model of {parameters:,} parameters reading the {tokens:,} prompt tokens of the "
+        f"first turns alone is about {flops:.1e} FLOPs, above this verifier's re-generation cap of {flops * 0.99:.1e} "
+        "(submit --regeneration-cap); re-generate it with `agentgym-bench reproduce` on a GPU")
     understated = edit(hf_bytes, lambda d: d["metadata"]["compute"].update(prompt_tokens=1, generated_tokens=1))
     assert verify(understated, suite, regeneration_cap=flops * 0.99).regeneration == verified.regeneration
-    assert verify(hf_bytes, suite, regeneration_cap=flops * 1.01).mark == REPRODUCED
+    stopped = verify(hf_bytes, suite, regeneration_cap=flops * 1.0001)
+    assert stopped.mark == REPLAYED
+    assert stopped.regeneration.startswith("re-generation stopped at this verifier's cap of "), stopped.regeneration
+    assert "after 1 of " in stopped.regeneration and "all identical" in stopped.regeneration
+    assert verify(hf_bytes, suite, regeneration_cap=flops * 100).mark == REPRODUCED
 
 
 def test_submit_takes_the_cap_and_the_board_shows_the_reason(tmp_path, suite_file, hf_bytes):

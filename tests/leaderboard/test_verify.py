@@ -88,7 +88,7 @@ def test_regeneration_catches_replies_of_another_model(suite, models, hf_bytes):
 
     verified = verify(edit(hf_bytes, rename), suite)
     assert verified.mark == REPLAYED
-    assert "re-generation of all 20 episodes failed" in verified.regeneration
+    assert verified.regeneration.startswith("re-generation failed: "), verified.regeneration
     assert verify(hf_bytes, suite).mark == REPRODUCED
 
 

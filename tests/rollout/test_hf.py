@@ -62,7 +62,7 @@ def test_tiny_top_p_is_greedy(model_and_tokenizer):
 
 def test_generation_fields(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    stops = set(stop_token_ids(model, tokenizer))
+    stops = set(stop_token_ids(model.generation_config, tokenizer))
     for g in HFPolicy(model, tokenizer, max_new_tokens=12, seed=5).generate(conversations(12)):
         assert 1 <= len(g.token_ids) <= 12 and len(g.logprobs) == len(g.token_ids)
         assert all(lp <= 0 for lp in g.logprobs)
