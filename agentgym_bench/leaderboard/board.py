@@ -29,6 +29,14 @@ takes such paths.
 
 :func:`rebuild` re-renders a board from its stored submissions (checking each file's SHA-256 against the index);
 the verification marks stay those found when each file was submitted.
+
+A board's files are data, never code paths. :func:`read_index`, the one place a board is read from, checks the index
+against :data:`INDEX_SCHEMA` (every field the code uses, with its type; slugs that are their names' file-name
+form), so a damaged ``board.json`` (truncated, empty, of another shape) is one line naming it and how to restore it,
+never a traceback half-way through. It also refuses a symbolic link among the board's folders and files
+(:func:`check_no_links`), and every path the board writes, renames onto or deletes goes through :func:`board_path`,
+which refuses a link on the way: nothing is written or deleted outside the board. Re-rendering deletes only the
+files it wrote for an entry no longer on the board (``submissions/<slug>.json.gz``, ``transcripts/<slug>.js``).
 """
 
 from __future__ import annotations
@@ -51,7 +59,7 @@ from typing import Any
 from agentgym_bench.benchmark.results import Results, Summary, summarize
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
-from agentgym_bench.leaderboard.verify import EpisodeText, Verified, check_name, replay_entry
+from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, EpisodeText, Verified, check_name, replay_entry
 from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board, write_atomic
 
 BOARD_FORMAT = "agentgym-bench-board"
@@ -81,15 +89,189 @@ def _entry_dict(e: SuiteEntry) -> dict[str, Any]:
             "episodes": e.episodes, "oracle_success": e.oracle_success}
 
 
-def read_index(folder: Path) -> dict[str, Any] | None:
-    """The board's index, or ``None`` if the folder holds no board yet."""
-    path = Path(folder) / INDEX
-    if not path.is_file():
+OWN_FOLDERS = ("submissions", "transcripts", "models", "incoming")
+"""The board's folders: what it stores, renders and publishes, and where pull requests add files."""
+OWN_FILES = (INDEX, "README.md", "scores.png", "index.html", ".gitignore", LOCK)
+"""The board's files (in its folder itself); ``submissions/`` and ``transcripts/`` hold one file per submission."""
+SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+"""What :func:`slugify` makes of a name with a letter or digit: the only file names the board writes or deletes in
+``submissions/`` and ``transcripts/`` (with their suffix)."""
+
+
+def board_path(folder: str | os.PathLike, *parts: str) -> Path:
+    """``folder/parts...``, after checking that neither it nor a folder between ``folder`` and it is a symbolic link:
+    the gate of every path a board writes, renames onto or deletes, so nothing is written or deleted outside the
+    board (a link's target could be anywhere). ``folder`` itself may be a link (the user named it). Each part is one
+    plain name.
+
+    Raises:
+        UserError: naming the link (the board left as it is).
+    """
+    path = Path(folder)
+    for part in parts:
+        if part in ("", ".", "..") or "/" in part or "\\" in part:
+            raise UserError(f"board {folder}: {part!r} is not a file name of a board")
+        path = path / part
+        if path.is_symlink():
+            raise UserError(f"board {folder}: {path} is a symbolic link (to {os.readlink(path)}); a board writes and "
+                            "deletes only its own files and folders, never through a link: replace the link by the "
+                            "folder or file itself")
+    return path
+
+
+def check_no_links(folder: Path) -> None:
+    """Refuse (:class:`UserError`, one line naming it) a symbolic link among the board's folders and files
+    (:data:`OWN_FOLDERS`, :data:`OWN_FILES`, the files of ``submissions/`` and ``transcripts/``): every command that
+    reads a board calls this first (:func:`read_index`), before anything is read, written or deleted."""
+    for name in (*OWN_FOLDERS, *OWN_FILES):
+        board_path(folder, name)
+    for sub in ("submissions", "transcripts"):
+        if (folder / sub).is_dir():
+            for p in sorted((folder / sub).iterdir()):
+                board_path(folder, sub, p.name)
+
+
+_STRING, _INTEGER, _NUMBER = {"type": "string"}, {"type": "integer"}, {"type": "number"}
+_OBJECT, _STRINGS = {"type": "object"}, {"type": "array", "items": {"type": "string"}}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "type": ["null", schema["type"]]}
+
+
+def _numbers(*keys: str, integers: tuple[str, ...] = ()) -> dict[str, Any]:
+    """An object requiring ``keys`` as numbers and ``integers`` as integers."""
+    return {"type": "object", "required": [*integers, *keys],
+            "properties": {**{k: _INTEGER for k in integers}, **{k: _NUMBER for k in keys}}}
+
+
+_RATE = _numbers("rate", "low", "high", integers=("count",))
+_ENTRY_SUMMARY = {**_numbers("rate", "low", "high", "mean_return", "mean_return_low", "mean_return_high", "normalised",
+                             integers=("successes", "n")),
+                  "dependentRequired": {"opponent": ["draw", "loss", "deal"]}}
+_ENTRY_SUMMARY["properties"].update(opponent=_STRING, draw=_RATE, loss=_RATE, deal=_nullable(_RATE))
+_RECORD = {
+    "type": "object",
+    "required": ["name", "slug", "mark", "regeneration", "notes", "kind", "model", "model_sha256", "sampling",
+                 "history", "trainer", "prompts", "submitted", "evaluated", "package_version", "git_commit",
+                 "hardware", "sha256", "compute", "summary"],
+    "properties": {
+        "name": _STRING, "slug": {"type": "string", "pattern": f"^{SLUG.pattern}$"},
+        "mark": {"enum": [REPLAYED, REPRODUCED]}, "regeneration": _STRING, "notes": _STRINGS, "kind": _STRING,
+        "model": _nullable(_STRING), "model_sha256": _nullable(_STRING), "sampling": _OBJECT,
+        "history": _nullable(_INTEGER), "trainer": _nullable(_STRING), "prompts": _OBJECT, "submitted": _STRING,
+        "evaluated": _STRING, "package_version": _STRING, "git_commit": _nullable(_STRING), "hardware": _OBJECT,
+        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        "compute": {"type": "object", "required": ["env_steps", "generated_tokens", "wall_time_s"],
+                    "properties": {"env_steps": _nullable(_INTEGER), "generated_tokens": _nullable(_INTEGER),
+                                   "wall_time_s": _NUMBER}},
+        "summary": {"type": "object", "required": ["entries", "score"],
+                    "properties": {"entries": {"type": "object", "additionalProperties": _ENTRY_SUMMARY},
+                                   "score": {"type": "array", "items": _NUMBER, "minItems": 3, "maxItems": 3}}},
+        # written by training_json; a board made before they existed lacks them (submit and rebuild fill them in)
+        "trainer_config": _nullable(_OBJECT), "curves": _OBJECT, "selection": _nullable(_STRING),
+    },
+}
+INDEX_SCHEMA = {
+    "type": "object", "required": ["format", "format_version", "suite", "submissions"],
+    "properties": {
+        "format": _STRING, "format_version": {"const": 1},
+        "suite": {"type": "object", "required": ["name", "version", "split", "seed_start", "entries"],
+                  "properties": {"name": _STRING, "version": _INTEGER, "split": _STRING, "seed_start": _INTEGER,
+                                 "description": _STRING,
+                                 "entries": {"type": "array", "items": {
+                                     "type": "object", "required": ["name", "env_id", "episodes"],
+                                     "properties": {"name": _STRING, "env_id": _STRING, "env_kwargs": _OBJECT,
+                                                    "prompts": _STRINGS, "episodes": _INTEGER,
+                                                    "oracle_success": _NUMBER, "opponent": _STRING}}}}},
+        "submissions": {"type": "array", "items": _RECORD},
+    },
+}
+"""The shape of ``board.json`` (:func:`read_index` checks it): every field the board's code reads, with its type."""
+
+_TYPE_WORDS = {"object": "an object", "array": "an array", "string": "a string", "boolean": "a boolean",
+               "integer": "an integer", "number": "a number", "null": "null"}
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
+               type(None): "null"}
+
+
+def read_index(folder: str | os.PathLike) -> dict[str, Any] | None:
+    """The board's index, checked, or ``None`` if the folder holds no board yet.
+
+    This is the one place a board is read from: it refuses a symbolic link among the board's folders and files
+    (:func:`check_no_links`), and an index that is not what :func:`write_board` writes (not JSON, empty, truncated, or
+    of another shape than :data:`INDEX_SCHEMA`, a slug that is not its name's, a suite that does not parse), with one
+    line naming the file and how to repair it, so no command meets a damaged board in the middle of its work.
+    """
+    folder = Path(folder)
+    check_no_links(folder)
+    path = folder / INDEX
+    if not path.exists():
         return None
-    index = json.loads(path.read_text())
-    if index.get("format") != BOARD_FORMAT:
-        raise UserError(f"{path} is not an agentgym-bench board index")
+    if not path.is_file():
+        raise _damaged(path, "it is not a file")
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise _damaged(path, "it is empty")
+    try:
+        text = raw.decode("utf-8")
+        index = json.loads(text)
+    except json.JSONDecodeError as e:
+        cut = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+        why = "it ends early (cut short?)" if cut else f"it is not JSON ({e})"
+        raise _damaged(path, why) from None
+    except (UnicodeDecodeError, RecursionError) as e:
+        raise _damaged(path, f"it is not JSON ({' '.join(str(e).split())[:200]})") from None
+    if isinstance(index, dict) and index.get("format") != BOARD_FORMAT:
+        raise UserError(f"{path} is not an agentgym-bench board index (its format is not {BOARD_FORMAT!r})")
+    _check_index(path, index)
     return index
+
+
+def _check_index(path: Path, index: Any) -> None:
+    """Raise the :func:`_damaged` error of the first way ``index`` is not a board's index."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(INDEX_SCHEMA).iter_errors(index))
+    if error is not None:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+        if error.validator == "required":
+            missing = next(k for k in error.validator_value if k not in error.instance)
+            raise _damaged(path, f"field {where + '.' if where else ''}{missing} is missing")
+        if error.validator == "type":
+            types = [error.validator_value] if isinstance(error.validator_value, str) else error.validator_value
+            expected = " or ".join(_TYPE_WORDS[t] for t in types)
+            what = f"is {_TYPE_WORDS[_JSON_TYPES[type(error.instance)]]}, not {expected}"
+        else:
+            what = "is " + " ".join(repr(error.instance).split())[:80] + ", which " + (
+                f"is not one of {error.validator_value}" if error.validator == "enum"
+                else f"is not {error.validator_value!r}" if error.validator == "const"
+                else f"breaks its {error.validator} rule {error.validator_value!r}"[:120])
+        raise _damaged(path, f"{'field ' + where if where else 'the whole file'} {what}")
+    slugs = set()
+    for i, r in enumerate(index["submissions"]):
+        if r["slug"] != slugify(r["name"]) or r["slug"] in slugs:
+            raise _damaged(path, f"submission {i} ({r['name']!r}) has slug {r['slug']!r}, which is not its name's or "
+                           "is another submission's")
+        slugs.add(r["slug"])
+        missing = [e["name"] for e in index["suite"]["entries"] if e["name"] not in r["summary"]["entries"]]
+        if missing:
+            raise _damaged(path, f"submission {r['name']!r} has no summary of entries {missing}")
+    try:
+        parse_suite(index["suite"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise _damaged(path, f"its suite does not parse ({' '.join(str(e).split())[:200]})") from None
+
+
+def _damaged(path: Path, why: str) -> UserError:
+    """The one-line error of a damaged index: what is wrong, and how to get the board back."""
+    folder = path.parent
+    if published_board(folder):
+        repair = f"restore it from git: git checkout -- {path}"
+    else:
+        repair = (f"restore it from a copy, or move {folder} away and submit the files of its submissions/ folder "
+                  "again to make a new board")
+    return UserError(f"board index {path} is damaged: {why}; {repair}")
 
 
 def record_of(verified: Verified, name: str, submitted: str, summary: Summary | None = None) -> dict[str, Any]:
@@ -141,10 +323,12 @@ def summary_json(s: Summary) -> dict[str, Any]:
 def locked(folder: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Hold the board's exclusive lock (``folder/.lock``), waiting at most ``timeout`` seconds for it."""
     folder.mkdir(parents=True, exist_ok=True)
-    ignore = folder / ".gitignore"
+    ignore = board_path(folder, ".gitignore")
     if not ignore.exists():
+        board_path(folder, f".{ignore.name}.tmp{os.getpid()}")  # write_atomic's temporary file
         write_atomic(ignore, b".lock\n.staging-*/\n")
-    with open(folder / LOCK, "a") as handle:
+    lock = os.open(board_path(folder, LOCK), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    with open(lock, "a") as handle:
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -240,6 +424,8 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
         check_model_name(index, folder, verified)
         records = [r for r in (index or {}).get("submissions", []) if r["slug"] != slugify(name)]
         stored = {r["slug"]: _load_stored(folder, r) for r in records}
+        for r in records:  # what a board made before these fields existed lacks
+            r.update(training_json(stored[r["slug"]].metadata))
         check_not_a_copy(folder, index, name, verified, stored)
         record = record_of(verified, name, datetime.now(timezone.utc).isoformat(timespec="seconds"), summary)
         records.append(record)
@@ -270,7 +456,7 @@ def rebuild(folder: str | os.PathLike, *, progress: bool = False) -> dict[str, A
 
 
 def _load_stored(folder: Path, record: dict[str, Any]) -> Results:
-    path = folder / "submissions" / f"{record['slug']}.json.gz"
+    path = board_path(folder, "submissions", f"{record['slug']}.json.gz")
     if not path.is_file():
         raise UserError(f"board {folder}: the file of submission {record['name']!r} ({path}) is missing")
     raw = path.read_bytes()
@@ -303,10 +489,11 @@ def write_board(folder: Path, suite: Suite, records: list[dict[str, Any]], store
     from agentgym_bench.leaderboard import render
 
     records = sorted(records, key=lambda r: (-r["summary"]["score"][0], r["submitted"]))
-    staging = folder / f".staging-{os.getpid()}"
+    staging = board_path(folder, f".staging-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        (staging / "submissions").mkdir(parents=True)
+        staging.mkdir()
+        (staging / "submissions").mkdir()
         (staging / "transcripts").mkdir()
         for slug, raw in new.items():
             (staging / "submissions" / f"{slug}.json.gz").write_bytes(raw)
@@ -320,16 +507,19 @@ def write_board(folder: Path, suite: Suite, records: list[dict[str, Any]], store
         (staging / "index.html").write_text(render.html(suite, records, comparisons), encoding="utf-8")
         index = {"format": BOARD_FORMAT, "format_version": 1, "suite": suite_to_dict(suite), "submissions": records}
         (staging / INDEX).write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        moves = [(staging / sub / p.name, board_path(folder, sub, p.name))
+                 for sub in ("submissions", "transcripts") for p in sorted((staging / sub).iterdir())]
+        moves += [(staging / name, board_path(folder, name)) for name in ("README.md", "scores.png", "index.html",
+                                                                          INDEX)]
         for sub in ("submissions", "transcripts"):
-            (folder / sub).mkdir(exist_ok=True)
-            for p in sorted((staging / sub).iterdir()):
-                os.replace(p, folder / sub / p.name)
-        for name in ("README.md", "scores.png", "index.html", INDEX):
-            os.replace(staging / name, folder / name)
+            board_path(folder, sub).mkdir(exist_ok=True)
+        for source, target in moves:  # every target checked first: a link refuses before anything moves
+            os.replace(source, target)
         keep = {r["slug"] for r in records}
         for sub, suffix in (("submissions", ".json.gz"), ("transcripts", ".js")):
-            for p in (folder / sub).iterdir():
-                if p.name.endswith(suffix) and p.name[: -len(suffix)] not in keep:
-                    p.unlink()
+            for p in sorted(board_path(folder, sub).iterdir()):
+                slug = p.name[: -len(suffix)] if p.name.endswith(suffix) else ""
+                if SLUG.fullmatch(slug) and slug not in keep:  # only a file the board wrote, of a removed entry
+                    board_path(folder, sub, p.name).unlink()
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 from agentgym_bench.errors import UserError
-from agentgym_bench.leaderboard.board import slugify
+from agentgym_bench.leaderboard.board import board_path, slugify
 
 MODELS = "models"
 """The folder of a board that holds its published models, one sub-folder per entry slug."""
@@ -39,11 +39,11 @@ def publish_model(source: str | os.PathLike, board: str | os.PathLike, name: str
 
     from agentgym_bench.rollout.hf import load_model, no_progress_bars
 
-    target = published_path(board, name)
+    target = board_path(board, MODELS, slugify(name))  # neither models/ nor the model's folder a link
     if target.exists() and not replace:
         raise UserError(f"{target} exists; pass --replace to overwrite the published model of {name!r}")
     model, tokenizer = load_model(source)
-    staging = target.with_name(f".staging-{target.name}")
+    staging = board_path(board, MODELS, f".staging-{target.name}")
     shutil.rmtree(staging, ignore_errors=True)
     with no_progress_bars():
         model.to(torch.bfloat16).save_pretrained(staging)
