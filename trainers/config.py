@@ -42,6 +42,7 @@ import yaml
 from agentgym_bench.errors import UserError
 from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 from trainers.advantages import NORM_METHODS
+from trainers.dynamic_sampling import SELECTION_RULES
 from trainers.losses import AGG_MODES, KL_ESTIMATORS
 from trainers.metrics import EchoTrapRule
 from trainers.schedule import SCHEDULERS
@@ -179,13 +180,39 @@ class AsyncRollout:
 
 
 @dataclass
+class DynamicSampling:
+    """Signal-aware sampling (docs/trainers.md, "Signal-aware sampling"; the selection is
+    :mod:`trainers.dynamic_sampling`): play a pool of ``oversample * num_env_groups`` env groups, train on the
+    ``num_env_groups`` that carry the most signal (RAGEN-2's SNR-aware filter, arXiv 2604.06268), never a
+    zero-variance group while informative ones are left, and refill the pool when it has too few (DAPO's dynamic
+    sampling, arXiv 2503.14476). Off by default (``oversample: 1``, ``max_refill_rounds: 0``)."""
+
+    oversample: int = 1
+    """Groups played per round, as a multiple of ``train_env_manager.num_env_groups`` (each tag's share scaled
+    alike); ``num_env_groups`` of them are trained on (verl's DAPO: ``gen_batch_size / train_batch_size``)."""
+    select: str = "top_std"
+    """Which groups of the pool are kept: ``top_std``, the informative ones with the largest in-group std of the
+    training score (RAGEN-2), or ``first_nonzero``, the first informative ones in the order played (DAPO). Both
+    keep a zero-variance group only for places no informative group is left to fill."""
+    max_refill_rounds: int = 0
+    """While the pool holds fewer than ``num_env_groups`` informative groups, play another round of the pool (new
+    seeds), at most this many times (DAPO keeps sampling; verl's ``max_num_gen_batches`` is this + 1). Still short
+    after the last one: the remaining places go to zero-variance groups, in the order played
+    (``rollout/uninformative_kept``)."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.oversample > 1 or self.max_refill_rounds > 0
+
+
+@dataclass
 class TrainConfig:
     """Every setting of a StarPO / StarPO-S / GiGPO run. Defaults are vanilla StarPO (RAGEN paper, GRPO variant)."""
 
     # -- run -------------------------------------------------------------------------------------------------------
     preset: str | None = None
-    """``starpo``, ``starpo_s``, ``starpo_s_grpo`` (StarPO-S without the critic) or ``gigpo``: settings applied before
-    the file's own (see trainers/presets.py)."""
+    """``starpo``, ``starpo_s``, ``starpo_s_grpo`` (StarPO-S without the critic), ``gigpo`` or ``starpo_snr`` (StarPO
+    with signal-aware sampling): settings applied before the file's own (see trainers/presets.py)."""
     pretrain: str = "~/.cache/agentgym-bench/models/warmstart"
     """Model folder, a name under ``$AGENTGYM_BENCH_HOME/models`` or a hub id to start from (ROLL ``pretrain``;
     :func:`agentgym_bench.paths.resolve_model`); the critic starts from the same weights."""
@@ -291,9 +318,13 @@ class TrainConfig:
     reward_normalization: RewardNormalization = field(default_factory=RewardNormalization)
     """Normalisation of episode scores (for ``gigpo``: of both levels)."""
     rollout_filter_ratio: float = 1.0
-    """StarPO-S: keep this fraction of env groups, those with the largest in-group std of raw scores (RAGEN)."""
+    """StarPO-S: keep this fraction of env groups, those with the largest in-group std of raw scores (RAGEN). With
+    ``dynamic_sampling`` it filters the ``num_env_groups`` groups kept from the pool."""
     rollout_filter_type: str = "std"
     """``std`` keeps the most varied groups, ``std_rev`` the least (RAGEN)."""
+    dynamic_sampling: DynamicSampling = field(default_factory=DynamicSampling)
+    """Oversampled rollout pool, groups kept by reward std, zero-variance groups dropped and refilled:
+    ``{oversample, select, max_refill_rounds}``, the fields of :class:`DynamicSampling`."""
     gamma: float = 1.0
     """Token-level discount of GAE (ROLL ``gamma``; RAGEN 1.0)."""
     lambd: float = 1.0
@@ -441,9 +472,22 @@ class TrainConfig:
         return groups if self.rollout_filter_ratio >= 1 else int(self.rollout_filter_ratio * groups + 1e-9)
 
     @property
+    def pool_env_manager(self) -> EnvManager:
+        """The training groups one rollout round plays: ``train_env_manager`` with ``dynamic_sampling.oversample``
+        times its groups (each tag's count scaled alike); ``train_env_manager`` itself without oversampling."""
+        manager, factor = self.train_env_manager, self.dynamic_sampling.oversample
+        if factor == 1:
+            return manager
+        partition = manager.num_groups_partition
+        return dataclasses.replace(manager, num_env_groups=manager.num_env_groups * factor,
+                                   num_groups_partition=None if partition is None else [n * factor for n in partition])
+
+    @property
     def train_seed_range(self) -> range:
-        """Every seed a training episode can use in this run."""
-        groups = self.max_steps * self.train_env_manager.num_env_groups
+        """Every seed a training episode can use in this run (each iteration reserves the seeds of all its refill
+        rounds, :func:`trainers.dynamic_sampling.pool_round_index`)."""
+        rounds = self.max_steps * (self.dynamic_sampling.max_refill_rounds + 1)
+        groups = rounds * self.pool_env_manager.num_env_groups
         return range(self.train_seed_start, self.train_seed_start + groups)
 
     @property
@@ -460,6 +504,7 @@ class TrainConfig:
         _choice("reward_normalization.grouping", self.reward_normalization.grouping, GROUPINGS)
         _choice("reward_normalization.method", self.reward_normalization.method, NORM_METHODS)
         _choice("rollout_filter_type", self.rollout_filter_type, ("std", "std_rev"))
+        self._check_dynamic_sampling()
         _choice("batch_adjust_mode", self.batch_adjust_mode, BATCH_ADJUST_MODES)
         _choice("loss_agg_mode", self.loss_agg_mode, AGG_MODES)
         _choice("kl_penalty", self.kl_penalty, tuple(KL_ESTIMATORS))
@@ -490,6 +535,28 @@ class TrainConfig:
             self.echo_trap.validate()
         except ValueError as error:
             raise ConfigError(str(error)) from None
+
+    def _check_dynamic_sampling(self) -> None:
+        """``dynamic_sampling``: values, and what it is not implemented with."""
+        sampling = self.dynamic_sampling
+        _positive_int("dynamic_sampling.oversample", sampling.oversample)
+        if not isinstance(sampling.max_refill_rounds, int) or sampling.max_refill_rounds < 0:
+            raise ConfigError(f"dynamic_sampling.max_refill_rounds={sampling.max_refill_rounds!r} must be an integer "
+                              ">= 0 (bounded: DAPO's unbounded resampling is not offered)")
+        _choice("dynamic_sampling.select", sampling.select, SELECTION_RULES)
+        if not sampling.enabled:
+            return
+        if self.train_env_manager.group_size < 2:
+            raise ConfigError("dynamic_sampling ranks groups by in-group reward std, which needs "
+                              f"train_env_manager.group_size >= 2 (it is {self.train_env_manager.group_size})")
+        for name, value, unsupported, fix in [
+                ("async_rollout.max_staleness", self.async_rollout.max_staleness,
+                 self.async_rollout.max_staleness > 0, "0"),
+                ("train_env_manager.opponent", self.train_env_manager.opponent,
+                 self.train_env_manager.opponent is not None, "null")]:
+            if unsupported:
+                raise ConfigError(f"dynamic_sampling is not implemented with {name}={value!r}; set {name}: {fix}, "
+                                  "or dynamic_sampling: {oversample: 1, max_refill_rounds: 0}")
 
     def _check_seeds(self) -> None:
         train, val = self.train_seed_range, self.val_seed_range

@@ -11,6 +11,12 @@ samples (one row per env step) and the advantage, which the loop selects from ``
   GRPO advantages (group-normalised episode scores) plus StarPO-S's other three changes (the 25% top-std filter, no
   KL, clip-higher 0.2/0.28). Ours, not RAGEN's: RAGEN's StarPO-S always has the critic, so against ``starpo`` it
   changes the critic and the filter at once (docs/lab/2026-11-23-echo-trap.md).
+- ``STARPO_SNR``: StarPO with signal-aware sampling (``dynamic_sampling``, :mod:`trainers.dynamic_sampling`): each
+  iteration plays twice the env groups it trains on and keeps those with the largest in-group reward std (RAGEN-2's
+  SNR-aware filter, arXiv 2604.06268), never a zero-variance group while an informative one is left; a pool short
+  of informative groups is refilled with fresh groups up to twice (DAPO's dynamic sampling, arXiv 2503.14476).
+  Everything else is StarPO's, so against ``starpo`` it changes only which groups are trained on. Ours, not RAGEN's:
+  the oversampling factor and refill bound are untuned (at most 6x StarPO's rollouts an iteration).
 - ``GIGPO``: Group-in-Group Policy Optimization (arXiv 2505.10978) as in ROLL's FrozenLake GiGPO recipe
   (``examples/qwen2.5-0.5B-agentic/agent_val_frozen_lake_gigpo.yaml``): step-level samples,
   ``reward_normalization.method: mean``, step returns discounted by 0.95, weights 1/1, advantage clip 20, no
@@ -60,6 +66,11 @@ STARPO_S: dict[str, Any] = {
     "whiten_advantages": True,
 }
 
+STARPO_SNR: dict[str, Any] = {
+    **STARPO,
+    "dynamic_sampling": {"oversample": 2, "select": "top_std", "max_refill_rounds": 2},
+}
+
 GIGPO: dict[str, Any] = {
     "adv_estimator": "gigpo",
     "reward_normalization": {"grouping": "traj_group_id", "method": "mean"},
@@ -82,4 +93,4 @@ GIGPO: dict[str, Any] = {
 }
 
 PRESETS: dict[str, dict[str, Any]] = {"starpo": STARPO, "starpo_s": STARPO_S, "starpo_s_grpo": STARPO_S_GRPO,
-                                      "gigpo": GIGPO}
+                                      "gigpo": GIGPO, "starpo_snr": STARPO_SNR}

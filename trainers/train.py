@@ -2,10 +2,13 @@
 
 One iteration (:func:`run_iteration`), top to bottom (RAGEN arXiv 2504.20073; GiGPO arXiv 2505.10978)::
 
-    rollout      num_env_groups x group_size episodes with the current policy (each rank plays its share)
+    rollout      num_env_groups x group_size episodes with the current policy (each rank plays its share); with
+                 dynamic_sampling a pool of oversample x as many groups, refilled while it holds too few
+                 informative (non-zero reward variance) groups                         -- trainers/dynamic_sampling.py
     samples      one row per episode (StarPO, StarPO-S) or per turn (GiGPO; any      -- trainers/samples.py
                  algorithm with a history window)
-    filter       StarPO-S: keep the env groups with the largest reward std
+    filter       dynamic_sampling: keep num_env_groups groups of the pool by reward std (RAGEN-2, DAPO);
+                 StarPO-S: keep the env groups with the largest reward std
     forward      old log-probs, reference log-probs (KL), critic values (no grad)    -- trainers/ppo.py
     advantages   grpo / reinforce | gae | gigpo, then KL reward, whitening, clip    -- trainers/advantages.py
     adjust       rows per turn: make the row count a multiple of the mini-batch (batch_adjust_mode)
@@ -51,10 +54,11 @@ from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.trajectory import Trajectory
 from trainers import checkpoint as ckpt
 from trainers import fsdp, lora
-from trainers.advantages import select_groups_by_std
+from trainers.advantages import select_groups_by_std, state_ids_from_keys
 from trainers.async_rollout import RolloutBatch, RolloutWorker, over_bound, state_tensor
 from trainers.config import ConfigError, TrainConfig
 from trainers.distributed import Dist, init_distributed, shutdown_distributed
+from trainers.dynamic_sampling import count_informative, fill_pool, pool_round_index, select_pool_groups
 from trainers.losses import adaptive_kl_coef, approx_kl, behaviour_weights
 from trainers.masked import explained_variance, masked_mean
 from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
@@ -211,14 +215,49 @@ def make_optimizers(config: TrainConfig, models: Models) -> tuple[dict[str, Any]
 # ----------------------------------------------------------------------------------------------------- iteration
 
 
+def rewarded(config: TrainConfig, trajectories: list[Trajectory]) -> list[Trajectory]:
+    """The trajectories with the rewards the update optimises (``TrainConfig.train_reward``)."""
+    return [success_rewards(t) for t in trajectories] if config.train_reward == "success" else trajectories
+
+
 def build_samples(config: TrainConfig, trajectories: list[Trajectory], tokenizer: Any, max_length: int | None):
     """Training rows: one per turn (step rows), or one per episode (token-in-token-out when the rollout was,
     ``TrainConfig.token_in_token_out``), rewarded as ``TrainConfig.train_reward`` says."""
-    if config.train_reward == "success":
-        trajectories = [success_rewards(t) for t in trajectories]
+    trajectories = rewarded(config, trajectories)
     if config.step_rows:
         return step_samples(trajectories, tokenizer, max_length=max_length)
     return trajectory_samples(trajectories, tokenizer, max_length=max_length, tito=config.token_in_token_out)
+
+
+def select_groups(config: TrainConfig, samples: Samples) -> tuple[torch.Tensor | None, dict[str, float]]:
+    """The rows of the env groups trained on -> ``(keep mask (B,) or None for all, metrics)``: with
+    ``dynamic_sampling`` the ``num_env_groups`` groups of the pool it keeps, then StarPO-S's ``rollout_filter_ratio``
+    among those. Both rank one training score per episode; the choice applies to all rows of a kept group.
+
+    ``rollout/informative_share`` (groups with non-zero reward std, over every group played) is logged always; with
+    ``dynamic_sampling`` also the pool's size, the groups it dropped and the zero-variance groups it had to keep."""
+    first = episode_first_rows(samples)
+    scores, groups = samples.scores[first], samples.group_ids[first]
+    num_groups = int(torch.unique(groups).numel())
+    pool = select_pool_groups(scores, groups, min(config.train_env_manager.num_env_groups, num_groups),
+                              config.dynamic_sampling.select)
+    record = {"rollout/informative_share": float(pool.informative.double().mean())}
+    if config.dynamic_sampling.enabled:
+        record.update({"rollout/pool_groups": float(num_groups),
+                       "rollout/groups_dropped": float((~pool.group_kept).sum()),
+                       "rollout/uninformative_kept": float((pool.group_kept & ~pool.informative).sum())})
+    else:
+        pool = None
+    if config.rollout_filter_ratio < 1:
+        inside = pool.keep if pool is not None else torch.ones_like(scores, dtype=torch.bool)
+        chosen = select_groups_by_std(scores[inside], groups[inside], config.rollout_filter_ratio,
+                                      config.rollout_filter_type)
+        kept_ids = chosen.group_ids[chosen.group_kept]
+    elif pool is not None:
+        kept_ids = pool.group_ids[pool.group_kept]
+    else:
+        return None, record
+    return torch.isin(samples.group_ids, kept_ids), record
 
 
 def group_std_metrics(samples: Samples, keep: torch.Tensor | None) -> dict[str, float]:
@@ -254,13 +293,7 @@ def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
     ``kl_coef`` is the reward KL coefficient of this iteration (default ``init_kl_coef``); with ``target_kl`` the
     record's ``reward/next_kl_coef`` is the adaptive controller's next one."""
     samples = build_samples(config, trajectories, models.tokenizer, _max_length(config, models))
-    record: dict[str, float] = {}
-    keep = None
-    if config.rollout_filter_ratio < 1:  # on one score per episode, then applied to all rows of the kept groups
-        first = episode_first_rows(samples)
-        chosen = select_groups_by_std(samples.scores[first], samples.group_ids[first], config.rollout_filter_ratio,
-                                      config.rollout_filter_type)
-        keep = torch.isin(samples.group_ids, chosen.group_ids[chosen.group_kept])
+    keep, record = select_groups(config, samples)
     record.update(group_std_metrics(samples, keep))
     if keep is not None:
         samples = samples.select(keep)
@@ -414,7 +447,7 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
     """Check what can fail early (model path, env kwargs), then load or resume models, optimisers and streams."""
     resolve_model(config.pretrain)
     _check_world(config, dist)
-    train_groups = make_env_groups(config.train_env_manager, "train_env_manager", dist, config.train_seed_start,
+    train_groups = make_env_groups(config.pool_env_manager, "train_env_manager", dist, config.train_seed_start,
                                    fixed=False, config_seed=config.seed)
     val_groups = make_env_groups(config.val_env_manager, "val_env_manager", dist, config.val_seed_start, fixed=True,
                                  config_seed=config.seed)
@@ -466,10 +499,10 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     config, dist = run.config, run.dist
     tick = time.perf_counter()
     batch = None
+    refills = 0
     if run.worker is None:
         with run.sampler.generation_context(), generating(run):
-            trajectories = play(run.train_groups, run.sampler.train, config.train_env_manager.history_length, dist,
-                                run.prompt_fits)
+            trajectories, refills = play_pool(run, step)
         run.sampler.release()
     else:  # played by the worker process (trainers/async_rollout.py)
         batch = run.worker.next_batch(step)
@@ -477,6 +510,8 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
         run.sampler.load_state(state_tensor(batch.sampler_state))  # the checkpoint keeps the worker's stream
     record: dict[str, Any] = {"step": step, **rollout_metrics(trajectories, "reward", turn_prefix="rollout")}
     record["reward/pass@k"] = pass_at_k(trajectories)
+    if config.dynamic_sampling.enabled:
+        record["rollout/refill_rounds"] = float(refills)
     record["time/rollout"] = time.perf_counter() - tick
     dropped = batch is not None and over_bound(step, batch.policy_version, config.async_rollout.max_staleness)
     if batch is not None:
@@ -512,6 +547,29 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
             "step": step, "elapsed": record["time/total"], "numpy_rng": run.rng.bit_generator.state,
             "policy_rng": run.sampler.state(), "first_eval": run.result.first_eval, "kl_coef": run.kl_coef})
     return record
+
+
+def play_pool(run: Run, step: int) -> tuple[list[Trajectory], int]:
+    """The episodes of iteration ``step``: one round of the training groups (with ``dynamic_sampling``, the pool of
+    ``oversample x num_env_groups`` groups), then refill rounds while the pool holds fewer than ``num_env_groups``
+    informative groups, at most ``max_refill_rounds`` (:func:`trainers.dynamic_sampling.fill_pool`) -> ``(every
+    round's trajectories in the order played, refill rounds played)``. Round ``r`` plays the seeds of rollout
+    :func:`~trainers.dynamic_sampling.pool_round_index` (``step - 1`` without refills). Every rank holds all
+    trajectories, so every rank makes the same decision."""
+    config, dist = run.config, run.dist
+    rounds = config.dynamic_sampling.max_refill_rounds
+
+    def play_round(refill_round: int) -> list[Trajectory]:
+        run.train_groups.iteration = pool_round_index(step, refill_round, rounds)
+        return play(run.train_groups, run.sampler.train, config.train_env_manager.history_length, dist,
+                    run.prompt_fits)
+
+    def informative(pool: list[Trajectory]) -> int:
+        scored = rewarded(config, pool)
+        return count_informative(torch.tensor([t.episode_reward for t in scored], dtype=torch.float32),
+                                 state_ids_from_keys([t.group_key for t in scored]))
+
+    return fill_pool(play_round, informative, config.train_env_manager.num_env_groups, rounds)
 
 
 def _lag_metrics(batch: RolloutBatch, step: int, dropped: bool) -> dict[str, float]:
