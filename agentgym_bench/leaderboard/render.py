@@ -155,6 +155,19 @@ def score_legend(suite: Suite) -> str:
             + ceiling_legend(suite))
 
 
+def mark_legend(records: list[dict[str, Any]]) -> str:
+    """What the marks mean (docs/leaderboard.md, "The marks"), as the verifier checks them; the clause on sampled
+    re-generation only on a board that holds an entry an earlier verifier marked so."""
+    sampled = any("sampled episodes" in str(r.get("regeneration", "")) for r in records)
+    return ("Mark: *replayed*: every recorded reply, played again through fresh envs, gives the recorded "
+            "observations, rewards and successes. *reproduced*: also re-generated here, every reply, by the "
+            "model-free policy or by the model from the weights the board publishes, under the evaluation's sampling "
+            "keys and in its batches, equal in text and in tokens (a reply's text is the decoding of its tokens). It "
+            "checks that the named policy or weights wrote the replies, not the training that made the weights."
+            + (" Entries an earlier verifier re-generated on a sample of episodes say so in their note." if sampled
+               else ""))
+
+
 def ceiling_legend(suite: Suite) -> str:
     """Why a score can exceed 1: the ceilings are exact (the suite's ``oracle_success``), the played successes are
     not."""
@@ -275,11 +288,7 @@ def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
     columns = entry_columns(suite)
     lines = [f"# Leaderboard: {suite.name} v{suite.version}", "",
              f"{suite.description}", "",
-             score_legend(suite) + " Mark: *replayed* (every episode's replies "
-             "re-played through fresh envs reproduce the recorded observations, rewards and successes) or "
-             "*reproduced* (also re-generated here: every reply of a model-free policy or of a model, token for "
-             "token where tokens are recorded, in the evaluation's batches; entries verified earlier by a "
-             "sample of a model's, as their note says). Compute: env steps "
+             score_legend(suite) + " " + mark_legend(records) + " Compute: env steps "
              "(turns), generated tokens and wall time of the evaluation. Trained on: the suite entries whose env "
              "the model was trained on, as its results file's trainer record says, with the training of the model "
              "it started from (a specialist is still ranked on every entry). See docs/leaderboard.md of "
@@ -355,7 +364,7 @@ def html(suite: Suite, records: list[dict[str, Any]], comparisons: dict[str, dic
         for row in [c["suite"], *c["entries"].values()]:
             row["p"] = _finite(row["p"])
     data = {"suite": {"name": suite.name, "version": suite.version, "description": suite.description,
-                      "multiagent": suite.multiagent, "legend": score_legend(suite),
+                      "multiagent": suite.multiagent, "legend": score_legend(suite), "marks": mark_legend(records),
                       "entries": [{"name": e.name, "env_id": e.env_id, "episodes": e.episodes,
                                    "oracle_success": e.oracle_success, "opponent": e.opponent,
                                    "graded": e.graded}

@@ -11,7 +11,9 @@ that names what is wrong:
    ``"answer"``). Like the prompt it is the submission's choice on every single-agent entry: the episodes, budgets
    and penalties are the same in either format (a match entry has neither);
 4. the seeds: exactly the entry's seeds, no missing, foreign or duplicated seed (a quick check of a part of the
-   suite, ``eval --episodes`` / ``--entries``, says so in ``metadata.quick_check`` and is refused first);
+   suite, ``eval --episodes`` / ``--entries``, says so in ``metadata.quick_check`` and is refused first); and what
+   the file claims of its replies (:func:`check_reply_claims`): a model-free policy's turns record no
+   ``token_ids``, and a reply's ``token_ids`` are at most the file's own ``max_new_tokens``;
 5. **replay** (:func:`replay_entry`): every episode's raw replies are fed, in order, to one fresh
    ``gym.make(env_id, **env_kwargs)`` per entry, reset with the episode's seed. Each turn's observation hash, parsed
    and executed actions and reward (within :data:`REWARD_TOLERANCE`), the number of turns, the final observation
@@ -27,23 +29,27 @@ that names what is wrong:
    file: 7.5-10 s on one core, against about 1 s for replay alone);
 7. **re-generation of a local model** (:func:`regenerate_all`), for ``hf`` policies where it can run here: the model
    folder is found (:func:`~agentgym_bench.rollout.specs.locate_model`: a relative path under the repository root
-   ``root``) with the recorded weights hash, and sampling was keyed. Every reply of the file is re-generated from the
+   ``root``) with the recorded weights hash, sampling was keyed, and every reply of the model records its
+   ``token_ids`` (:func:`regeneration_blocker`). Then every reply must be the decoding of its tokens under the
+   model's tokenizer (:func:`check_decoding`; else the file is **rejected**, naming the turn), so the text replay
+   plays and the tokens re-generation compares are one reply. Every reply of the file is re-generated from the
    replayed observations with the recorded sampling settings and history window, under the evaluation's keys and
-   in the evaluation's batches (:func:`evaluation_batches`: the same conversations in each ``generate`` call, rebuilt
-   from the file, each with the ``tools`` its replayed env offers in tool format, so the chat template renders the
-   prompt the model read), and compared token for token (``token_ids`` where recorded, else the text:
-   :func:`same_reply`).
-   Nothing is sampled, so nothing the submitter controls (the file's bytes, its name) decides what is checked; and
-   since a reply's last logit bits depend on the rows batched with it, the same batches make an honest file's
-   replies come back identical on the machine that evaluated it. It costs what the evaluation's generation cost,
-   so it is capped: above ``regeneration_cap`` estimated FLOPs (:data:`REGENERATION_CAP`,
-   :func:`regeneration_cost_blocker`: 2 x parameters read from the weight files x tokens of the replayed prompts and
-   recorded replies) it is not attempted and the file stays *replayed*, the board saying why.
+   in the evaluation's batches (:func:`evaluation_batches`: the same conversations in each ``generate`` call,
+   rebuilt from the file, each with the ``tools`` its replayed env offers in tool format, so the chat template
+   renders the prompt the model read), and compared in text and tokens (:func:`same_reply`), stopping at the first
+   call that differs. Nothing is sampled, so nothing the submitter controls (the file's bytes, its name) decides
+   what is checked; and since a reply's last logit bits depend on the rows batched with it, the same batches make an
+   honest file's replies come back identical on the machine that evaluated it. It costs what the evaluation's
+   generation cost, so it is capped at ``regeneration_cap`` FLOPs (:data:`REGENERATION_CAP`): not attempted when the
+   first turns' prompts alone cost more (:func:`regeneration_cost_blocker`), and stopped when its metered work
+   passes the cap; the file then stays *replayed*, the board saying why. Each call reads only replies that earlier
+   calls re-generated identically, so no content of a file (padding, a claimed budget) moves it across that line.
 
 A file that passes 1-5 is *replayed*; one that also passes 6 or 7 is *reproduced*. A failed check 6 rejects the file:
 a model-free policy has no hardware-dependent logits, so a difference means the replies are not that policy's. A
-failed check 7 does not reject the file (other hardware can change the last bit of a logit, and with it a sampled
-token), it keeps the mark *replayed* and the reason is shown on the board. Re-generation is what catches a file whose
+re-generation in check 7 that differs does not reject the file (other hardware can change the last bit of a logit, and
+with it a sampled token), it keeps the mark *replayed* and the reason is shown on the board; a reply whose text is
+not its tokens' decoding is rejected (decoding has no hardware to blame). Re-generation is what catches a file whose
 replies came from another policy or model than the one its metadata names.
 
 Match entries (multi-agent suites) are checked the same way, with what a match adds (:func:`replay_matches`): check
@@ -759,8 +765,8 @@ REGENERATION_CAP = 5e13
 """Most work check 7 takes on, in forward-pass FLOPs: a file whose first turns alone would cost more
 (:func:`regeneration_cost_blocker`) is not re-generated, and re-generation stops once its work passes it
 (:func:`regenerate_all`); either way the file stays *replayed*, the board saying why. The published default model +
-SFT's agentgym-v2 file costs about 3e12 in full (docs/leaderboard.md has the measured times); a 0.5B-parameter
-model on the same episodes is about 1e15, hours on a CPU."""
+SFT's agentgym-v2 file costs about 2.1e12 in full, its first turns 3.5e11 (docs/leaderboard.md has the measured
+times); a 0.5B-parameter model's first turns alone are about 1.4e14, hours on a CPU."""
 SAFETENSORS_HEADER_BYTES = 16 << 20
 """Largest ``.safetensors`` header :func:`parameter_count` reads (real ones are kilobytes to a few MB)."""
 
