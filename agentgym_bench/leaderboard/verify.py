@@ -169,14 +169,18 @@ def check_reply_claims(results: Results) -> None:
 
 
 def check_decoding(results: Results, tokenizer: Any, stop_ids: Sequence[int]) -> None:
-    """Every reply of the file's model is the decoding of its ``token_ids`` under the model's tokenizer
+    """Every reply of the file's model is the decoding of its ``token_ids`` (ids of the model's vocabulary) under
+    the model's tokenizer
     (:func:`~agentgym_bench.rollout.hf.decode_reply`, how evaluation wrote it); else a :class:`ResultsError` naming
     the first turn whose text and tokens disagree. Replay plays the text and re-generation compares the tokens, so
     this is what makes both checks speak of one reply."""
     from agentgym_bench.rollout.hf import decode_reply
 
-    stops = set(stop_ids)
+    stops, vocabulary = set(stop_ids), len(tokenizer)
     for where, turn in policy_turns(results):
+        foreign = next((i for i in turn.token_ids or [] if i >= vocabulary), None)
+        if foreign is not None:
+            raise ResultsError(f"{where}: token id {foreign} is not in the model's vocabulary of {vocabulary:,}")
         decoded = decode_reply(tokenizer, stops, turn.token_ids or [])
         if decoded != turn.reply:
             raise ResultsError(f"{where}: the reply text is not the decoding of its token_ids under the model's "

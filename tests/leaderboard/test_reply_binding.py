@@ -129,3 +129,13 @@ def test_a_model_file_without_token_ids_stays_replayed_and_says_why(suite, hf_by
     verified = verify(edit(hf_bytes, untokened), suite)
     assert verified.mark == REPLAYED
     assert verified.regeneration.startswith("entry sokoban-6x6, seed 1000000003, turn 1 records no token_ids")
+
+
+@pytest.mark.parametrize("past", [0, 2**40])
+def test_a_token_id_outside_the_vocabulary_is_refused(suite, hf_bytes, model_dir, past):
+    """Not a traceback from the tokenizer (an id past 64 bits overflows it), and not an empty decoding."""
+    size = len(load_tokenizer(model_dir)[0])
+    with pytest.raises(ResultsError, match=f"turn 1: token id {size + past} is not in the model's vocabulary of "
+                                           f"{size:,}"):
+        verify(edit(hf_bytes, lambda d: d["entries"][1]["episodes"][0]["turns"][0].update(token_ids=[size + past])),
+               suite)
