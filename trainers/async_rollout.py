@@ -14,26 +14,30 @@ learner (the main process, :func:`trainers.train.run_iteration`) updates::
   the newest file if it is newer than its weights.
 - **The bound** (AReaL's ``max_head_offpolicyness``: staleness is controlled where generation starts): the worker
   starts batch ``k`` only once version ``k - 1 - max_staleness`` exists, and always with the newest weights it finds,
-  so the batch's lag when the learner takes it, ``(k - 1) - v``, is at most ``max_staleness``. Batches pass through
-  a bounded queue (``max_staleness + 1`` batches, all the bound lets the worker run ahead). The learner checks every
-  batch again and drops one over the bound (:func:`over_bound`; ``async/dropped_share``); by the rule above none
-  is, so batch ``k`` is always played on the seeds of iteration ``k``, as in the synchronous loop.
+  so the batch's lag when the learner takes it, ``(k - 1) - v``, is at most ``max_staleness``; the same rule keeps
+  at most ``max_staleness + 1`` batches waiting for the learner. The learner checks every batch again and drops one
+  over the bound (:func:`over_bound`; ``async/dropped_share``); by the rule above none is, so batch ``k`` is always
+  played on the seeds of iteration ``k``, as in the synchronous loop.
+- **Batch hand-over** (:class:`BatchFiles`): by files too, ``OUTPUT_DIR/async_policy/batch-{k}.pkl``, written the
+  same way (to a temporary name, then renamed), never through a pipe a killed worker could leave half-written (the
+  class says why).
 - **Each batch records** its iteration, the policy version that played it, the sampler's log-probs of every
   generated token (the behaviour policy's, in the trajectories' turns), the worker's random-stream state after it
   (the checkpoint keeps it, so a resumed worker continues the stream) and its generation time.
 - **The loss** corrects the lag with AReaL's decoupled PPO objective (:func:`trainers.losses.behaviour_weights`).
 
-Killing either process leaves a run that resumes from its last checkpoint: the worker polls for its parent and
-exits when the learner is gone; the learner raises when the worker is gone. A resumed run starts a fresh worker at
-the checkpoint's iteration, weights and random stream. Which weights played which batch depends on timing, so a
-run with ``max_staleness >= 1`` is consistent but not bit-reproducible.
+Killing either process, at any moment, leaves a run that resumes from its last checkpoint: the worker polls for its
+parent and exits when the learner is gone; the learner, while it waits for a batch, looks every ``_POLL_S`` seconds
+whether the worker lives and raises :class:`RolloutWorkerExited` (one line) once it is gone and its batch is not
+there. A resumed run starts a fresh worker at the checkpoint's iteration, weights and random stream. Which weights
+played which batch depends on timing, so a run with ``max_staleness >= 1`` is consistent but not bit-reproducible.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import queue
+import pickle
 import re
 import shutil
 import time
@@ -43,10 +47,12 @@ from typing import Any
 
 import torch
 
+from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.trajectory import Trajectory
 
 _POLL_S = 0.05
 _NAME = re.compile(r"^policy-(\d+)\.pt$")
+_BATCH = re.compile(r"^batch-(\d+)\.pkl$")
 
 
 @dataclass
@@ -100,6 +106,68 @@ class PolicyFiles:
             return None
 
 
+class RolloutWorkerExited(UserError, RuntimeError):
+    """The worker process is gone (killed, out of memory, crashed) before it handed over the batch the learner waits
+    for. One line on the command line (a :class:`~agentgym_bench.errors.UserError`): the run resumes from its last
+    checkpoint."""
+
+
+class BatchFiles:
+    """The worker's batches, one file each (``batch-{k}.pkl``) in the weights' folder, written atomically.
+
+    Why files and not a ``multiprocessing.Queue``: a queue pickles a batch into a pipe, and a writer killed part-way
+    through a batch larger than the pipe's buffer (64 KiB) leaves half a message there. The reader then blocks in the
+    read for good: it holds the pipe's write end itself, so no end-of-file ever comes, and ``poll()`` cannot tell a
+    half message from a whole one. A file written to a temporary name and then renamed (``os.replace``) is seen whole
+    or not at all, so the learner can wait with a plain poll loop that also checks the worker is alive, and a killed
+    writer leaves only a temporary file nobody reads. No bound is needed here: the worker starts batch ``k`` only
+    once the learner published version ``k - 1 - max_staleness`` (it took batch ``k - 1 - max_staleness`` by then),
+    so at most ``max_staleness + 1`` files wait.
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def path(self, iteration: int) -> Path:
+        return self.folder / f"batch-{iteration}.pkl"
+
+    def put(self, batch: RolloutBatch) -> None:
+        tmp = self.folder / f".batch-{batch.iteration}.pkl.tmp"
+        with open(tmp, "wb") as file:
+            pickle.dump(batch, file, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, self.path(batch.iteration))
+
+    def ready(self) -> list[int]:
+        """The iterations whose batches are written and not yet taken."""
+        return sorted(int(m.group(1)) for p in self.folder.iterdir() if (m := _BATCH.match(p.name)))
+
+    def take(self, iteration: int, process: Any) -> RolloutBatch:
+        """The batch for ``iteration`` (its file is then deleted), waiting while ``process`` (the writer: anything
+        with ``is_alive()`` and ``exitcode``) lives.
+
+        Raises:
+            RolloutWorkerExited: the writer is gone and the batch is not there (whole).
+        """
+        path = self.path(iteration)
+        while True:
+            alive = process.is_alive()  # asked first: a batch written before the writer ended is found below
+            if path.exists():
+                with open(path, "rb") as file:
+                    batch = pickle.load(file)  # a file written by the worker of this run (as the weights are)
+                path.unlink()
+                return batch
+            if not alive:
+                raise RolloutWorkerExited(
+                    f"the rollout worker exited (code {process.exitcode}) before batch {iteration}; the run resumes "
+                    "from its last checkpoint: run the same command again with resume_from_checkpoint=auto")
+            time.sleep(_POLL_S)
+
+    def clear(self) -> None:
+        """Delete batches not taken and any half-written temporary file."""
+        for path in self.folder.glob("*batch-*"):
+            path.unlink(missing_ok=True)
+
+
 class RolloutWorker:
     """The learner's handle on the worker process: start it, publish weights, take batches, stop it."""
 
@@ -107,11 +175,11 @@ class RolloutWorker:
         self.config = config
         self.files = PolicyFiles(output_dir / "async_policy")
         self.files.reset()
+        self.batches = BatchFiles(self.files.folder)
         context = torch.multiprocessing.get_context("spawn")
-        self.queue = context.Queue(maxsize=config.async_rollout.max_staleness + 1)
         self.process = context.Process(
             target=_work, name="rollout-worker", daemon=True,
-            args=(config.to_dict(), start, model_path, str(self.files.folder), state_bytes(sampler_state), self.queue))
+            args=(config.to_dict(), start, model_path, str(self.files.folder), state_bytes(sampler_state)))
         self.started = False
 
     def publish(self, state_dict: dict[str, torch.Tensor], version: int) -> None:
@@ -122,19 +190,13 @@ class RolloutWorker:
             self.started = True
 
     def next_batch(self, iteration: int) -> RolloutBatch:
-        """The batch for ``iteration``, waiting for it.
+        """The batch for ``iteration``, waiting for it (:meth:`BatchFiles.take`).
 
         Raises:
-            RuntimeError: the worker died (the run resumes from its last checkpoint), or sent another iteration.
+            RolloutWorkerExited: the worker died (the run resumes from its last checkpoint).
+            RuntimeError: the worker sent another iteration.
         """
-        while True:
-            try:
-                batch = self.queue.get(timeout=0.5)
-                break
-            except queue.Empty:
-                if not self.process.is_alive():
-                    raise RuntimeError(f"the rollout worker exited (code {self.process.exitcode}) before batch "
-                                       f"{iteration}; resume the run with resume_from_checkpoint=auto") from None
+        batch = self.batches.take(iteration, self.process)
         if batch.iteration != iteration:
             raise RuntimeError(f"the rollout worker sent batch {batch.iteration}, expected {iteration}")
         return batch
@@ -144,22 +206,20 @@ class RolloutWorker:
             self.process.terminate()
         if self.started:
             self.process.join(timeout=10)
-        self.queue.close()
-        self.queue.cancel_join_thread()
+        self.batches.clear()
 
 
 def state_bytes(state: torch.Tensor) -> bytes:
-    return state.numpy().tobytes()  # plain bytes: a tensor through the queue would need its sender alive
+    return state.numpy().tobytes()  # plain bytes, as the rest of a batch
 
 
 def state_tensor(data: bytes) -> torch.Tensor:
     return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
-def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str, sampler_state: bytes,
-          out: Any) -> None:
+def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str, sampler_state: bytes) -> None:
     """The worker process: play iterations ``start + 1 .. max_steps``, each with the newest weights once the bound
-    allows it, and put each batch on ``out``."""
+    allows it, and write each batch to its file (:class:`BatchFiles`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trainers.config import config_from_dict
@@ -177,6 +237,7 @@ def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str,
                              fixed=False, config_seed=config.seed)
     groups.iteration = start
     files, parent = PolicyFiles(Path(folder)), multiprocessing.parent_process()
+    batches = BatchFiles(files.folder)
     (files.folder / "worker.pid").write_text(str(os.getpid()))  # for a test that its orphan exits
     version = -1
     try:
@@ -187,18 +248,9 @@ def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str,
             with torch.no_grad(), sampler.generation_context():
                 trajectories = play(groups, sampler.train, config.train_env_manager.history_length, dist,
                                     prompt_fits(config, tokenizer))
-            batch = RolloutBatch(iteration, version, trajectories, state_bytes(sampler.state()),
-                                 time.perf_counter() - tick)
-            while True:  # the bounded queue: wait for room while the learner lives
-                try:
-                    out.put(batch, timeout=0.5)
-                    break
-                except queue.Full:
-                    if not parent.is_alive():
-                        return
+            batches.put(RolloutBatch(iteration, version, trajectories, state_bytes(sampler.state()),
+                                     time.perf_counter() - tick))
     finally:
-        if not parent.is_alive():  # nobody will read what is left in the pipe: do not wait to flush it at exit
-            out.cancel_join_thread()
         groups.close()
 
 

@@ -1,7 +1,15 @@
 """Asynchronous rollouts (``async_rollout.max_staleness``, trainers/async_rollout.py): 0 is the synchronous loop, the
-bound holds under a slow learner, the decoupled PPO weights, and resume after a kill (learner or worker)."""
+bound holds under a slow learner, the decoupled PPO weights and loss on a really stale batch, and resume after a kill
+(learner or worker, the worker at any moment, mid-write included)."""
 
+import copy
+import itertools
 import math
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -9,9 +17,11 @@ import pytest
 import torch
 
 from tests.killing import kill_once_written
+from tests.trainers import async_writer
 from tests.trainers.conftest import tiny_config_dict
-from trainers.async_rollout import RolloutWorker, over_bound
+from trainers.async_rollout import BatchFiles, RolloutWorker, RolloutWorkerExited, over_bound
 from trainers.config import ConfigError, config_from_dict
+from trainers.distributed import Dist
 from trainers.losses import behaviour_weights, ppo_policy_loss
 from trainers.metrics import read_metrics
 from trainers.train import main
@@ -44,7 +54,7 @@ def _learner_waits_for_a_full_queue(monkeypatch):
     def slow(self, iteration):
         wanted = min(self.config.async_rollout.max_staleness + 1, self.config.max_steps - iteration + 1)
         deadline = time.time() + 300
-        while self.queue.qsize() < wanted and self.process.is_alive() and time.time() < deadline:
+        while len(self.batches.ready()) < wanted and self.process.is_alive() and time.time() < deadline:
             time.sleep(0.05)
         time.sleep(0.2)  # a worker that broke the bound would have made one more batch by now
         return take(self, iteration)
@@ -114,6 +124,91 @@ def test_behaviour_weights_by_hand():
                        ppo_policy_loss(logprob, old, advantages).loss)
 
 
+def _logprobs(model: torch.nn.Module, samples, temperature: float) -> torch.Tensor:
+    """(B, L-1) log-probs of each row's tokens 1..L-1 by their definition: a plain forward pass of ``model``, the
+    softmax of the logits over the temperature at the position before each token."""
+    logits = model(input_ids=samples.input_ids, attention_mask=samples.attention_mask).logits[:, :-1].float()
+    return torch.log_softmax(logits / temperature, -1).gather(-1, samples.input_ids[:, 1:, None]).squeeze(-1)
+
+
+def test_a_stale_batch_is_trained_with_the_decoupled_loss_of_the_definitions(tiny_model, tmp_path, monkeypatch):
+    """Real staleness, as the worker makes it with ``max_staleness: 1``: batches 1 and 2 are both played by the
+    starting weights v0; the learner updates on batch 1 (-> v1), then on batch 2 (-> v2), the loop's own
+    ``train_step``. On batch 2 the behaviour log-probs must be v0's and the proximal (old) ones v1's, recomputed here
+    with copies of those models, so the weights w = pi_v1 / pi_v0 differ from 1, and the update's policy loss (at v1:
+    ratio 1) is the mean of -w A. Then one more pass over batch 2 at v2 (a later mini-batch's situation: ratio
+    r = pi_v2 / pi_v1 != 1, some tokens clipped, some weights over the cap) must give AReaL's objective
+    w * max(-r A, -clip(r) A), computed here by hand, in value and in gradient. Wiring the correction to another
+    pair of log-probs fails one of these."""
+    import dataclasses
+
+    import trainers.train
+    from trainers.ppo import _denominator, _Mean, micro_batch_loss
+    from trainers.rollouts import play
+    from trainers.train import start_run, train_step
+
+    config = config_from_dict(tiny_config_dict(
+        tiny_model, tmp_path, "starpo", rollout_batch_size=8, ppo_mini_batch_size=8, micro_batch_size=4,
+        entropy_loss_coef=0.0, learning_rate=1e-2, train_env_manager={"num_env_groups": 2, "history_length": None},
+        async_rollout={"max_staleness": 1}))
+    assert config.loss_agg_mode == "token-mean" and not config.dual_clip_loss and not config.use_kl_loss
+    cpu = Dist(0, 1, torch.device("cpu"))
+    run = start_run(config, cpu, time.perf_counter())
+    try:
+        actor = run.models.actor_module
+        v0 = copy.deepcopy(actor)
+        with torch.no_grad(), run.sampler.generation_context():  # as the worker plays
+            batches = [play(run.train_groups, run.sampler.train, None, cpu) for _ in range(2)]
+        first = train_step(config, run.models, run.optimizers, batches[0], cpu, run.rng)
+        v1 = copy.deepcopy(actor)
+        seen, update = [], trainers.train.ppo_update
+
+        def keep_batch(*args, **kwargs):  # the real update; the test keeps the batch it was given
+            seen.append(args[3])
+            return update(*args, **kwargs)
+
+        monkeypatch.setattr(trainers.train, "ppo_update", keep_batch)
+        record = train_step(config, run.models, run.optimizers, batches[1], cpu, run.rng)
+    finally:
+        run.train_groups.close()
+        run.val_groups.close()
+    assert first["async/is_weight_max"] == pytest.approx(1, abs=1e-4)  # batch 1: behaviour = proximal = v0
+    batch = seen[0]
+    mask, advantages, temperature = batch.mask, batch.advantages, config.temperature
+    with torch.no_grad():
+        behav, prox = _logprobs(v0, batch.samples, temperature), _logprobs(v1, batch.samples, temperature)
+    torch.testing.assert_close(batch.behav_logprob[mask], behav[mask], atol=1e-4, rtol=0)
+    torch.testing.assert_close(batch.old_logprob[mask], prox[mask], atol=1e-4, rtol=0)
+    weight = torch.exp(prox - behav)
+    assert (weight[mask] - 1).abs().max() > 0.05  # really off-policy
+    assert record["async/is_weight_mean"] == pytest.approx(float(weight[mask].mean()), rel=1e-4)
+    assert record["async/is_weight_max"] == pytest.approx(float(weight[mask].max()), rel=1e-4)
+    assert (advantages[mask] != 0).any()
+    cap = config.async_rollout.behaviour_weight_cap
+    kept = torch.where(weight <= cap, weight, 0.0)
+    assert record["loss/policy"] == pytest.approx(float((-kept * advantages)[mask].mean()), rel=1e-4, abs=1e-6)
+
+    # one more pass at v2, with a cap that some weights exceed
+    cap = float(weight[mask].quantile(0.8))
+    assert cap > 1
+    config = dataclasses.replace(config, async_rollout=dataclasses.replace(config.async_rollout,
+                                                                           behaviour_weight_cap=cap))
+    v2 = copy.deepcopy(actor)
+    stats = _Mean()
+    micro_batch_loss(config, run.models, batch, torch.arange(len(batch)), _denominator(config, mask), cpu, stats,
+                     update_actor=True, sync=True)
+    ratio = torch.exp(_logprobs(v2, batch.samples, temperature) - prox)
+    unclipped, clipped = -advantages * ratio, -advantages * ratio.clamp(1 - config.pg_clip, 1 + config.pg_clip)
+    kept = torch.where(weight <= cap, weight, 0.0)
+    loss = kept * torch.maximum(unclipped, clipped)
+    assert not config.use_pg_clip_range and (clipped > unclipped)[mask].any() and (ratio[mask] != 1).all()
+    assert (kept[mask] == 0).any() and (kept[mask] != 1).any() and (kept[mask] > 0).any()
+    assert stats.result(cpu)["loss/policy"] == pytest.approx(float(loss[mask].mean().detach()), rel=1e-4, abs=1e-6)
+    (loss[mask].sum() / mask.sum()).backward()
+    for (name, got), expected in zip(actor.named_parameters(), v2.parameters(), strict=True):
+        torch.testing.assert_close(got.grad, expected.grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
 def test_async_options_the_worker_does_not_support_are_refused(tiny_model, tmp_path):
     on = {"max_staleness": 1}
     for overrides, match in [({"async_rollout": on, "use_sampler_logprobs": True}, "use_sampler_logprobs"),
@@ -125,26 +220,109 @@ def test_async_options_the_worker_does_not_support_are_refused(tiny_model, tmp_p
 
 
 def test_a_killed_rollout_worker_stops_the_run_which_resumes(tiny_model, tmp_path, monkeypatch):
-    take = RolloutWorker.next_batch
+    """The worker is killed from outside (SIGKILL) once it has handed over batch 2 and waits for version 1 to start
+    batch 3: the learner trains on batch 2, then stops with the one-line error, and the run resumes."""
+    publish = RolloutWorker.publish
 
-    def kill_at_3(self, iteration):
-        if iteration == 3:  # the worker dies; what it had queued is lost with it
-            self.process.kill()
+    def kill_before_v1(self, state_dict, version):
+        if version == 1:
+            deadline = time.time() + 120
+            while not self.batches.path(2).exists() and time.time() < deadline:
+                time.sleep(0.02)
+            os.kill(self.process.pid, signal.SIGKILL)
             self.process.join()
-            self.queue = torch.multiprocessing.get_context("spawn").Queue()
-        return take(self, iteration)
+        publish(self, state_dict, version)
 
     data = tiny_config_dict(tiny_model, tmp_path, "starpo_s", **SMALL, async_rollout={"max_staleness": 1})
     with monkeypatch.context() as patch:
-        patch.setattr(RolloutWorker, "next_batch", kill_at_3)
-        with pytest.raises(RuntimeError, match="rollout worker exited.*resume_from_checkpoint=auto"):
+        patch.setattr(RolloutWorker, "publish", kill_before_v1)
+        with pytest.raises(RolloutWorkerExited, match=r"rollout worker exited \(code -9\) before batch 3.*"
+                                                      "resume_from_checkpoint=auto"):
             main(config_from_dict(data))
     assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [0, 1, 2]
+    assert not list((tmp_path / "async_policy").glob("*batch-*"))  # closing cleared the batch files
     main(config_from_dict({**data, "resume_from_checkpoint": "auto"}))
     records = read_metrics(tmp_path / "metrics.jsonl")
     assert [r["step"] for r in records] == [0, 1, 2, 3, 4]
     assert records[3]["async/policy_version"] == 2 and records[3]["async/version_lag"] == 0  # a fresh worker at v2
     assert all(r["async/version_lag"] <= 1 for r in records[1:])
+
+
+def _learner(batches: BatchFiles, process, taken: list[int], outcome: list[BaseException]) -> None:
+    """The learner's side: take batches 1, 2, ... until it raises; each must be whole."""
+    try:
+        for k in itertools.count(1):
+            batch = batches.take(k, process)
+            assert async_writer.whole(batch, k), f"batch {k} is not the batch written"
+            taken.append(k)
+    except BaseException as error:  # noqa: BLE001 - handed to the test thread
+        outcome.append(error)
+
+
+def _half_written(folder: Path) -> list[int]:
+    sizes = []
+    for tmp in folder.glob(".batch-*.tmp"):
+        try:
+            sizes.append(tmp.stat().st_size)
+        except FileNotFoundError:  # renamed meanwhile
+            pass
+    return sizes
+
+
+def _kill_once(folder: Path, writer, written: int | None, delay: float) -> tuple[int | None, list[int], list]:
+    """Start the stand-in worker and a learner thread on ``folder``; SIGKILL the worker once a temporary batch file
+    holds ``written`` bytes or more, or else ``delay`` seconds after its first batch is written; wait at most 10 s for
+    the learner. Returns the size of the temporary file the kill left (``None``: it fell between two writes), the
+    batches taken and what the learner raised."""
+    writer.start()
+    taken, outcome = [], []
+    learner = threading.Thread(target=_learner, args=(BatchFiles(folder), writer, taken, outcome), daemon=True)
+    learner.start()
+    deadline, since = time.time() + 120, None
+    while time.time() < deadline:
+        if written is not None and any(size >= written for size in _half_written(folder)):
+            break
+        if written is None and since is None and (taken or (folder / "batch-1.pkl").exists()):
+            since = time.time()
+        if since is not None and time.time() >= since + delay:
+            break
+    os.kill(writer.pid, signal.SIGKILL)
+    killed = time.time()
+    left = _half_written(folder)
+    learner.join(timeout=10)
+    assert not learner.is_alive(), "the learner still waits 10 s after the worker died"
+    assert time.time() - killed < 5, "the learner took over 5 s to notice the worker died"
+    return (left[0] if left else None), taken, outcome
+
+
+def test_a_worker_killed_at_any_moment_of_a_write_stops_the_learner_within_seconds(tmp_path):
+    """SIGKILL from outside while the worker writes batches of about 5 MB (far more than a pipe buffer): at points
+    inside a write (as it begins, past the first 64 KiB, half of the batch written) and at arbitrary moments while it
+    writes batch after batch. Each time the learner, waiting for a batch, raises the one-line error within seconds:
+    never a hang, never a half batch. (With the batches in a ``multiprocessing.Queue`` a kill mid-write left half a
+    message in the pipe and the learner blocked in its read for good.)"""
+    full = len(pickle.dumps(async_writer.big_batch(1), protocol=pickle.HIGHEST_PROTOCOL))
+    context = multiprocessing.get_context("forkserver")  # each stand-in forks from a server that imported it once
+    context.set_forkserver_preload(["tests.trainers.async_writer"])
+    runs = 0
+    for written, delay in [(1, 0.0), (64 * 1024 + 1, 0.0), (full // 2, 0.0), (None, 0.35), (None, 0.8)]:
+        for _attempt in range(3):  # a kill meant to land inside a write may come after it ended: kill another
+            runs += 1
+            folder = tmp_path / str(runs)
+            folder.mkdir()
+            writer = context.Process(target=async_writer.write_batches, args=(str(folder),), daemon=True)
+            left, taken, outcome = _kill_once(folder, writer, written, delay)
+            assert len(outcome) == 1 and isinstance(outcome[0], RolloutWorkerExited), outcome
+            message = str(outcome[0])
+            assert message.startswith(f"the rollout worker exited (code -9) before batch {len(taken) + 1};")
+            assert "resume_from_checkpoint=auto" in message and "\n" not in message
+            assert taken == list(range(1, len(taken) + 1))  # whole batches (the learner checked each), in order
+            BatchFiles(folder).clear()
+            assert not [p for p in folder.iterdir() if "batch" in p.name]
+            if written is None or left is not None:
+                break
+        if written is not None:
+            assert left is not None and written <= left < full, (left, full)  # killed mid-write
 
 
 def test_a_learner_killed_with_sigkill_resumes_and_its_worker_exits(tiny_model, tmp_path):
