@@ -21,6 +21,9 @@ from pathlib import Path
 from agentgym_bench.errors import UserError
 
 BUILT_MODELS = {"default": "agentgym-bench init-model", "warmstart": "agentgym-bench warmstart"}
+PUBLISHED_CHECKPOINT = "leaderboards/agentgym-v2/models/default-model-sft"
+"""The published checkpoint, relative to a clone's root: the board's "default model + SFT", from which the main job's
+RL starts (what a newcomer has after cloning, where ``default`` and ``warmstart`` are built only on request)."""
 """The model names this package builds under :func:`model_dir`, and the command that builds each."""
 BOARD_INDEX = "board.json"
 """A board folder's index of its entries (``leaderboards/<board>/board.json``, written by
@@ -128,31 +131,48 @@ def resolve_model(name_or_path: str | os.PathLike) -> str:
         return str(model_dir(text))
     if text in BUILT_MODELS:
         raise UserError(f"no model {text!r} at {model_dir(text)}: build it with `{BUILT_MODELS[text]}` "
-                        "(AGENTGYM_BENCH_HOME moves the folder)")
+                        f"(AGENTGYM_BENCH_HOME moves the folder){published_hint()}")
     if looks_like_path(text):
-        raise UserError(f"no model folder at {local}: build the default model with `agentgym-bench init-model` "
-                        "and warm-start it with `agentgym-bench warmstart`, or give an existing folder or hub id")
+        raise UserError(f"no model folder at {local}: give an existing folder or hub id{published_hint()}, or build "
+                        "the default model with `agentgym-bench init-model` and warm-start it with `agentgym-bench "
+                        "warmstart`")
     close = closest_local_name(text)
     if close is not None:
-        raise UserError(f"no model {text!r}: did you mean {close!r} ({model_dir(close)})? Local models: "
+        where = model_dir(close) if model_dir(close).is_dir() else f"not built yet: `{BUILT_MODELS[close]}`"
+        raise UserError(f"no model {text!r}: did you mean {close!r} ({where})? Local models: "
                         f"{', '.join(local_model_names()) or 'none'}; a hub model is named ORG/NAME")
     return hub_model(text)
 
 
+def published_checkpoint(start: str | os.PathLike = ".") -> Path | None:
+    """The published checkpoint (:data:`PUBLISHED_CHECKPOINT`) of the clone ``start`` is in, relative when ``start``
+    is the clone's root; ``None`` outside a clone or where it is missing."""
+    root = repository_root(start)
+    if root is None or not (root / PUBLISHED_CHECKPOINT).is_dir():
+        return None
+    return Path(PUBLISHED_CHECKPOINT) if root == Path(start).resolve() else root / PUBLISHED_CHECKPOINT
+
+
+def published_hint() -> str:
+    """``"; or use the published checkpoint: PATH"`` where this clone has one (:func:`published_checkpoint`), else
+    ``""``: the model a newcomer has, for messages about models that are not there."""
+    path = published_checkpoint()
+    return f"; or use the published checkpoint (the board's default model + SFT): {path}" if path else ""
+
+
 def local_model_names() -> list[str]:
-    """The names a bare model name can mean here: the models built under :func:`model_dir` and the names this
-    package builds (:data:`BUILT_MODELS`), sorted."""
+    """The models built under :func:`model_dir` here, sorted: the names a bare model name finds."""
     folder = home() / "models"
-    built = {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()
-    return sorted(built | set(BUILT_MODELS))
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
 
 
 def closest_local_name(name: str) -> str | None:
-    """The local model name (:func:`local_model_names`) that ``name`` looks like a typo of, or ``None``; only bare
-    names (no ``/``) are compared, as hub ids of an organisation are never local."""
+    """The local model name (:func:`local_model_names`) or name this package builds (:data:`BUILT_MODELS`, built or
+    not) that ``name`` looks like a typo of, or ``None``; only bare names (no ``/``) are compared, as hub ids of an
+    organisation are never local."""
     if "/" in name:
         return None
-    close = difflib.get_close_matches(name, local_model_names(), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(name, sorted({*local_model_names(), *BUILT_MODELS}), n=1, cutoff=0.75)
     return close[0] if close else None
 
 

@@ -102,7 +102,12 @@ MISTAKES = {
     "play with an impossible argument": (["play", "AgentSokoban-v0", "--arg", "num_boxes=0"], ["num_boxes=0"]),
     "serve before init-model": (["serve"], ["no model 'default'", "agentgym-bench init-model"]),
     "serve a missing folder": (["serve", "--model", "/nonexistent/model"], ["/nonexistent/model", "init-model"]),
-    "serve a folder without a model": (["serve", "--model", "{tmp}"], ["cannot load a model from"]),
+    "serve a folder without a model": (["serve", "--model", "{tmp}"], ["cannot load a model from",
+                                                                       "no config.json, so it is not a Hugging Face"]),
+    "eval an endpoint without http://": (["eval", "--policy", "openai:m@127.0.0.1:8000/v1", "--out", "{tmp}/e.json"],
+                                         ["must start with http:// or https://", "openai:m@http://127.0.0.1:8000/v1"]),
+    "serve on cuda without a GPU": (["serve", "--model", "{model}", "--device", "cuda", "--port", "0"],
+                                    ["device 'cuda': this torch", "--device cpu"]),
     "webshop-serve on a port in use": (["webshop-serve", "--port", "{port}"], ["port is in use", "--port 0"]),
     "webshop-serve with a missing catalog": (["webshop-serve", "--catalog", "/nonexistent.json"], ["no such file"]),
     "init-model with width not divisible by heads": (["init-model", "--path", "{tmp}/m", "--width", "30"],
@@ -115,11 +120,13 @@ MISTAKES = {
 
 
 @pytest.mark.parametrize("name", MISTAKES)
-def test_ordinary_mistakes_are_one_line_and_exit_code_2(name, empty_home, busy_port, capsys):
+def test_ordinary_mistakes_are_one_line_and_exit_code_2(name, empty_home, busy_port, model_dir, capsys):
     from agentgym_bench.cli import main
 
     argv, expected = MISTAKES[name]
-    argv = [a.format(tmp=empty_home, port=busy_port) for a in argv]
+    if "cuda" in argv and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    argv = [a.format(tmp=empty_home, port=busy_port, model=model_dir) for a in argv]
     threads = torch.get_num_threads()
     assert main(argv) == 2
     assert torch.get_num_threads() == threads  # a refused command changes nothing (later tests rely on one thread)

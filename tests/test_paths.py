@@ -82,7 +82,21 @@ def test_a_typo_of_a_local_name_suggests_it_and_asks_no_hub(home, hub, typo, nam
     (home / "bench" / "models" / "my-model").mkdir(parents=True)
     with pytest.raises(UserError, match=f"did you mean '{name}'") as error:
         resolve_model(typo)
-    assert "default, my-model, warmstart" in str(error.value)
+    assert "Local models: my-model;" in str(error.value)  # only what exists: default and warmstart are not built
+    if name != "my-model":
+        assert f"{name}' (not built yet: `agentgym-bench " in str(error.value)
+
+
+def test_a_missing_built_model_points_to_the_published_checkpoint(home, monkeypatch, tmp_path):
+    """In a clone, a model the newcomer has not built names the one they have; outside one, nothing is offered."""
+    with pytest.raises(UserError, match="published checkpoint .*: leaderboards/agentgym-v2/models/default-model-sft$"):
+        resolve_model("warmstart")
+    with pytest.raises(UserError, match="published checkpoint"):
+        resolve_model("./no-such-model")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as error:
+        resolve_model("warmstart")
+    assert "published" not in str(error.value)
 
 
 def test_an_unreachable_hub_fails_at_once_naming_it(home, monkeypatch):

@@ -353,16 +353,21 @@ def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtyp
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if dtype is None and str(device) == "cpu":
-        import torch
-
         dtype = torch.float32
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        build = "a CPU build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}, finding no GPU"
+        raise UserError(f"device {device!r}: this torch ({torch.__version__}) is {build}; use --device cpu, or run "
+                        "on a machine with an NVIDIA GPU and a CUDA build of torch")
+    if Path(path).is_dir() and not Path(path, "config.json").is_file():
+        raise UserError(f"cannot load a model from {path!r}: it has no config.json, so it is not a Hugging Face model "
+                        "folder (one holds config.json, the weights and the tokenizer's files)")
     try:
         with no_progress_bars() if Path(path).is_dir() else nullcontext():
             tokenizer = AutoTokenizer.from_pretrained(path)
             model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     except (OSError, ValueError) as err:  # transformers: no such repo / folder without a model / unknown architecture
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UserError(f"cannot load a model from {path!r}: {first}") from err
+        said = " ".join(str(err).split()) or type(err).__name__  # transformers' messages run over several lines
+        raise UserError(f"cannot load a model from {path!r}: {said[:400]}") from err
     model = model.to(device)
     model.eval()
     return model, tokenizer

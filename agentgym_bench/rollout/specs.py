@@ -160,6 +160,10 @@ def parse_spec(spec: str, scripted: Mapping[str, Scripted] = SINGLE_AGENT) -> tu
     if kind in ("hf", "vllm") and target:
         return kind, target
     if kind == "openai" and "@" in target and target.split("@", 1)[0] and target.split("@", 1)[1]:
+        url = target.split("@", 1)[1]
+        if not url.startswith(("http://", "https://")):
+            raise UserError(f"policy {spec!r}: the endpoint {url!r} must start with http:// or https:// (e.g. "
+                            f"openai:{target.split('@', 1)[0]}@http://{url})")
         return kind, target
     raise UserError(f"policy {spec!r} is not one of: {SPEC_HELP}")
 
