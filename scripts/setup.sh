@@ -14,10 +14,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
-# pip, without the "Location ... is ignored" warnings some machines' pip configs print; pip's exit status is kept.
+# pip, without the "Location ... is ignored" warnings some machines' pip configs print, nor a dependency's warning
+# about an extra of another package (math-verify, through gem-llm, asks for one that does not exist); pip's warnings
+# about our own extras and its exit status are kept.
 pip_install() {
   local status
-  "${PIP[@]}" install "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }
+  "${PIP[@]}" install "$@" 2>&1 | awk '!/^WARNING: Location/ && !(/does not provide the extra/ && !/agentgym-bench/)'
   status=${PIPESTATUS[0]}
   return "$status"
 }

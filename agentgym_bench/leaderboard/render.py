@@ -155,6 +155,11 @@ def score_legend(suite: Suite) -> str:
             + ceiling_legend(suite))
 
 
+def board_title(suite: Suite) -> str:
+    """A board's title: the suite's name and its version, which the name may already hold (``agentgym-v2``)."""
+    return f"{suite.name} (suite version {suite.version})"
+
+
 def mark_legend(records: list[dict[str, Any]]) -> str:
     """What the marks mean (docs/leaderboard.md, "The marks"), as the verifier checks them; the clause on sampled
     re-generation only on a board that holds an entry an earlier verifier marked so."""
@@ -286,7 +291,7 @@ def markdown_cell(value: Any) -> str:
 def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
     """The board as a Markdown table, best score first."""
     columns = entry_columns(suite)
-    lines = [f"# Leaderboard: {suite.name} v{suite.version}", "",
+    lines = [f"# Leaderboard: {board_title(suite)}", "",
              f"{suite.description}", "",
              score_legend(suite) + " " + mark_legend(records) + " Compute: env steps "
              "(turns), generated tokens and wall time of the evaluation. Trained on: the suite entries whose env "
@@ -337,7 +342,7 @@ def png(suite: Suite, records: list[dict[str, Any]], path: Path) -> None:
     ax.set_xticks(x, names, rotation=20, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("mean payoff (95% interval)" if suite.multiagent else "success rate (95% Wilson interval)")
-    title = f"{suite.name} v{suite.version}"
+    title = board_title(suite)
     if len(records) > MAX_BARS:
         title += f" (best {MAX_BARS} of {len(records)})"
     ax.set_title(title)
@@ -363,7 +368,8 @@ def html(suite: Suite, records: list[dict[str, Any]], comparisons: dict[str, dic
     for c in comparisons.values():
         for row in [c["suite"], *c["entries"].values()]:
             row["p"] = _finite(row["p"])
-    data = {"suite": {"name": suite.name, "version": suite.version, "description": suite.description,
+    data = {"suite": {"name": suite.name, "version": suite.version, "title": board_title(suite),
+                      "description": suite.description,
                       "multiagent": suite.multiagent, "legend": score_legend(suite), "marks": mark_legend(records),
                       "entries": [{"name": e.name, "env_id": e.env_id, "episodes": e.episodes,
                                    "oracle_success": e.oracle_success, "opponent": e.opponent,
@@ -373,7 +379,7 @@ def html(suite: Suite, records: list[dict[str, Any]], comparisons: dict[str, dic
                             for k, r in zip(ranks(records), records, strict=True)],
             "comparisons": comparisons}
     template = resources.files("agentgym_bench.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
-    title = html_text.escape(f"{suite.name} v{suite.version} leaderboard")
+    title = html_text.escape(f"{board_title(suite)}: leaderboard")
     return template.replace("{{TITLE}}", title).replace("{{DATA}}", _script_json(data))
 
 

@@ -289,7 +289,8 @@ def check_suite(results: Results, suite: Suite | None) -> Suite:
                                f"({', '.join(available_suites())})")
         suite = load_suite(results.suite_name)
     if results.suite_name != suite.name:
-        raise ResultsError(f"results are for suite {results.suite_name!r}, this board's suite is {suite.name!r}")
+        raise ResultsError(f"results are for suite {results.suite_name!r}, not the suite {suite.name!r} they are "
+                           "checked against")
     if results.suite_version != suite.version:
         raise ResultsError(f"results are for {suite.name} version {results.suite_version}; "
                            f"the suite is version {suite.version}")
