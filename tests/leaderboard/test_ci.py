@@ -143,3 +143,30 @@ def test_publish_starts_again_from_mains_tip_when_its_push_is_refused(origin, tm
     assert log[:2] == ["leaderboard: submit incoming results and re-render", "merge: a submission"]
     tree = git(remote, "ls-tree", "-r", "--name-only", "main")
     assert "leaderboards/tiny/submissions/random.json.gz" in tree and "Random.json.gz" not in tree
+
+
+def test_the_check_reproduces_a_published_models_file_and_refuses_its_forgery(repo, hf_bytes, models, tmp_path):
+    """Issue 58 through the workflow's own steps: on a board that publishes a model's weights, the honest file that
+    names them is *reproduced*; the same file with one reply's text changed over its genuine tokens (replay alone
+    passes it) is refused, naming the turn, so the pull request fails."""
+    shutil.copytree(models[0], repo / "leaderboards" / "tiny" / "models" / "small")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "publish the model")
+    honest = edit(hf_bytes, lambda d: d["metadata"]["policy"].update(model="leaderboards/tiny/models/small"))
+
+    def rethink(d):
+        turn = d["entries"][1]["episodes"][2]["turns"][0]
+        turn["reply"] = "<think>I planned this.</think>" + turn["reply"]
+
+    def add(r: Path) -> None:
+        (r / INCOMING / "Honest.json.gz").write_bytes(honest)
+        (r / INCOMING / "Forged.json.gz").write_bytes(edit(honest, rethink))
+
+    base, head = pull_request(repo, add)
+    assert ci(repo, "guard", base, head, str(tmp_path / "added.txt")).returncode == 0
+    result = ci(repo, "check", str(tmp_path / "added.txt"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    errors = [line for line in result.stdout.splitlines() if line.startswith("::error")]
+    assert errors == [f"::error file={INCOMING}/Forged.json.gz::refused (the line above says why)"], result.stdout
+    assert "seed 1000000002, turn 1: the reply text is not the decoding of its token_ids" in result.stderr
+    assert "reproduced (all 20 episodes re-generated token for token" in result.stdout
