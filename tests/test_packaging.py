@@ -138,6 +138,10 @@ def test_the_wheel_holds_the_data_files_and_the_command(tmp_path):
     assert not [n for n in names if n.startswith(("tests/", "leaderboards/", "benchmarks/"))]
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     assert "agentgym-bench = agentgym_bench.cli:main" in wheel.read(entry_points).decode()
+    (licence,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    assert wheel.read(licence).decode().startswith("MIT License")
+    (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    assert "License-Expression: MIT" in wheel.read(metadata).decode()
 
 
 @pytest.mark.slow
