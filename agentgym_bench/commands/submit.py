@@ -67,9 +67,10 @@ def _flops(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     name = check_name(args.name)
     suite = load_suite(args.suite) if args.suite else None
-    index = read_index(Path(args.board)) if args.board and suite is None else None
+    index = read_index(Path(args.board)) if args.board else None
     if index is not None:
-        suite = parse_suite(index["suite"])  # a board holds one suite: check against it
+        suite = suite or parse_suite(index["suite"])  # a board holds one suite: check against it
+        check_free(index, name, suite, args.replace)  # cheap refusals (a taken name, another suite) come first
     if args.board is None and not args.check:
         default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made
     root = repository_root(args.board or Path.cwd())
