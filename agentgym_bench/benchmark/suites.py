@@ -48,7 +48,7 @@ entries of the policy's mean payoff (:mod:`agentgym_bench.benchmark.results`), s
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -248,3 +248,23 @@ def oracle_success(entry: SuiteEntry) -> float:
     with EnvGroups([entry.env_id], [entry.episodes], 1, tag_kwargs={entry.env_id: entry.make_kwargs()},
                    seed=entry.seed_start, fixed_seeds=True) as groups:
         return float(np.mean([t.success for t in groups.rollout(OraclePolicy())]))
+
+
+def quick_check(suite: Suite, episodes: int | None, entries: list[str] | None) -> tuple[Suite, dict | None]:
+    """The part of ``suite`` that ``--episodes`` and ``--entries`` choose, and the ``metadata.quick_check`` record
+    that marks its results as not submittable (``None``: the whole suite)."""
+    if episodes is None and entries is None:
+        return suite, None
+    if episodes is not None and episodes < 1:
+        raise UserError(f"--episodes {episodes}: give at least 1")
+    chosen = [suite.entry(name) for name in dict.fromkeys(entries)] if entries else list(suite.entries)
+    if episodes is not None:
+        chosen = [replace(e, episodes=min(episodes, e.episodes)) for e in chosen]
+    return replace(suite, entries=tuple(chosen)), {"episodes": episodes, "entries": entries}
+
+
+def quick_text(quick: dict[str, Any]) -> str:
+    """``--episodes 3 --entries bandit`` of a ``metadata.quick_check`` record."""
+    parts = ([f"--episodes {quick['episodes']}"] if quick.get("episodes") is not None else []) + (
+        [f"--entries {' '.join(quick['entries'])}"] if quick.get("entries") else [])
+    return " ".join(parts)

@@ -6,7 +6,9 @@ stratified by entry — the comparison a leaderboard shows between two of its su
 (``agentgym_bench.leaderboard.render.compare``), without putting either on a board. Single-agent entries also show
 the mean return and its paired difference (WebShop's graded purchase score, which success only counts at 1). The
 files are checked as a board checks them (suite name and version, entries, one episode per seed) but not replayed:
-``agentgym-bench submit`` verifies.
+``agentgym-bench submit`` verifies. Quick checks (``eval --episodes`` / ``--entries``) are compared too, on the
+episodes they played, when every file played the same ones (e.g. a model through ``serve`` against the same model
+through ``hf:``); the score is then over those entries and episodes only.
 
 Examples::
 
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark.results import Results, ResultsError, read_results, summarize
-from agentgym_bench.benchmark.suites import Suite, load_suite
+from agentgym_bench.benchmark.suites import Suite, load_suite, quick_check, quick_text
 from agentgym_bench.errors import UserError
 
 
@@ -37,21 +39,32 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "file (default: the bundled suite BASE names)")
 
 
-def read_checked(path: str, suite: Suite | None) -> tuple[Results, Suite]:
-    """A results file and its suite, checked like a submission's (but not replayed); a :class:`UserError` naming
-    the file otherwise."""
+def read_checked(path: str, suite: Suite | None, base: Results | None = None) -> tuple[Results, Suite]:
+    """A results file and the suite (or the part of it a quick check played) it is compared on, checked like a
+    submission's (but not replayed); a :class:`UserError` naming the file otherwise. ``base``: the file it is
+    compared with, whose ``metadata.quick_check`` it must share (the same episodes on both sides)."""
     from agentgym_bench.leaderboard.verify import check_entries, check_suite
 
     try:
         results = read_results(path)
     except ResultsError as error:
         raise UserError(str(error)) from None
+    mine = results.metadata.get("quick_check")
+    if base is not None and mine != base.metadata.get("quick_check"):
+        raise UserError(f"{path} is {_played(mine)}, the base is {_played(base.metadata.get('quick_check'))}: "
+                        "compare files that played the same episodes")
     try:
         suite = check_suite(results, suite)
+        if mine is not None:
+            suite = quick_check(suite, mine["episodes"], mine["entries"])[0]
         check_entries(results, suite)
     except ResultsError as error:
         raise UserError(f"{path}: {error}") from None
     return results, suite
+
+
+def _played(quick: dict[str, Any] | None) -> str:
+    return "the whole suite" if quick is None else f"a quick check ({quick_text(quick)})"
 
 
 def comparison_table(suite: Suite, base: Results, other: Results, base_score: float) -> list[str]:
@@ -86,11 +99,13 @@ def comparison_table(suite: Suite, base: Results, other: Results, base_score: fl
 
 def run(args: argparse.Namespace) -> int:
     base, suite = read_checked(args.base, load_suite(args.suite) if args.suite else None)
+    quick = base.metadata.get("quick_check")
     base_score = summarize(base, suite).score[0]
+    part = f" ({_played(quick)}: the score is over its entries and episodes only)" if quick else ""
     for path in args.others:
-        other, _ = read_checked(path, suite)
+        other, _ = read_checked(path, suite, base)
         test = "mean payoffs, no p" if suite.multiagent else "McNemar's exact p"
-        print(f"{Path(path).name} against {Path(args.base).name} on the same seeds of {suite.name} "
+        print(f"{Path(path).name} against {Path(args.base).name} on the same seeds of {suite.name}{part} "
               f"(this - base; 95% paired bootstrap interval, {test}):")
         print("\n".join(comparison_table(suite, base, other, base_score)) + "\n")
     return 0

@@ -54,7 +54,7 @@ from agentgym_bench.benchmark.results import (
     summarize,
     write_results,
 )
-from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, available_suites, load_suite
+from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, available_suites, load_suite, quick_check, quick_text
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.endpoint import CONTEXT_HINT, check_model, what_to_change
 from agentgym_bench.rollout.openai_compat import GenerationError
@@ -123,19 +123,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--selection", metavar="TEXT", default=None,
                         help="with --trained-by: which checkpoint this is and how it was chosen, decided on "
                         "validation before reading the test suite (e.g. 'the final checkpoint of the recipe')")
-
-
-def quick_check(suite: Suite, episodes: int | None, entries: list[str] | None) -> tuple[Suite, dict | None]:
-    """The part of ``suite`` that ``--episodes`` and ``--entries`` choose, and the ``metadata.quick_check`` record
-    that marks its results as not submittable (``None``: the whole suite)."""
-    if episodes is None and entries is None:
-        return suite, None
-    if episodes is not None and episodes < 1:
-        raise UserError(f"--episodes {episodes}: give at least 1")
-    chosen = [suite.entry(name) for name in dict.fromkeys(entries)] if entries else list(suite.entries)
-    if episodes is not None:
-        chosen = [replace(e, episodes=min(episodes, e.episodes)) for e in chosen]
-    return replace(suite, entries=tuple(chosen)), {"episodes": episodes, "entries": entries}
 
 
 def check_out(out: Path, overwrite: bool) -> None:
@@ -396,10 +383,3 @@ def run(args: argparse.Namespace) -> int:
           + (f"a quick check ({quick_text(quick)}): not for a board" if quick
              else f"submit it with: agentgym-bench submit {path} --name NAME"))
     return 0
-
-
-def quick_text(quick: dict[str, Any]) -> str:
-    """``--episodes 3 --entries bandit`` of a ``metadata.quick_check`` record."""
-    parts = ([f"--episodes {quick['episodes']}"] if quick.get("episodes") is not None else []) + (
-        [f"--entries {' '.join(quick['entries'])}"] if quick.get("entries") else [])
-    return " ".join(parts)

@@ -79,7 +79,7 @@ from typing import Any
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, TurnRecord, loads, sha256_text
-from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite
+from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite, quick_text
 from agentgym_bench.paths import published_board
 from agentgym_bench.progress import progress as progress_bar
 
@@ -274,10 +274,8 @@ def check_submittable(results: Results) -> None:
     """Refuse a quick check (``eval --episodes`` / ``--entries``: ``metadata.quick_check``), a part of the suite."""
     quick = results.metadata.get("quick_check")
     if quick is not None:
-        flags = " ".join(([f"--episodes {quick['episodes']}"] if quick["episodes"] is not None else [])
-                         + ([f"--entries {' '.join(quick['entries'])}"] if quick["entries"] else []))
-        raise ResultsError(f"results file is a quick check ({flags}), not for a board: evaluate the whole suite "
-                           "(eval without --episodes and --entries) to submit")
+        raise ResultsError(f"results file is a quick check ({quick_text(quick)}), not for a board: evaluate the whole "
+                           "suite (eval without --episodes and --entries) to submit")
 
 
 def check_suite(results: Results, suite: Suite | None) -> Suite:

@@ -75,3 +75,30 @@ def test_files_that_cannot_be_paired_are_one_line_errors(tmp_path):
         out = cli(*args)
         assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
         assert out.stderr.startswith("agentgym-bench: error:") and message in out.stderr
+
+
+def test_quick_checks_of_the_same_episodes_are_compared_and_others_refused(tmp_path):
+    """Two quick checks (eval --episodes / --entries) of the same episodes pair on them (issue 64: checking `serve`
+    against local eval is done on quick checks); a quick check against the whole suite, or of other episodes, is one
+    line."""
+    def run(policy: str, out: str, *quick: str) -> Path:
+        done = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "eval", "--policy", policy, "--suite",
+                               "agentgym-v2", *quick, "--out", str(tmp_path / out)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return tmp_path / out
+
+    quick = ("--episodes", "5", "--entries", "bandit", "sokoban-6x6")
+    a, b = run("random", "a.json.gz", *quick), run("oracle", "b.json.gz", *quick)
+    out = cli(a, b)
+    assert out.returncode == 0, out.stderr
+    assert "a quick check (--episodes 5 --entries bandit sokoban-6x6): the score is over its entries" in out.stdout
+    rows = {line.split("|")[1].strip() for line in out.stdout.splitlines() if line.startswith("| ")}
+    assert rows == {"entry", "score", "bandit", "sokoban-6x6"}
+    other = run("oracle", "c.json.gz", "--episodes", "4", "--entries", "bandit", "sokoban-6x6")
+    for args, message in [((a, other), "is a quick check (--episodes 4 --entries bandit sokoban-6x6), the base is a "
+                                       "quick check (--episodes 5"),
+                          ((ORACLE, a), "the base is the whole suite"),
+                          ((a, ORACLE), "is the whole suite, the base is a quick check")]:
+        out = cli(*args)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
