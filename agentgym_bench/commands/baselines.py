@@ -76,6 +76,9 @@ class Recipe:
     minutes: dict[str, float] = field(default_factory=dict)
     """Minutes a step takes on one of the reference machine's 2 cores (the warm start's stages: on both), by the
     step's name or, failing that, its first word: what the time estimates start from (:func:`minutes_left`)."""
+    compared: bool = True
+    """Whether the final report compares its trained models with the committed board's entries of the same names
+    (a smoke run's models, trained for two iterations on toy batches, are not theirs to compare)."""
 
 
 TRAINED = {"starpo": "baseline-starpo", "starpo-s": "baseline-starpo_s", "gigpo": "baseline-gigpo"}
@@ -127,9 +130,10 @@ RECIPES: dict[str, Recipe] = {
                                            "val_batch_size=8", "val_env_manager.num_env_groups=8",
                                            "ppo_mini_batch_size=8", "micro_batch_size=8"))
                            for name, config in TRAINED.items()},
-                    ma_models=("warmstart",), ma_model_eval=("--max-new-tokens", "4"),
+                    ma_models=("warmstart",), ma_model_eval=("--max-new-tokens", "4"), compared=False,
+                    # its evaluations and submissions play and re-generate the whole suite, as the reference's do
                     minutes={"init-model": 0.1, "warmstart stage 1": 0.5, "warmstart": 0.5, "train": 0.3,
-                             "eval": 0.2, "submit": 0.2, "eval-ma": 0.5, "submit-ma": 0.5}),
+                             **{k: v for k, v in REFERENCE_MINUTES.items() if k.startswith(("eval", "submit"))}}),
 }
 
 
@@ -156,10 +160,33 @@ class Job:
     """Where a stopped run of the step leaves its checkpoint (a warm start's checkpoint file, a trainer's run
     folder): if it exists when the step starts, the step continues from it, and the console says so."""
 
+    on_board: tuple[Path, str, Path] | None = None
+    """A submit step's ``(board, name, results file)``: finished once the board holds that very file under that
+    name (:func:`on_board`), so a re-run of a finished main job re-verifies nothing."""
+
+    def finished(self) -> bool:
+        """Whether an earlier run finished the step: its output exists (a submit step: :attr:`on_board`)."""
+        if self.on_board is not None:
+            return on_board(*self.on_board)
+        return self.output is not None and self.output.exists()
+
     def resuming(self) -> bool:
         """Whether the step will continue from a checkpoint of an earlier, stopped run."""
         marker = self.resumes_from
         return marker is not None and (marker.is_file() or bool(run_folder.checkpoints(marker)))
+
+
+def on_board(board: Path, name: str, results: Path) -> bool:
+    """Whether ``board`` holds ``results`` byte for byte as the submission ``name`` (its SHA-256 in the index)."""
+    import hashlib
+
+    from agentgym_bench.leaderboard.board import read_index, slugify
+
+    if not results.is_file():
+        return False
+    index = read_index(board) if board.is_dir() else None
+    digest = hashlib.sha256(results.read_bytes()).hexdigest()
+    return any(r["slug"] == slugify(name) and r["sha256"] == digest for r in (index or {}).get("submissions", []))
 
 
 def cli(*args: str) -> list[str]:
@@ -208,7 +235,8 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
     for stem in ("oracle", "random", "warmstart", *recipe.train):
         jobs.append(Job(f"submit {stem}", cli("submit", str(results / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
                                               "--board", str(board), "--suite", suite, "--replace"),
-                        None, after=[f"eval {stem}"]))
+                        None, after=[f"eval {stem}"],
+                        on_board=(board, BOARD_NAMES[stem], results / f"{stem}.json.gz")))
     if ma_suite is not None:
         assert ma_board is not None
         jobs += two_player_jobs(recipe, work, ma_board, ma_suite, warm, made_by, trained_by)
@@ -234,7 +262,8 @@ def two_player_jobs(recipe: Recipe, work: Path, ma_board: Path, ma_suite: str, w
                  ma / f"{name}.json.gz", after=after) for name, (model, after) in models.items()]
     jobs += [Job(f"submit-ma {stem}", cli("submit", str(ma / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
                                           "--board", str(ma_board), "--suite", ma_suite, "--replace"),
-                 None, after=[f"eval-ma {stem}"]) for stem in ("random", "scripted", *models)]
+                 None, after=[f"eval-ma {stem}"], on_board=(ma_board, BOARD_NAMES[stem], ma / f"{stem}.json.gz"))
+             for stem in ("random", "scripted", *models)]
     return jobs
 
 
@@ -298,9 +327,11 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     by_name = {j.name: j for j in jobs}
     for job in jobs:
-        if job.output is not None and job.output.exists():
+        if job.finished():
             job.status = "done"
-            print(f"[baselines] {job.name}: already done ({job.output}); delete it to redo", flush=True)
+            done = (f"{job.on_board[2]} is on {job.on_board[0]} as {job.on_board[1]!r}" if job.on_board
+                    else f"{job.output}; delete it to redo")
+            print(f"[baselines] {job.name}: already done ({done})", flush=True)
     last_status = start = time.monotonic()
     print(f"[baselines] expected: about {minutes_left(jobs, max_parallel, start):.0f} min on {max_parallel} cores as "
           "fast as the reference machine's (docs/results.md, 'Wall time'), longer on slower ones; the status line "
@@ -464,16 +495,18 @@ def run(args: argparse.Namespace) -> int:
               "warm-start or training step continues from its last checkpoint.", flush=True)
         raise
     print(f"[baselines] all steps done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
-    print(report(board, Path(args.committed)))
+    apart = frozenset() if recipe.compared else frozenset(BOARD_NAMES[name] for name in recipe.train)
+    print(report(board, Path(args.committed), apart))
     if ma_suite is not None:
-        print(report(ma_board, Path(args.committed)))
+        print(report(ma_board, Path(args.committed), apart))
     return 0
 
 
-def report(board: Path, committed_root: Path) -> str:
+def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset()) -> str:
     """The board's table, where it is, and each baseline against the committed board's entry of the same name:
     the paired difference of the suite score on the same seeds (yours - committed; a two-player board: of the mean
-    payoff)."""
+    payoff). Entries named in ``apart`` (a smoke run's trained models) are not compared: they are not the
+    committed models' recipe."""
     from agentgym_bench.benchmark.results import read_results
     from agentgym_bench.benchmark.suites import parse_suite
     from agentgym_bench.leaderboard.board import read_index
@@ -495,6 +528,9 @@ def report(board: Path, committed_root: Path) -> str:
     table = ["| entry | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for record in index["submissions"]:
         other = by_name.get(record["name"])
+        if record["name"] in apart:
+            lines.append(f"  {record['name']}: this recipe's model, not the committed one's recipe: not compared")
+            continue
         if other is None:
             lines.append(f"  {record['name']}: not on the committed board")
             continue

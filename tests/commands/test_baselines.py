@@ -14,6 +14,7 @@ from agentgym_bench.commands.baselines import (
     seconds_left,
 )
 from agentgym_bench.errors import UserError
+from tests.leaderboard.conftest import tree_digest
 
 
 def py(code: str) -> list[str]:
@@ -168,6 +169,16 @@ def test_smoke_recipe_from_the_published_checkpoint_end_to_end(tmp_path, capsys)
     for algo in ("StarPO", "StarPO-S", "GiGPO"):
         assert names[f"default model + SFT + {algo}"]["trainer_config"]["pretrain"] == "<local>/default-model-sft"
     assert "default model + SFT: " in out and "agrees" in out  # the same weights, the same seeds: the same episodes
+    for algo in ("StarPO", "StarPO-S", "GiGPO"):  # a smoke model is not the committed model's recipe
+        assert f"default model + SFT + {algo}: this recipe's model, not the committed one's recipe" in out
+    board = tmp_path / "work" / "leaderboard"
+    before = tree_digest(board)
+    assert main(["baselines", "--recipe", "smoke", "--suite", str(suite_file), "--work",
+                 str(tmp_path / "work"), "--jobs", "2", "--committed", str(tmp_path / "leaderboards")]) == 0
+    again = capsys.readouterr().out  # a finished main job run again: nothing redone, the result printed again
+    assert again.count("already done") == len(names) * 2 + 3 and ": started (log:" not in again, again
+    assert "per env (yours - committed" in again
+    assert tree_digest(board) == before
 
 
 def test_plan_also_plays_the_two_player_suite_onto_its_own_board(tmp_path):
