@@ -333,9 +333,13 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
                     else f"{job.output}; delete it to redo")
             print(f"[baselines] {job.name}: already done ({done})", flush=True)
     last_status = start = time.monotonic()
-    print(f"[baselines] expected: about {minutes_left(jobs, max_parallel, start):.0f} min on {max_parallel} cores as "
-          "fast as the reference machine's (docs/results.md, 'Wall time'), longer on slower ones; the status line "
-          "corrects the estimate as steps finish", flush=True)
+    slowdown = load_slowdown(max_parallel)
+    busy = (f", {slowdown:.1f}x for the load this machine already carries (load average "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)" if slowdown > 1.05 else "")
+    shown = (minutes_left(jobs, max_parallel, start, slowdown=slowdown), 0.0)
+    print(f"[baselines] expected: about {shown[0]:.0f} min on {max_parallel} cores as fast as the reference "
+          f"machine's (docs/results.md, 'Wall time'){busy}; the status line corrects the estimate as steps finish",
+          flush=True)
     while any(j.status in ("waiting", "running") for j in jobs):
         for job in jobs:
             if job.status == "running" and job.process is not None and job.process.poll() is not None:
@@ -372,23 +376,29 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
             last_status = now = time.monotonic()
             lines = {j.name: _last_line(logs, j) for j in jobs if j.status == "running"}
             parts = [f"{name} {(now - by_name[name].started) / 60:.1f} min: {line}" for name, line in lines.items()]
-            reported = {name: seconds / 60 for name, line in lines.items() if (seconds := seconds_left(line))}
-            elapsed, left = (now - start) / 60, minutes_left(jobs, max_parallel, now, reported)
+            # a step's own estimate counts once it has run a minute (its first iterations say little)
+            reported = {name: seconds / 60 for name, line in lines.items()
+                        if now - by_name[name].started >= 60 and (seconds := seconds_left(line))}
+            elapsed, left = (now - start) / 60, minutes_left(jobs, max_parallel, now, reported, slowdown)
             done = sum(j.status == "done" for j in jobs)
-            print(f"[baselines] {elapsed:.1f} min, about {left:.0f} min left ({elapsed / (elapsed + left):.0%}), "
-                  f"{done}/{len(jobs)} steps done; running: " + "; ".join(parts), flush=True)
+            text, showing = time_left(left, elapsed, shown)
+            shown = (showing, elapsed)
+            print(f"[baselines] {elapsed:.1f} min, {text}, {done}/{len(jobs)} steps done; running: "
+                  + "; ".join(parts), flush=True)
         time.sleep(1.0)
 
 
-def minutes_left(jobs: list[Job], max_parallel: int, now: float, reported: dict[str, float] | None = None) -> float:
+def minutes_left(jobs: list[Job], max_parallel: int, now: float, reported: dict[str, float] | None = None,
+                 slowdown: float = 1.0) -> float:
     """Wall minutes until every job is done: :func:`run_jobs`'s schedule simulated, each step still waiting taking
     its ``minutes`` and each running one what is left of them (at least what its progress line says it has left,
-    ``reported``: step name -> minutes), both scaled by the machine's speed (how much longer the steps finished in
-    this run took than expected, between 0.25x and 4x)."""
+    ``reported``: step name -> minutes), both scaled by the machine's speed: how much longer the steps finished in
+    this run took than expected (between 0.25x and 4x), or, until a minute of them has finished, ``slowdown``
+    (:func:`load_slowdown`: what other work on the machine takes)."""
     reported = reported or {}
     finished = [j for j in jobs if j.status == "done" and j.seconds > 0]
     expected = sum(j.minutes for j in finished)
-    speed = min(max(sum(j.seconds for j in finished) / 60 / expected, 0.25), 4.0) if expected >= 1 else 1.0
+    speed = min(max(sum(j.seconds for j in finished) / 60 / expected, 0.25), 4.0) if expected >= 1 else slowdown
     finish = {j.name: max(j.minutes * speed - (now - j.started) / 60, reported.get(j.name, 0.0), 0.0)
               for j in jobs if j.status == "running"}
     done = {j.name for j in jobs if j.status == "done"}
@@ -408,6 +418,26 @@ def minutes_left(jobs: list[Job], max_parallel: int, now: float, reported: dict[
         clock = finish.pop(name)
         done.add(name)
     return clock
+
+
+def load_slowdown(max_parallel: int) -> float:
+    """How much longer the steps will take than on an idle machine, from the load it carries before the job starts:
+    ``(load + max_parallel) / cores``, at least 1 (2 cores already busy with 2 other threads: 2x)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1.0, (load + max_parallel) / (os.cpu_count() or 1))
+
+
+def time_left(left: float, elapsed: float, shown: tuple[float, float]) -> tuple[str, float]:
+    """The status line's estimate, ``about N min left (P%)``, and the minutes it shows, where the last line showed
+    ``shown`` (its minutes left, and the elapsed minutes then). A line never shows more time left than the last one
+    minus the time since, unless the estimate has grown past that by more than a minute, and then it says so
+    ("revised up"), so a reader can tell news from noise."""
+    bound = max(shown[0] - (elapsed - shown[1]), 0.0)
+    revised = left > bound + 1.0
+    left = left if revised else min(left, bound)
+    text = (f"about {left:.0f} min left ({elapsed / (elapsed + left):.0%})" if left > 0 else
+            "a little longer: the last steps are running")
+    return text + (", revised up" if revised else ""), left
 
 
 def seconds_left(progress_line: str) -> float | None:

@@ -12,6 +12,7 @@ from agentgym_bench.commands.baselines import (
     published_checkpoint,
     run_jobs,
     seconds_left,
+    time_left,
 )
 from agentgym_bench.errors import UserError
 from tests.leaderboard.conftest import tree_digest
@@ -59,7 +60,19 @@ def test_minutes_left_follows_the_schedule_run_jobs_keeps():
     running.status, running.started = "running", 0.0
     assert minutes_left([running], 1, 60.0) == 2  # one of its three minutes gone
     assert minutes_left([running], 1, 60.0, {"b": 5.0}) == 5  # its progress line says more
+    assert minutes_left([timed("a", 10)], 1, 0.0, slowdown=2.0) == 20  # a busy machine, before any step finished
+    assert minutes_left([done, timed("b", 3, ["a"])], 2, 0.0, slowdown=3.0) == 6  # measured speed wins once known
     assert seconds_left("train: 6/200 its (3%), 24s elapsed, ~776s left, loss 0.1") == 776
+
+
+def test_the_time_left_never_grows_unless_it_says_so():
+    """issue 64: '15 min left (67%)' then '42 min left (44%)' as a training started; now a later line shows at
+    most the last one's time less the time since, and a larger estimate is shown as revised up."""
+    assert time_left(20.0, 10.0, (30.0, 0.0)) == ("about 20 min left (33%)", 20.0)  # on schedule
+    assert time_left(10.8, 10.0, (15.0, 5.0)) == ("about 10 min left (50%)", 10.0)  # noise upwards: held
+    assert time_left(42.0, 10.0, (15.0, 5.0)) == ("about 42 min left (19%), revised up", 42.0)
+    assert time_left(1.5, 30.0, (2.0, 29.0)) == ("about 1 min left (97%)", 1.0)
+    assert time_left(0.5, 30.0, (0.0, 29.0))[0] == "a little longer: the last steps are running"
     assert seconds_left("warmstart: collecting demonstrations") is None
 
 
