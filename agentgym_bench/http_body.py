@@ -1,196 +1,311 @@
-"""Serving HTTP to a slow or hostile client: what both servers (``serve``, ``webshop-serve``) share, so that no
-client can hold a thread for ever or take every thread.
+"""What both HTTP servers (``serve``, ``webshop-serve``) share: an ASGI app (Starlette) on uvicorn's h11 protocol,
+with the few guards uvicorn does not have, so that no client can hold the server for long or take its capacity.
 
-- :class:`GuardedHandler`: a request handler whose socket reads and writes run against deadlines. A connection
-  must send the first byte of each request within ``idle_seconds`` (of being accepted, or of the previous answer on
-  a kept-alive connection), else it is closed without an answer, so silent connections give their slot back
-  quickly (a client that keeps its connection between requests simply reconnects). Once the first byte of a
-  request has come, its request line and headers must all arrive within ``head_seconds`` (a client that sends its
-  head one byte at a time is cut off, the connection closed without an answer), and its body within the
-  ``seconds`` given to :meth:`GuardedHandler.read_body`. An answer must be written out within ``write_seconds`` of
-  its first byte, all of it (a client that stops reading, or reads a streamed answer a trickle at a time, is cut
-  off and the connection closed), and no single read or write waits more than the handler's ``timeout``.
-- :class:`GuardedServer`: a threading HTTP server that serves at most ``max_connections`` connections at once (one
-  thread each); a connection over the cap gets the server's :meth:`~GuardedServer.busy_answer` (a 503) and is
-  closed, as uvicorn's ``--limit-concurrency`` answers.
-- :func:`port`, the servers' ``--port`` argument type, and :func:`listen_error`, the one-line error for an address
-  that cannot be bound.
+uvicorn (on asyncio, the stack vLLM, ``transformers serve`` and OpenEnv serve on) holds an idle or slow connection as
+a few kilobytes, not a thread, and h11 bounds a request's line and headers (:data:`MAX_HEAD_BYTES`, else a 400).
+:class:`HttpServer` adds, per connection (:class:`_GuardedProtocol`, a subclass of uvicorn's ``H11Protocol``):
+
+- an idle deadline: a connection must send the first byte of each request within ``idle_seconds`` of being accepted
+  or of the previous answer, else it is closed unanswered (uvicorn's keep-alive timeout covers only the second);
+- a head deadline: once a request's first byte has come, its line and headers must all arrive within
+  ``head_seconds`` (a client that sends its head a byte at a time is cut off, unanswered); uvicorn has none;
+- a write deadline: an answer must be written out, all of it, within ``write_seconds`` of its first byte, else the
+  connection is aborted (a client that stops reading, or reads a trickle, is cut off; uvicorn would wait for ever);
+- a connection cap: a connection over ``max_connections`` open at once is answered the server's 503 as soon as it
+  is accepted and closed;
+
+and per request (:meth:`HttpServer.admit`, :func:`read_body`): at most ``max_requests`` requests are read and
+answered at once (a 503 for more; this bounds the memory bodies take), a body is at most ``max_body_bytes`` and must
+arrive within ``body_seconds`` (413, 408). A request h11 cannot parse (a bad request line, header or
+``Content-Length``) gets the server's own 400 (:meth:`HttpServer.bad_request`), never a traceback.
+
+Also :func:`port`, the servers' ``--port`` argument type, :func:`listen_error`, the one-line error for an address that
+cannot be bound, and :func:`raise_open_files_limit`.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import errno
-import io
+import logging
 import math
 import socket
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from typing import Any
+
+import anyio
+import h11
+from starlette.requests import ClientDisconnect, Request
+from uvicorn import Config, Server
+from uvicorn.config import LOGGING_CONFIG
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from agentgym_bench.errors import UserError
 
-
-class _DeadlineReader(io.RawIOBase):
-    """A socket's reads against :attr:`deadline` (``time.monotonic()``): each read waits at most ``idle`` seconds
-    and none starts past the deadline (``TimeoutError``). With :attr:`head_seconds` set, the deadline is moved to
-    that far after the first bytes arrive (before them it is the wait for a request to begin)."""
-
-    def __init__(self, sock: socket.socket, idle: float):
-        super().__init__()
-        self.sock, self.idle = sock, idle
-        self.deadline = math.inf
-        self.head_seconds: float | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the client did not send its request in time")
-        self.sock.settimeout(min(self.idle, left))
-        n = self.sock.recv_into(buffer)
-        if n and self.head_seconds is not None:
-            self.deadline, self.head_seconds = time.monotonic() + self.head_seconds, None
-        return n
+MAX_HEAD_BYTES = 16 * 1024
+"""Longest request line and headers h11 buffers (uvicorn's default; a 400 above)."""
+BACKLOG = 2048
+"""Connections the kernel queues before they are accepted."""
 
 
-class _DeadlineWriter(io.BufferedIOBase):
-    """A socket's writes (unbuffered, as ``socketserver``'s writer) against a deadline: each write waits at most
-    ``idle`` seconds, and all the writes of one answer end within :attr:`seconds` of its first (``TimeoutError``)."""
+class BodyError(Exception):
+    """A request body that cannot be read: HTTP ``status`` and a message for the client."""
 
-    def __init__(self, sock: socket.socket, idle: float):
-        super().__init__()
-        self.sock, self.idle = sock, idle
-        self.deadline = math.inf
-        self.seconds: float | None = None
-
-    def writable(self) -> bool:
-        return True
-
-    def start(self, seconds: float) -> None:
-        """A new answer: its deadline is ``seconds`` after its first write."""
-        self.deadline, self.seconds = math.inf, seconds
-
-    def write(self, data: Any) -> int:
-        now = time.monotonic()
-        if self.seconds is not None:
-            self.deadline, self.seconds = now + self.seconds, None
-        left = self.deadline - now
-        if left <= 0:
-            raise TimeoutError("the client did not read its answer in time")
-        self.sock.settimeout(min(self.idle, left))
-        self.sock.sendall(data)  # raises TimeoutError when it does not end within the timeout, all of it
-        with memoryview(data) as view:
-            return view.nbytes
-
-    def fileno(self) -> int:
-        return self.sock.fileno()
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
 
 
-class GuardedHandler(BaseHTTPRequestHandler):
-    """``BaseHTTPRequestHandler`` with deadlines on its reads and writes (see the module docstring). The server
-    gives ``idle_seconds``, ``head_seconds`` and ``write_seconds``; ``timeout`` is the longest wait of one socket
-    read or write."""
+class _GuardedProtocol(H11Protocol):
+    """uvicorn's h11 protocol with the idle, head and write deadlines and the connection cap of the module docstring.
+    ``owner`` (set on a subclass per server) is the :class:`HttpServer` whose limits and answers apply."""
 
-    server: GuardedServer
+    owner: HttpServer
 
-    def setup(self) -> None:
-        super().setup()
-        self.rfile.close()  # the socket's own reader, replaced (an open one would keep the socket from closing)
-        self._reader = _DeadlineReader(self.connection, self.timeout)
-        self.rfile = io.BufferedReader(self._reader)
-        self._writer = _DeadlineWriter(self.connection, self.timeout)
-        self.wfile = self._writer
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._timer: asyncio.TimerHandle | None = None  # the idle or head deadline
+        self._write_timer: asyncio.TimerHandle | None = None
+        self._in_head = False
+        self._turned_away = len(self.connections) > self.owner.max_connections
+        if self._turned_away:
+            self._turn_away()
+        else:
+            self._arm(self.owner.idle_seconds)
 
-    def handle_one_request(self) -> None:
-        # Until the first byte, the wait for a request to begin; then the head's deadline (see _DeadlineReader).
-        self._reader.deadline = time.monotonic() + self.server.idle_seconds
-        self._reader.head_seconds = self.server.head_seconds
-        self._writer.start(self.server.write_seconds)
-        super().handle_one_request()  # answers nothing and closes the connection on TimeoutError (read or write)
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        self._timer = self.loop.call_later(seconds, self._expired)
 
-    def parse_request(self) -> bool:
-        """The head has arrived (request line and headers): lift its deadline."""
-        ok = super().parse_request()
-        self._reader.deadline, self._reader.head_seconds = math.inf, None
-        self.connection.settimeout(self.timeout)
-        return ok
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    def read_body(self, size: int, seconds: float) -> bytes | None:
-        """``size`` bytes of the request body, all of them within ``seconds``; ``None`` if they did not arrive in time
-        (the caller answers 408 and closes the connection).
+    def _expired(self) -> None:
+        """No request began in time, or its head did not end in time: close the connection unanswered."""
+        self._timer = None
+        if self.cycle is not None and not self.cycle.response_complete:
+            return  # a request is being answered (its head came in the meantime)
+        self.transport.abort() if self.transport.get_write_buffer_size() else self.transport.close()
 
-        Raises:
-            ConnectionError: the client closed the connection mid-body.
-        """
-        self._reader.deadline = time.monotonic() + seconds
-        try:
-            raw = self.rfile.read(size)
-        except TimeoutError:
-            return None
-        finally:
-            self._reader.deadline = math.inf
-            self.connection.settimeout(self.timeout)
-        if len(raw) < size:
-            raise ConnectionError("the client closed the connection mid-body")
-        return raw
-
-
-class GuardedServer(ThreadingHTTPServer):
-    """``ThreadingHTTPServer`` serving at most ``max_connections`` connections at once; the others get
-    :meth:`busy_answer` and are closed. ``idle_seconds``: time a connection has to begin each request (its first
-    byte); ``head_seconds``: time a request's line and headers have to arrive once begun; ``write_seconds``: time an
-    answer has to be written out, all of it, once its first byte is."""
-
-    daemon_threads = True
-    request_queue_size = 128  # connections the kernel queues before accept (socketserver's default is 5)
-
-    def __init__(self, address: tuple[str, int], handler: type[GuardedHandler], *, max_connections: int,
-                 head_seconds: float, idle_seconds: float, write_seconds: float):
-        if not isinstance(max_connections, int) or isinstance(max_connections, bool) or max_connections < 1:
-            raise ValueError(f"max_connections={max_connections!r} must be a positive integer")
-        for name, seconds in (("head_seconds", head_seconds), ("idle_seconds", idle_seconds),
-                              ("write_seconds", write_seconds)):
-            if not seconds > 0:
-                raise ValueError(f"{name}={seconds!r} must be a positive number of seconds")
-        super().__init__(address, handler)
-        self.max_connections, self.head_seconds = max_connections, head_seconds
-        self.idle_seconds, self.write_seconds = idle_seconds, write_seconds
-        self._slots = threading.BoundedSemaphore(max_connections)
-
-    def busy_answer(self) -> tuple[str, bytes]:
-        """Content type and body of the 503 a connection over the cap gets."""
-        return "text/plain", f"{self.max_connections} connections are open (the server's limit); retry".encode()
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if self._slots.acquire(blocking=False):
-            try:
-                super().process_request(request, client_address)
-            except BaseException:
-                self._slots.release()
-                raise
-            return
-        kind, body = self.busy_answer()
-        head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
+    def _turn_away(self) -> None:
+        """The 503 of a connection over the cap, sent at once; what the client sends is read and dropped (closing
+        with it unread would reset the answer away) until it closes, for at most a second."""
+        status, kind, body = self.owner.busy_answer()
+        head = (f"HTTP/1.1 {status} Service Unavailable\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
                 "Retry-After: 1\r\nConnection: close\r\n\r\n")
-        try:
-            request.settimeout(1.0)
-            request.sendall(head.encode() + body)
-            request.shutdown(socket.SHUT_WR)
-            request.settimeout(0.05)
-            request.recv(65536)  # what the client sent, so that closing does not reset the answer away
-        except OSError:
-            pass
-        request.close()
+        self.transport.write(head.encode() + body)
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self._timer = self.loop.call_later(1.0, self.transport.abort)
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def data_received(self, data: bytes) -> None:
+        if self._turned_away:
+            return
+        super().data_received(data)  # uvicorn's keep-alive timer is cancelled; a request whose head ended is begun
+        if self.transport.is_closing():
+            self._disarm()
+        elif self.conn.their_state is h11.IDLE:  # a request's head has begun and not ended (or nothing came)
+            if not self._in_head:
+                self._in_head = True
+                self._arm(self.owner.head_seconds)
+        elif self._in_head or self._timer is not None:  # the head has ended: the app's deadlines apply now
+            self._in_head = False
+            self._disarm()
+
+    def handle_events(self) -> None:
+        cycle = self.cycle
+        super().handle_events()
+        if self.cycle is not None and self.cycle is not cycle:
+            self._in_head = False
+            self._disarm()
+            self._time_writes(self.cycle)
+
+    def _time_writes(self, cycle: Any) -> None:
+        """Start the write deadline when ``cycle``'s answer starts (its task has not run yet: its ``send`` is looked
+        up when it does)."""
+        send = cycle.send
+
+        async def timed_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                if self._write_timer is not None:
+                    self._write_timer.cancel()
+                self._write_timer = self.loop.call_later(self.owner.write_seconds, self._write_expired, cycle)
+            await send(message)
+
+        cycle.send = timed_send
+
+    def _write_expired(self, cycle: Any) -> None:
+        self._write_timer = None
+        if not (cycle.response_complete and self.transport.get_write_buffer_size() == 0):
+            self.transport.abort()  # close() would wait for the client to read what is buffered
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # arms uvicorn's keep-alive timer: idle_seconds
+        if self._write_timer is not None and self.transport.get_write_buffer_size() == 0:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def eof_received(self) -> bool | None:
+        """The client half-closed: finish the answer under way (then close), else close now."""
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.keep_alive = False
+            return True
+        return None
+
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot parse: the server's own 400, then close."""
+        kind, body = self.owner.bad_request()
+        response = h11.Response(status_code=400, reason=b"Bad Request",
+                                headers=[(b"content-type", kind.encode()),
+                                         (b"content-length", str(len(body)).encode()), (b"connection", b"close")])
+        with contextlib.suppress(h11.LocalProtocolError):  # h11 refused the request before any answer could start
+            self.transport.write(self.conn.send(response) + self.conn.send(h11.Data(data=body))
+                                 + self.conn.send(h11.EndOfMessage()))
+        self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+        super().connection_lost(exc)
+
+
+class HttpServer:
+    """An ASGI ``app`` served by uvicorn (h11) on ``host:port`` (0: a free port, see :attr:`server_address`) with
+    the guards of the module docstring. The socket is bound at construction (``OSError`` if it cannot be; see
+    :func:`listen_error`). :meth:`serve_forever` serves in this thread (until Ctrl-C or :meth:`shutdown`),
+    :meth:`start` in a background one; use as a context manager for the latter.
+
+    Subclasses give :meth:`busy_answer` and :meth:`bad_request` (their error shape) and wrap each request in
+    :meth:`admit` and :func:`read_body`."""
+
+    def __init__(self, app: Any, host: str, port: int, *, max_connections: int, max_requests: int,
+                 max_body_bytes: int, idle_seconds: float, head_seconds: float, body_seconds: float,
+                 write_seconds: float, verbose: bool = False):
+        for name, count in (("max_connections", max_connections), ("max_requests", max_requests),
+                            ("max_body_bytes", max_body_bytes)):
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise ValueError(f"{name}={count!r} must be a positive integer")
+        for name, seconds in (("idle_seconds", idle_seconds), ("head_seconds", head_seconds),
+                              ("body_seconds", body_seconds), ("write_seconds", write_seconds)):
+            if not (isinstance(seconds, (int, float)) and 0 < seconds < math.inf):
+                raise ValueError(f"{name}={seconds!r} must be a positive number of seconds")
+        self.max_connections, self.max_requests, self.max_body_bytes = max_connections, max_requests, max_body_bytes
+        self.idle_seconds, self.head_seconds = idle_seconds, head_seconds
+        self.body_seconds, self.write_seconds, self.verbose = body_seconds, write_seconds, verbose
+        self.requests = 0  # being read or answered now (only the event loop's thread changes it)
+        protocol = type("GuardedProtocol", (_GuardedProtocol,), {"owner": self})
+        self.config = Config(app, http=protocol, loop="asyncio", lifespan="off", interface="asgi3",
+                             proxy_headers=False, log_config=LOGGING_CONFIG if verbose else None,
+                             log_level=logging.INFO if verbose else logging.ERROR, access_log=verbose,
+                             timeout_keep_alive=idle_seconds,  # type: ignore[arg-type] - a float works
+                             h11_max_incomplete_event_size=MAX_HEAD_BYTES, backlog=BACKLOG,
+                             timeout_graceful_shutdown=5, server_header=False)
+        self.server = Server(self.config)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
         try:
-            super().process_request_thread(request, client_address)
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind((host, port))
+            self.socket.listen(BACKLOG)
+        except OSError:
+            self.socket.close()
+            raise
+        self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
+        self._thread: threading.Thread | None = None
+
+    # ----- what subclasses answer -----------------------------------------------------------------------------------
+
+    def busy_answer(self) -> tuple[int, str, bytes]:
+        """Status, content type and body of the answer to a connection over :attr:`max_connections`."""
+        return 503, "text/plain", f"{self.max_connections} connections are open (the server's limit); retry".encode()
+
+    def bad_request(self) -> tuple[str, bytes]:
+        """Content type and body of the 400 for a request h11 cannot parse."""
+        return "text/plain", b"malformed HTTP request (its request line, a header or its Content-Length)"
+
+    # ----- per request ----------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def admit(self) -> Iterator[bool]:
+        """``with server.admit() as admitted:`` around a request's reading and answering; ``admitted`` is false when
+        :attr:`max_requests` are under way already (answer a 503). Call on the event loop only."""
+        if self.requests >= self.max_requests:
+            yield False
+            return
+        self.requests += 1
+        try:
+            yield True
         finally:
-            self._slots.release()
+            self.requests -= 1
+
+    # ----- running --------------------------------------------------------------------------------------------------
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until Ctrl-C (in the main thread) or :meth:`shutdown`."""
+        self.server.run(sockets=[self.socket])
+
+    def shutdown(self) -> None:
+        """Ask :meth:`serve_forever` to return (within a tenth of a second, once open answers end)."""
+        self.server.should_exit = True
+
+    def server_close(self) -> None:
+        """Close the listening socket."""
+        self.socket.close()
+
+    def start(self) -> HttpServer:
+        """Serve in a background thread; return once the server accepts connections."""
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True, name=f"http:{self.server_address[1]}")
+        self._thread.start()
+        while not self.server.started and self._thread.is_alive():
+            self._thread.join(0.01)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (answers under way get a few seconds to end) and close the socket."""
+        self.shutdown()
+        if self._thread is not None:
+            self._thread.join()
+        self.server_close()
+
+    def __enter__(self) -> HttpServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+async def read_body(request: Request, max_bytes: int, seconds: float, *, length_required: bool = False) -> bytes:
+    """The body of ``request``: at most ``max_bytes`` (a ``Content-Length`` over it is refused before reading; a
+    chunked body is counted as it comes), all of it within ``seconds``.
+
+    Raises:
+        BodyError: 411 without ``Content-Length`` or ``Transfer-Encoding`` when ``length_required``, 413 for a body
+            over ``max_bytes``, 408 for one that did not arrive in time.
+        ClientDisconnect: the client closed the connection mid-body.
+    """
+    length = request.headers.get("content-length")
+    if length is None and length_required and "transfer-encoding" not in request.headers:
+        raise BodyError(411, "send a Content-Length header")
+    if length is not None and int(length) > max_bytes:  # h11 checked it is ASCII digits
+        raise BodyError(413, f"the body must be at most {max_bytes} bytes, Content-Length says {int(length)}")
+    chunks, size = [], 0
+    try:
+        with anyio.fail_after(seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise BodyError(413, f"the body must be at most {max_bytes} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyError(408, f"the body did not arrive within {seconds:g} s") from None
+    return b"".join(chunks)
 
 
 def port(text: str) -> int:
@@ -210,3 +325,23 @@ def listen_error(host: str, port_number: int, err: OSError) -> UserError:
         return UserError(f"cannot listen on {host}:{port_number}: the port is in use (another server?); "
                          "choose another with --port, or --port 0 for a free one")
     return UserError(f"cannot listen on {host}:{port_number}: {err.strerror or err}")
+
+
+def raise_open_files_limit(wanted: int) -> int:
+    """Raise this process's soft limit on open files towards ``wanted`` (never above the hard limit), as vLLM's
+    server does, so that ``--max-connections`` connections can be accepted; the soft limit now."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return wanted
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+    return soft
+
+
+__all__ = ["BodyError", "ClientDisconnect", "HttpServer", "listen_error", "port", "raise_open_files_limit",
+           "read_body"]

@@ -2,8 +2,10 @@
 ``GET /v1/models`` and ``GET /v1/models/{id}`` (each model object carries ``max_model_len``, the model's positions,
 as vLLM's do; ``eval`` checks its prompts against it).
 
-Standard library ``http.server``; binds ``127.0.0.1`` only. Requests are served one generation at a time (a lock
-around the model) with :class:`~agentgym_bench.rollout.hf.HFPolicy` and the request's ``temperature``, ``top_p``,
+A Starlette app on uvicorn's h11 protocol (:mod:`agentgym_bench.http_body`), the ASGI stack vLLM, ``transformers
+serve`` and OpenEnv serve on; binds ``127.0.0.1`` only. Requests are served one generation at a time (a lock around
+the model, taken in a worker thread so that the event loop keeps answering) with
+:class:`~agentgym_bench.rollout.hf.HFPolicy` and the request's ``temperature``, ``top_p``,
 ``max_tokens`` (or ``max_completion_tokens``), ``seed``, ``logprobs``, ``n`` (1..:data:`MAX_N` choices, sampled as
 one batch), ``stop`` (a string or up to :data:`MAX_STOP` strings: a choice stops generating at the token that
 completes one, and the reply is cut before the first one it contains, with ``finish_reason: "stop"``, streamed or
@@ -26,25 +28,30 @@ another choice is a 400 (this server cannot force a call). Messages may carry ea
 assistant role, then one chunk per generated token (with its log-probability when ``logprobs`` is set), then the
 ``finish_reason``, then ``data: [DONE]``; with ``stream_options: {"include_usage": true}`` a last chunk with empty
 ``choices`` and the ``usage``. The reply is generated whole before the first chunk is sent (the chunks exist for
-clients that only speak streaming, not for latency), and the connection closes after ``[DONE]``.
+clients that only speak streaming, not for latency), then ``data: [DONE]``.
+
+Completion ids are ``chatcmpl-`` and 32 random hex digits; every answer carries an ``x-request-id`` header: the
+client's ``X-Request-Id`` when it is a short token (as vLLM echoes it), else a random one.
 
 Errors use OpenAI's shape ``{"error": {"message", "type", "param", "code"}}`` (``param`` names the field at
 fault, ``null`` when none is): 400 for a malformed request (a body that is not JSON or nests too deeply, a missing
 or bad field, a number that is not finite or out of range — ``max_tokens: Infinity``, ``seed: 1e999`` —, a prompt
 longer than the model reads: ``code: "context_length_exceeded"``), 401 for a wrong key (when the server has one),
 404 for another path or a ``model`` other than the one served (``code: "model_not_found"``, as for
-``GET /v1/models/{id}`` of another id), 408 for a body not sent within :data:`BODY_SECONDS`, 411 without a
-``Content-Length``, 413 for a body over :data:`MAX_BODY_BYTES`, 500 when generation fails, 503 for a connection over
-:data:`MAX_CONNECTIONS`. Every request gets an
-answer; none drops the connection.
+``GET /v1/models/{id}`` of another id), 405 for a method other than GET and POST, 408 for a body not sent within
+:data:`BODY_SECONDS`, 411 without a ``Content-Length`` (or chunked ``Transfer-Encoding``), 413 for a body over
+:data:`MAX_BODY_BYTES`, 500 when generation fails (or for a bug: the client gets no traceback), 503 for a connection
+over :data:`MAX_CONNECTIONS` or a request over :data:`MAX_REQUESTS`. A request h11 cannot parse (a bad request line,
+header or ``Content-Length``) is a 400 in the same shape. Every request gets an answer; none drops the connection.
 
-Abuse bounds: a body is at most :data:`MAX_BODY_BYTES` (1 MiB), nests at most :data:`MAX_DEPTH` levels and must
-arrive within :data:`BODY_SECONDS`; a request's line and headers must arrive within :data:`HEAD_SECONDS` of its first
-byte (else the connection is closed unanswered); a connection that sends nothing for :data:`IDLE_SECONDS` after
-connecting or after an answer is closed, so silent connections cannot hold the connection slots; an answer must be
-written out within :data:`WRITE_SECONDS` (a client that stops reading its answer, streamed or not, is cut off);
-any socket read or write waits at most :data:`SOCKET_SECONDS`; at most :data:`MAX_CONNECTIONS` connections are
-served at once, one thread each, and another gets a 503 (:mod:`agentgym_bench.http_body`);
+Abuse bounds (:mod:`agentgym_bench.http_body`): a body is at most :data:`MAX_BODY_BYTES` (1 MiB), nests at most
+:data:`MAX_DEPTH` levels and must arrive within :data:`BODY_SECONDS`; a request's line and headers are at most
+16 KiB and must arrive within :data:`HEAD_SECONDS` of its first byte (else the connection is closed unanswered); a
+connection that sends nothing for :data:`IDLE_SECONDS` after connecting or after an answer is closed; an answer must
+be written out within :data:`WRITE_SECONDS` (a client that stops reading its answer, streamed or not, is cut off);
+an idle or slow connection is a few kilobytes on the event loop, not a thread, and at most :data:`MAX_CONNECTIONS`
+are open at once (``--max-connections``; another is answered a 503 and closed); at most :data:`MAX_REQUESTS`
+requests are read and answered at once (``--max-requests``; another gets a 503);
 ``max_tokens`` is at most the model's positions; the prompt is rendered and tokenised outside the model's lock, so
 a long prompt does not hold other clients up, and only generation is serialised.
 
@@ -52,27 +59,32 @@ This server is for tests and small models. For real throughput serve the model w
 ``transformers serve`` (both OpenAI-compatible, see ``docs/rollout.md``) and point
 :class:`~agentgym_bench.rollout.openai_compat.OpenAIPolicy` at them.
 
-Run: ``agentgym-bench serve [--model NAME_OR_PATH] [--port 8000]``, then point
+Run: ``agentgym-bench serve [NAME_OR_PATH] [--port 8000]`` (``--model NAME_OR_PATH`` says the same), then point
 :class:`~agentgym_bench.rollout.openai_compat.OpenAIPolicy` (or any OpenAI client) at ``http://127.0.0.1:PORT/v1``.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import itertools
 import json
 import math
 import re
-import sys
+import secrets
 import threading
 import time
+import traceback
 import urllib.parse
 from typing import Any
+
+import anyio
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response, StreamingResponse
 
 from agentgym_bench import http_body
 from agentgym_bench.agent.tools import split_tool_calls
 from agentgym_bench.errors import UserError
-from agentgym_bench.http_body import GuardedHandler, GuardedServer
 from agentgym_bench.rollout.hf import HFPolicy
 
 HOST = "127.0.0.1"
@@ -82,8 +94,6 @@ MAX_BODY_BYTES = 1 << 20
 """Largest request body accepted (413 above)."""
 BODY_SECONDS = 30.0
 """Time a client has to send its whole body (408 after)."""
-SOCKET_SECONDS = 60.0
-"""Longest wait of one socket read or write, an idle kept-alive connection's included."""
 HEAD_SECONDS = 10.0
 """Time a client has to send a request's line and headers once it has begun (then the connection is closed)."""
 IDLE_SECONDS = 10.0
@@ -91,8 +101,12 @@ IDLE_SECONDS = 10.0
 (then it is closed unanswered, and its slot of :data:`MAX_CONNECTIONS` is free)."""
 WRITE_SECONDS = 60.0
 """Time an answer has to be written out, all of it, streamed or not (then the connection is closed)."""
-MAX_CONNECTIONS = 64
-"""Connections served at once, one thread each (a 503 for more)."""
+MAX_CONNECTIONS = 4096
+"""Connections open at once, idle and slow ones included (each is a few kilobytes, not a thread); another is
+answered a 503 when accepted and closed."""
+MAX_REQUESTS = 64
+"""Requests read and answered at once, each waiting its turn for the model (a 503 for more): this bounds the memory
+request bodies take to ``MAX_REQUESTS * MAX_BODY_BYTES``."""
 MAX_DEPTH = 64
 """Deepest nesting of arrays and objects a body may have (a tool's JSON schema is a few levels)."""
 MAX_SEED = 2**63 - 1
@@ -283,31 +297,25 @@ def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_
                        "max_new_tokens": int(max_tokens), "seed": int(seed)}}
 
 
-class ChatHandler(GuardedHandler):
-    """Request handler; the server object carries ``model``, ``tokenizer``, ``model_name``, ``api_key``, ``lock``."""
+class ChatHandler:
+    """One request to a :class:`ChatServer`, answered as ``http.server``'s handlers answer (so that subclasses may
+    wrap :meth:`do_GET` / :meth:`do_POST` or override :meth:`_model_object`): ``server``, ``command``, ``path`` (with
+    its query), ``headers`` (case-insensitive) and the ``body`` already read (also as ``rfile``). :meth:`do_POST`
+    runs in a worker thread (it tokenises and generates), :meth:`do_GET` on the event loop (it must not block); each
+    leaves its answer in :attr:`answer` (status and JSON payload) or :attr:`events` (Server-Sent Events)."""
 
-    server: ChatServer
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        self.timeout = self.server.socket_seconds  # every socket read and write, an idle keep-alive's included
-        super().setup()
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        if self.server.verbose:
-            super().log_message(format, *args)
+    def __init__(self, server: ChatServer, command: str, path: str, headers: Any, body: bytes = b""):
+        self.server, self.command, self.path, self.headers, self.body = server, command, path, headers, body
+        self.rfile = io.BytesIO(body)
+        self.answer: tuple[int, dict[str, Any]] | None = None
+        self.events: list[bytes] | None = None
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.answer = (status, payload)
 
     def _error(self, status: int, message: str, kind: str, param: str | None = None, code: str | None = None
                ) -> None:
-        self._send(status, {"error": {"message": message, "type": kind, "param": param, "code": code}})
+        self._send(status, error_body(message, kind, param, code))
 
     def _authorised(self) -> bool:
         if self.server.api_key and self.headers.get("Authorization") != f"Bearer {self.server.api_key}":
@@ -339,42 +347,20 @@ class ChatHandler(GuardedHandler):
                 error = self._no_model(name)
                 self._error(error.status, error.message, error.kind, error.param, error.code)
         else:
-            self._error(404, f"no route {self.path}", "not_found")
-
-    def _body(self) -> bytes:
-        """The request body: a ``Content-Length`` of ASCII digits up to :data:`MAX_BODY_BYTES`, all of it within
-        :data:`BODY_SECONDS` (a client that stops half way gets 408)."""
-        length = self.headers.get("Content-Length")
-        if length is None:
-            self.close_connection = True
-            raise RequestError(411, "send a Content-Length header")
-        if not re.fullmatch(r"[0-9]{1,12}", length.strip()):
-            self.close_connection = True
-            raise RequestError(400, f"Content-Length must be a byte count, got {length[:40]!r}")
-        size = int(length)
-        if size > MAX_BODY_BYTES:
-            self.close_connection = True
-            raise RequestError(413, f"the body must be at most {MAX_BODY_BYTES} bytes, Content-Length says {size}")
-        raw = self.read_body(size, self.server.body_seconds)
-        if raw is None:
-            self.close_connection = True
-            raise RequestError(408, f"the body did not arrive within {self.server.body_seconds:g} s")
-        return raw
+            self._error(404, f"no route {self.path[:200]}", "not_found")
 
     def do_POST(self) -> None:  # noqa: N802
         try:
             self._post()
         except RequestError as e:
             self._error(e.status, e.message, e.kind, e.param, e.code)
-        except ConnectionError:
-            self.close_connection = True
 
     def _post(self) -> None:
-        raw = self._body()
+        raw = self.body
         if not self._authorised():
             return
-        if self.path.rstrip("/") != "/v1/chat/completions":
-            raise RequestError(404, f"no route {self.path}", "not_found")
+        if urllib.parse.urlsplit(self.path).path.rstrip("/") != "/v1/chat/completions":
+            raise RequestError(404, f"no route {self.path[:200]}", "not_found")
         tokenizer, positions = self.server.tokenizer, self.server.max_positions
         try:
             limit = positions if positions is not None else MAX_TOKENS_WITHOUT_LIMIT
@@ -404,7 +390,7 @@ class ChatHandler(GuardedHandler):
         completion_tokens = sum(len(g.token_ids) for g in generations)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                  "total_tokens": prompt_tokens + completion_tokens}
-        head = {"id": f"chatcmpl-{next(self.server.ids)}", "created": int(time.time()),
+        head = {"id": f"chatcmpl-{secrets.token_hex(16)}", "created": int(time.time()),
                 "model": self.server.model_name}
         if settings["stream"]:
             self._stream(head, generations, settings, usage)
@@ -480,17 +466,12 @@ class ChatHandler(GuardedHandler):
 
     def _stream(self, head: dict[str, Any], generations: list[Any], settings: dict[str, Any],
                 usage: dict[str, int]) -> None:
-        """Send the finished generations as OpenAI ``chat.completion.chunk`` events, then ``[DONE]``; close."""
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        """The finished generations as OpenAI ``chat.completion.chunk`` events, then ``[DONE]``."""
+        self.events = []
 
         def event(choices: list[dict[str, Any]], **extra: Any) -> None:
             chunk = {**head, "object": "chat.completion.chunk", "choices": choices, **extra}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.events.append(f"data: {json.dumps(chunk)}\n\n".encode())
 
         for index, generation in enumerate(generations):
             event([{"index": index, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
@@ -509,9 +490,7 @@ class ChatHandler(GuardedHandler):
             event([{"index": index, "delta": {}, "finish_reason": finish_reason}])
         if settings["include_usage"]:
             event([], usage=usage)
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
-
+        self.events.append(b"data: [DONE]\n\n")
 
     @staticmethod
     def _stream_tool_calls(event: Any, index: int, content: str | None, calls: list[dict[str, Any]]) -> None:
@@ -524,80 +503,132 @@ class ChatHandler(GuardedHandler):
         event([{"index": index, "delta": {}, "finish_reason": "tool_calls"}])
 
 
-class ChatServer(GuardedServer):
-    """Serve ``model`` / ``tokenizer`` on ``127.0.0.1:port`` (``port=0``: a free port; see :attr:`base_url`).
-    ``body_seconds`` / ``socket_seconds`` / ``head_seconds`` / ``idle_seconds`` / ``write_seconds`` /
-    ``max_connections``: :data:`BODY_SECONDS` / :data:`SOCKET_SECONDS` / :data:`HEAD_SECONDS` /
-    :data:`IDLE_SECONDS` / :data:`WRITE_SECONDS` / :data:`MAX_CONNECTIONS`.
+def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None,
+               code: str | None = None) -> dict[str, Any]:
+    """OpenAI's error shape."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
-    Use as a context manager, or call :meth:`start` and :meth:`stop`.
+
+def _request_id(headers: Any) -> str:
+    """The client's ``X-Request-Id`` when it is a short printable token (as vLLM echoes it), else a random one."""
+    given = headers.get("x-request-id", "")
+    return given if re.fullmatch(r"[A-Za-z0-9._:-]{1,128}", given) else secrets.token_hex(16)
+
+
+class ChatServer(http_body.HttpServer):
+    """Serve ``model`` / ``tokenizer`` on ``127.0.0.1:port`` (``port=0``: a free port; see :attr:`base_url`), on
+    uvicorn. ``body_seconds`` / ``head_seconds`` / ``idle_seconds`` / ``write_seconds`` / ``max_connections`` /
+    ``max_requests``: :data:`BODY_SECONDS` / :data:`HEAD_SECONDS` / :data:`IDLE_SECONDS` / :data:`WRITE_SECONDS` /
+    :data:`MAX_CONNECTIONS` / :data:`MAX_REQUESTS`. ``handler``: the :class:`ChatHandler` (sub)class answering
+    each request.
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop` (or :meth:`serve_forever` in this thread).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str = "local", port: int = 0,
                  api_key: str | None = None, verbose: bool = False, handler: type[ChatHandler] = ChatHandler,
-                 body_seconds: float = BODY_SECONDS, socket_seconds: float = SOCKET_SECONDS,
-                 head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS,
+                 body_seconds: float = BODY_SECONDS, head_seconds: float = HEAD_SECONDS,
+                 max_connections: int = MAX_CONNECTIONS, max_requests: int = MAX_REQUESTS,
                  idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS):
-        super().__init__((HOST, port), handler, max_connections=max_connections, head_seconds=head_seconds,
-                         idle_seconds=idle_seconds, write_seconds=write_seconds)
-        self.body_seconds, self.socket_seconds = body_seconds, socket_seconds
+        super().__init__(self._app, HOST, port, max_connections=max_connections, max_requests=max_requests,
+                         max_body_bytes=MAX_BODY_BYTES, idle_seconds=idle_seconds, head_seconds=head_seconds,
+                         body_seconds=body_seconds, write_seconds=write_seconds, verbose=verbose)
         self.model, self.tokenizer, self.model_name = model, tokenizer, model_name
-        self.api_key, self.verbose = api_key, verbose
+        self.api_key, self.handler = api_key, handler
         self.stop_ids = HFPolicy(model, tokenizer).stop_ids
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
         self.lock = threading.Lock()
         self.created = int(time.time())
         self.seeds = itertools.count()
-        self.ids = itertools.count()
-        self._thread: threading.Thread | None = None
+        self._workers = anyio.CapacityLimiter(max_requests)  # worker threads: a request's tokenising and generation
 
-    def busy_answer(self) -> tuple[str, bytes]:
+    def busy_answer(self) -> tuple[int, str, bytes]:
         """OpenAI's error shape for the 503 a connection over :attr:`max_connections` gets."""
         message = f"{self.max_connections} connections are open (the server's limit); retry"
-        error = {"message": message, "type": "server_error", "param": None, "code": None}
-        return "application/json", json.dumps({"error": error}).encode()
+        return 503, "application/json", json.dumps(error_body(message, "server_error")).encode()
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Clients that hang up mid-answer are normal; anything else is printed."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
+    def bad_request(self) -> tuple[str, bytes]:
+        message = "malformed HTTP request (its request line, a header or its Content-Length)"
+        return "application/json", json.dumps(error_body(message)).encode()
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1``."""
         return f"http://{HOST}:{self.server_address[1]}/v1"
 
-    def start(self) -> ChatServer:
-        """Serve in a background thread."""
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self._thread.start()
-        return self
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """The ASGI app: every request gets an answer in OpenAI's error shape or the handler's."""
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        headers = {"x-request-id": _request_id(request.headers)}
+        path = scope["raw_path"].decode("latin-1") + (f"?{scope['query_string'].decode('latin-1')}"
+                                                      if scope["query_string"] else "")
+        with self.admit() as admitted:
+            if not admitted:
+                message = f"{self.max_requests} requests are being served (the server's limit); retry"
+                response = _json(503, error_body(message, "server_error"),
+                                 {**headers, "retry-after": "1", "connection": "close"})
+            else:
+                response = await self._answer(request, path, headers)
+            if response is not None:
+                await response(scope, receive, send)
 
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self.shutdown()
-        self.server_close()
-        if self._thread is not None:
-            self._thread.join()
+    async def _answer(self, request: Request, path: str, headers: dict[str, str]) -> Response | None:
+        """The answer to one admitted request (``None`` for a client that left mid-body)."""
+        method = request.method
+        try:
+            if method == "GET":
+                handler = self.handler(self, method, path, request.headers)
+                handler.do_GET()
+            elif method == "POST":
+                try:
+                    raw = await http_body.read_body(request, MAX_BODY_BYTES, self.body_seconds, length_required=True)
+                except http_body.BodyError as e:  # the body was not read through: the connection closes
+                    return _json(e.status, error_body(e.message), {**headers, "connection": "close"})
+                except ClientDisconnect:
+                    return None
+                handler = self.handler(self, method, path, request.headers, raw)
+                await anyio.to_thread.run_sync(handler.do_POST, limiter=self._workers)
+            else:
+                return _json(405, error_body(f"method {method[:20]} is not allowed: GET or POST"),
+                             {**headers, "allow": "GET, POST"})
+        except Exception as e:  # noqa: BLE001 - a bug is a 500 for the client (no traceback), printed here
+            traceback.print_exc()
+            return _json(500, error_body(f"internal error: {type(e).__name__}"[:200], "server_error"), headers)
+        if handler.events is not None:
+            async def events() -> Any:
+                for event in handler.events:
+                    yield event
 
-    def __enter__(self) -> ChatServer:
-        return self.start()
+            return StreamingResponse(events(), media_type="text/event-stream",
+                                     headers={**headers, "cache-control": "no-cache"})
+        if handler.answer is None:
+            return _json(500, error_body("internal error: no answer", "server_error"), headers)
+        return _json(*handler.answer, headers)
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+
+def _json(status: int, payload: dict[str, Any], headers: dict[str, str]) -> Response:
+    return Response(json.dumps(payload).encode(), status, headers, media_type="application/json")
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="default",
+    parser.add_argument("model", nargs="?", default=None, metavar="MODEL",
                         help="model folder, name under $AGENTGYM_BENCH_HOME/models (default, warmstart) or hub id "
-                        "to serve (default: %(default)s, built by `agentgym-bench init-model`)")
-    parser.add_argument("--name", default=None, help="model name reported to clients (default: the --model value)")
+                        "to serve, as `vllm serve MODEL` (default: default, built by `agentgym-bench init-model`)")
+    parser.add_argument("--model", dest="model_flag", default=None, metavar="MODEL",
+                        help="the same as MODEL (either one)")
+    parser.add_argument("--name", default=None, help="model name reported to clients (default: the MODEL value)")
     parser.add_argument("--port", type=http_body.port, default=8000, help="port on 127.0.0.1 (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     parser.add_argument("--api-key-env", default=None,
                         help="environment variable whose value clients must send as the bearer key (default: none)")
     parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
-                        help="connections served at once, one thread each; more get a 503 (default: %(default)s)")
+                        help="connections open at once (idle and slow ones included); another is answered a 503 "
+                        "and closed (default: %(default)s)")
+    parser.add_argument("--max-requests", type=int, default=MAX_REQUESTS,
+                        help="requests read and answered at once (each waits its turn for the model); another "
+                        "gets a 503 (default: %(default)s)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
 
 
@@ -606,16 +637,22 @@ def run(args: argparse.Namespace) -> int:
 
     from agentgym_bench.rollout.hf import load_model
 
-    if args.max_connections < 1:
-        raise UserError(f"--max-connections {args.max_connections} must be at least 1")
-    model, tokenizer = load_model(args.model, device=args.device)
+    if args.model is not None and args.model_flag is not None and args.model != args.model_flag:
+        raise UserError(f"two models given: {args.model} and --model {args.model_flag}; serve one")
+    name = args.model or args.model_flag or "default"
+    for flag, value in (("--max-connections", args.max_connections), ("--max-requests", args.max_requests)):
+        if value < 1:
+            raise UserError(f"{flag} {value} must be at least 1")
+    model, tokenizer = load_model(name, device=args.device)
     key = os.environ.get(args.api_key_env, "") if args.api_key_env else None
+    http_body.raise_open_files_limit(args.max_connections + 256)
     try:
-        server = ChatServer(model, tokenizer, model_name=args.name or args.model, port=args.port,
-                            api_key=key or None, verbose=args.verbose, max_connections=args.max_connections)
+        server = ChatServer(model, tokenizer, model_name=args.name or name, port=args.port,
+                            api_key=key or None, verbose=args.verbose, max_connections=args.max_connections,
+                            max_requests=args.max_requests)
     except OSError as err:
         raise http_body.listen_error(HOST, args.port, err) from err
-    print(f"serving {args.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
+    print(f"serving {name} at {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -2,6 +2,7 @@
 
 import http.client
 import json
+import re
 import urllib.parse
 
 import pytest
@@ -254,3 +255,27 @@ def test_options_the_server_cannot_honour_are_a_400_naming_them(server, field, v
     text = client.chat.completions.create(model="tiny", messages=conversations(1)[0], max_tokens=4,
                                           response_format={"type": "text"}, top_logprobs=0, logprobs=True)
     assert text.choices[0].logprobs.content  # the defaults OpenAI's clients may send still pass
+
+
+def test_completion_ids_are_random_and_every_answer_carries_an_x_request_id(server):
+    """Ids are ``chatcmpl-`` and 32 random hex digits (not a counter that restarts with the server); every answer,
+    errors included, carries ``x-request-id``: the client's own when it sends a short token, as vLLM echoes it."""
+    url = urllib.parse.urlsplit(server.base_url)
+    body = json.dumps({"model": "tiny", "messages": conversations(1)[0], "max_tokens": 2})
+    ids, request_ids = [], []
+    for headers in ({}, {"X-Request-Id": "my-run.7:turn-3"}, {"X-Request-Id": "not a token \u2603"}):
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        conn.request("POST", "/v1/chat/completions", body=body.encode(),
+                     headers={"Content-Type": "application/json", **{k: v.encode() for k, v in headers.items()}})
+        response = conn.getresponse()
+        ids.append(json.loads(response.read())["id"])
+        request_ids.append(response.getheader("x-request-id"))
+        conn.close()
+    assert all(re.fullmatch(r"chatcmpl-[0-9a-f]{32}", i) for i in ids) and len(set(ids)) == 3, ids
+    assert request_ids[1] == "my-run.7:turn-3"
+    assert all(re.fullmatch(r"[0-9a-f]{32}", r) for r in (request_ids[0], request_ids[2])), request_ids
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    conn.request("GET", "/v1/nowhere")
+    response = conn.getresponse()
+    assert response.status == 404 and re.fullmatch(r"[0-9a-f]{32}", response.getheader("x-request-id"))
+    conn.close()

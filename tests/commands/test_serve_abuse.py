@@ -17,7 +17,7 @@ from tests.rollout.test_hf import conversations
 @pytest.fixture(scope="module")
 def server(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    with ChatServer(model, tokenizer, model_name="tiny", body_seconds=1.0, socket_seconds=5.0, head_seconds=1.0) as s:
+    with ChatServer(model, tokenizer, model_name="tiny", body_seconds=1.0, head_seconds=1.0) as s:
         yield s
 
 
@@ -144,7 +144,7 @@ def test_a_request_head_sent_byte_by_byte_is_cut_off_at_the_head_deadline(server
 
 def test_connections_over_the_cap_get_a_503_and_later_ones_are_served(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    with ChatServer(model, tokenizer, model_name="tiny", max_connections=2, socket_seconds=5.0) as s:
+    with ChatServer(model, tokenizer, model_name="tiny", max_connections=2) as s:
         port = s.server_address[1]
         held = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
         time.sleep(0.5)

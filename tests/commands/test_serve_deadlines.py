@@ -1,6 +1,6 @@
 """``agentgym-bench serve``'s connection deadlines on loopback (issue 51): silent connections give their slot back
 after the idle deadline, a slow but honest client is still served, and a client that stops reading its answer
-(streamed) is cut off at the write deadline, so neither holds a thread or the connection cap for long."""
+(streamed) is cut off at the write deadline, so neither holds the connection cap for long."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import socket
 import time
 
-from agentgym_bench.commands.serve import ChatHandler, ChatServer
+from agentgym_bench.commands.serve import ChatServer
 from tests.commands.test_serve_abuse import exchange
 from tests.rollout.test_hf import conversations
 
@@ -27,10 +27,9 @@ def served_within(server: ChatServer, seconds: float) -> float:
 
 def test_silent_connections_are_dropped_at_the_idle_deadline_and_free_the_cap(model_and_tokenizer):
     """The cap's worth of connections that send nothing: a request gets a 503 while they hold the slots, and is
-    served once the idle deadline (1 s here) has closed them, although the socket timeout is 30 s."""
+    served once the idle deadline (1 s here) has closed them."""
     model, tokenizer = model_and_tokenizer
-    with ChatServer(model, tokenizer, model_name="tiny", max_connections=3, socket_seconds=30.0,
-                    idle_seconds=1.0) as s:
+    with ChatServer(model, tokenizer, model_name="tiny", max_connections=3, idle_seconds=1.0) as s:
         port = s.server_address[1]
         silent = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
         opened = time.monotonic()
@@ -47,8 +46,7 @@ def test_a_slow_but_honest_client_is_served_and_may_keep_its_connection(model_an
     """A client that waits 0.6 s before its first byte and sends its head over 0.6 s more (longer in all than the 1 s
     idle deadline, but each request begun in time) is served, twice on one kept-alive connection."""
     model, tokenizer = model_and_tokenizer
-    with ChatServer(model, tokenizer, model_name="tiny", socket_seconds=30.0, idle_seconds=1.0,
-                    head_seconds=5.0) as s:
+    with ChatServer(model, tokenizer, model_name="tiny", idle_seconds=1.0, head_seconds=5.0) as s:
         with socket.create_connection(("127.0.0.1", s.server_address[1]), timeout=10) as sock:
             for _ in range(2):
                 time.sleep(0.6)
@@ -65,13 +63,12 @@ def test_a_slow_but_honest_client_is_served_and_may_keep_its_connection(model_an
                 assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["data"][0]["id"] == "tiny"
 
 
-class SmallBuffers(ChatHandler):
-    """The server side of a slow network: a 4 KiB send buffer, so a client that does not read blocks the server's
-    writes after some kilobytes instead of the megabytes loopback buffers hold."""
-
-    def setup(self) -> None:
-        self.request.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-        super().setup()
+def small_buffers(server: ChatServer) -> ChatServer:
+    """The server side of a slow network: a 4 KiB send buffer (set on the listening socket, which the connections it
+    accepts inherit), so a client that does not read fills the server's buffers after some kilobytes instead of the
+    megabytes loopback buffers hold."""
+    server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    return server
 
 
 def _stalled_stream(port: int, trickle: bool) -> tuple[socket.socket, float]:
@@ -79,7 +76,7 @@ def _stalled_stream(port: int, trickle: bool) -> tuple[socket.socket, float]:
     bytes, then read no more (``trickle``: 512 bytes every 0.1 s). The socket and when the client stalled."""
     body = json.dumps({"model": "tiny", "messages": conversations(1)[0], "n": 4, "max_tokens": 100, "logprobs": True,
                        "stream": True, "temperature": 0}).encode()
-    for _ in range(50):  # a 503 while the previous client's thread is still ending
+    for _ in range(50):  # a 503 while the previous client's connection is still closing
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.settimeout(30)
@@ -96,11 +93,10 @@ def _stalled_stream(port: int, trickle: bool) -> tuple[socket.socket, float]:
 
 def test_a_client_that_stops_reading_its_streamed_answer_is_cut_off_at_the_write_deadline(model_and_tokenizer):
     """With one connection allowed, a client that stops reading a streamed answer (or reads it a trickle at a time,
-    each write then ending well within the 30 s socket timeout) holds the only thread until the write deadline
+    each write then ending quickly) holds the only connection until the write deadline
     (1 s here); then the connection is closed before ``[DONE]`` and another client is served."""
     model, tokenizer = model_and_tokenizer
-    with ChatServer(model, tokenizer, model_name="tiny", handler=SmallBuffers, max_connections=1,
-                    socket_seconds=30.0, write_seconds=1.0) as s:
+    with small_buffers(ChatServer(model, tokenizer, model_name="tiny", max_connections=1, write_seconds=1.0)) as s:
         for trickle in (False, True):
             sock, stalled = _stalled_stream(s.server_address[1], trickle)
             with sock:
@@ -110,7 +106,7 @@ def test_a_client_that_stops_reading_its_streamed_answer_is_cut_off_at_the_write
                         received += chunk
                         time.sleep(0.1)
                 freed = served_within(s, 10) + time.monotonic() - stalled
-                assert freed < 6, f"the stalled client held the thread {freed:.1f} s (trickle={trickle})"
+                assert freed < 6, f"the stalled client held the connection {freed:.1f} s (trickle={trickle})"
                 sock.settimeout(5)
                 try:
                     while chunk := sock.recv(65536):

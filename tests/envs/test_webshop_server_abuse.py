@@ -58,9 +58,12 @@ def test_bad_bodies_are_a_422(server, body, detail):
     assert status == 422 and detail in answer["detail"], answer
 
 
-@pytest.mark.parametrize("length, status", [("\u00b2", 422), ("-5", 422), ("abc", 422), (str(50 * 10**6), 413)])
+@pytest.mark.parametrize("length, status", [("\u00b2", 400), ("-5", 400), ("abc", 400), (str(50 * 10**6), 413)])
 def test_bad_or_huge_content_lengths_are_answered(server, length, status):
-    assert post(server, "/step", b"", length=length)[0] == status
+    """A ``Content-Length`` that is not a byte count is refused by the HTTP parser (h11) before the app sees it: a
+    400, as AgentGym's own server (FastAPI on uvicorn) answers it; one over the limit is a 413 from the app."""
+    status_got, answer = post(server, "/step", b"", length=length)
+    assert status_got == status and "detail" in answer
 
 
 def test_a_half_sent_body_is_a_408(server):

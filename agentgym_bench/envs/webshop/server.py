@@ -6,14 +6,15 @@ AgentGym's JSON shapes, so AgentGym's ``WebshopEnvClient`` and our ``WebShopGame
 against it. Each env is a :class:`~agentgym_bench.envs.webshop.session.WebShopSession`; ``/reset`` with an integer
 ``session_id`` starts goal ``session_id`` of the catalog (the three splits back to back: test, validation, train).
 
-Errors answer ``{"detail": ...}`` like FastAPI: 404 for an unknown path or env, 411/413/422 for a bad request body
-or parameter (a ``Content-Length`` or ``env_idx`` that is not ASCII digits, JSON nested too deeply), 503 when
-``--max-envs`` envs exist (close some with ``/close``) or ``--max-connections`` connections are open. The server is
-multi-threaded (one thread per connection, HTTP/1.1 keep-alive, at most :data:`MAX_CONNECTIONS` by default) and
-shares one catalog and search index among all envs. Against slow clients (:mod:`agentgym_bench.http_body`): a socket
-read or write waits at most :attr:`_Handler.timeout`; a connection must begin each request (its first byte) within
-:data:`IDLE_SECONDS` of connecting or of the previous answer, else it is closed (silent connections cannot hold the
-``--max-connections`` slots; a client that keeps its connection while its agent thinks reconnects, as ours and
+Errors answer ``{"detail": ...}`` like FastAPI: 404 for an unknown path or env, 408/413 for a body sent too slowly
+or too big, 400 for a request the HTTP parser (h11) refuses (a ``Content-Length`` that is not ASCII digits), 422 for
+a bad parameter or body (an ``env_idx`` that is not ASCII digits, JSON nested too deeply), 503 when ``--max-envs``
+envs exist (close some with ``/close``), ``--max-connections`` connections are open or ``--max-requests`` requests
+are under way. The server is a Starlette app on uvicorn (as AgentGym's own FastAPI server), its requests answered in
+worker threads, and shares one catalog and search index among all envs. Against slow clients
+(:mod:`agentgym_bench.http_body`): an idle or slow connection is a few kilobytes on the event loop, not a thread; a
+connection must begin each request (its first byte) within :data:`IDLE_SECONDS` of connecting or of the previous
+answer, else it is closed (a client that keeps its connection while its agent thinks reconnects, as ours and
 AgentGym's do); a request's line and headers must arrive within :data:`HEAD_SECONDS` of its first byte (else the
 connection is closed), its body within :data:`BODY_SECONDS` (else a 408), and an answer must be written out within
 :data:`WRITE_SECONDS` (a client that does not read it is cut off).
@@ -30,7 +31,6 @@ import argparse
 import contextlib
 import json
 import re
-import sys
 import threading
 import time
 import traceback
@@ -39,13 +39,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 
 from agentgym_bench import http_body
 from agentgym_bench.envs.webshop.catalog import Catalog, load_catalog
 from agentgym_bench.envs.webshop.session import WebShopSession
 from agentgym_bench.errors import UserError
-from agentgym_bench.http_body import GuardedHandler, GuardedServer
 
 DEFAULT_PORT = 36001
 MAX_BODY_BYTES = 1 << 20
@@ -58,8 +60,13 @@ IDLE_SECONDS = 10.0
 (then it is closed unanswered, and its slot of :data:`MAX_CONNECTIONS` is free)."""
 WRITE_SECONDS = 30.0
 """Time an answer has to be written out, all of it (then the connection is closed)."""
-MAX_CONNECTIONS = 1024
-"""Connections served at once, one thread each (a 503 for more; the client keeps one per env)."""
+MAX_CONNECTIONS = 4096
+"""Connections open at once, idle and slow ones included (each is a few kilobytes, not a thread; the client keeps
+one per env); another is answered a 503 when accepted and closed."""
+MAX_REQUESTS = 1024
+"""Requests read and answered at once (a 503 for more): bounds the memory request bodies take."""
+WORKER_THREADS = 32
+"""Threads answering requests (the store's work is Python, one core's worth under the GIL)."""
 ENV_TTL = 3600.0
 """Seconds an env may go unused before the server drops it."""
 INTEGER = re.compile(r"-?[0-9]{1,18}")
@@ -74,8 +81,8 @@ class HttpError(Exception):
         self.status, self.detail = status, detail
 
 
-class WebShopServer(GuardedServer):
-    """The HTTP server holding the envs.
+class WebShopServer(http_body.HttpServer):
+    """The HTTP server holding the envs (uvicorn; see :mod:`agentgym_bench.http_body`).
 
     Args:
         address: ``(host, port)``; port 0 picks a free port (see :attr:`url`).
@@ -88,36 +95,86 @@ class WebShopServer(GuardedServer):
         head_seconds: time a client has to send a request's line and headers (:data:`HEAD_SECONDS`).
         idle_seconds: time a connection has to begin each request (:data:`IDLE_SECONDS`).
         write_seconds: time an answer has to be written out (:data:`WRITE_SECONDS`).
-        max_connections: connections served at once (:data:`MAX_CONNECTIONS`); more get a 503.
+        max_connections: connections open at once (:data:`MAX_CONNECTIONS`); more get a 503.
+        max_requests: requests read and answered at once (:data:`MAX_REQUESTS`); more get a 503.
     """
 
     def __init__(self, address: tuple[str, int], catalog: Catalog, *, max_envs: int = 8000, seed: int = 0,
                  verbose: bool = False, env_ttl: float = ENV_TTL, body_seconds: float = BODY_SECONDS,
                  head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS,
-                 idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS):
+                 idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS,
+                 max_requests: int = MAX_REQUESTS):
         if not isinstance(max_envs, int) or max_envs < 1:
             raise ValueError(f"max_envs={max_envs!r} must be a positive integer")
         if not env_ttl > 0:
             raise ValueError(f"env_ttl={env_ttl!r} must be a positive number of seconds")
-        super().__init__(address, _Handler, max_connections=max_connections, head_seconds=head_seconds,
-                         idle_seconds=idle_seconds, write_seconds=write_seconds)
-        self.catalog, self.max_envs, self.verbose, self.env_ttl = catalog, max_envs, verbose, env_ttl
-        self.body_seconds = body_seconds
+        super().__init__(self._app, *address, max_connections=max_connections, max_requests=max_requests,
+                         max_body_bytes=MAX_BODY_BYTES, idle_seconds=idle_seconds, head_seconds=head_seconds,
+                         body_seconds=body_seconds, write_seconds=write_seconds, verbose=verbose)
+        self.catalog, self.max_envs, self.env_ttl = catalog, max_envs, env_ttl
         self.envs: dict[int, tuple[WebShopSession, threading.Lock]] = {}
         self.used: dict[int, float] = {}  # env id -> when a request last named it (time.monotonic)
         self._lock = threading.Lock()
         self._next_id = 0
         self._rng = np.random.default_rng(seed)
+        self._workers = anyio.CapacityLimiter(WORKER_THREADS)
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Clients that hang up mid-answer are normal; anything else is printed."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-    def busy_answer(self) -> tuple[str, bytes]:
+    def busy_answer(self) -> tuple[int, str, bytes]:
         """The 503 a connection over :attr:`max_connections` gets, as ``{"detail": ...}``."""
         detail = f"{self.max_connections} connections are open (the --max-connections limit); retry"
+        return 503, "application/json", json.dumps({"detail": detail}).encode()
+
+    def bad_request(self) -> tuple[str, bytes]:
+        detail = "malformed HTTP request (its request line, a header or its Content-Length)"
         return "application/json", json.dumps({"detail": detail}).encode()
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """The ASGI app: every request gets ``{"detail": ...}`` or its endpoint's JSON answer."""
+        if scope["type"] != "http":
+            return
+        with self.admit() as admitted:
+            if admitted:
+                answer = await self._answer(Request(scope, receive))
+            else:
+                detail = f"{self.max_requests} requests are being served (the --max-requests limit); retry"
+                answer = 503, {"detail": detail}, {"retry-after": "1", "connection": "close"}
+            if answer is not None:
+                status, payload, headers = answer
+                await Response(json.dumps(payload).encode(), status, headers, media_type="application/json")(
+                    scope, receive, send)
+
+    async def _answer(self, request: Request) -> tuple[int, Any, dict[str, str]] | None:
+        """Status, JSON payload and headers of the answer to ``request``; ``None`` for a client that left."""
+        method, path = request.method, request.url.path.rstrip("/") or "/"
+        query = dict(urllib.parse.parse_qsl(request.scope["query_string"].decode("latin-1")))
+        try:
+            body = await self._body(request) if method == "POST" else {}
+            return 200, await anyio.to_thread.run_sync(self.answer, method, path, query, body,
+                                                       limiter=self._workers), {}
+        except http_body.BodyError as err:  # the body was not read through: the connection closes
+            return err.status, {"detail": err.message}, {"connection": "close"}
+        except HttpError as err:
+            return err.status, {"detail": err.detail}, {}
+        except ClientDisconnect:
+            return None
+        except Exception as err:  # noqa: BLE001 - a bug is a 500 for the client (no traceback), printed here
+            traceback.print_exc()
+            return 500, {"detail": f"internal error: {type(err).__name__}"}, {}
+
+    async def _body(self, request: Request) -> dict[str, Any]:
+        """The JSON object a POST carries (``{}`` for none), read within :attr:`body_seconds`."""
+        raw = await http_body.read_body(request, self.max_body_bytes, self.body_seconds)
+        if not raw.strip():
+            return {}
+        try:
+            body = json.loads(raw)
+        except RecursionError:
+            raise HttpError(422, "request body nests arrays and objects too deeply") from None
+        except (UnicodeDecodeError, ValueError) as err:
+            raise HttpError(422, f"request body is not JSON: {err}"[:300]) from None
+        if not isinstance(body, dict):
+            raise HttpError(422, "request body must be a JSON object")
+        return body
 
     @property
     def url(self) -> str:
@@ -214,101 +271,23 @@ class WebShopServer(GuardedServer):
         return {"state": session.observation(), "reward": reward, "done": done, "info": None}
 
 
-class _Handler(GuardedHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "agentgym-bench-webshop/0"
-    timeout = 600  # seconds one socket read or write may wait (the deadlines above end a connection sooner)
-    disable_nagle_algorithm = True  # headers and body go out as two writes; do not wait for delayed ACKs
-    server: WebShopServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler's signature
-        if self.server.verbose:
-            super().log_message(format, *args)
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        self._serve("GET")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._serve("POST")
-
-    def _body(self) -> dict[str, Any]:
-        length = self.headers.get("Content-Length")
-        if length is None:
-            if self.headers.get("Transfer-Encoding"):
-                self.close_connection = True
-                raise HttpError(411, "send a Content-Length header")
-            return {}
-        if not INTEGER.fullmatch(length) or length.startswith("-"):
-            self.close_connection = True
-            raise HttpError(422, f"Content-Length must be a byte count, got {length!r}")
-        if int(length) > MAX_BODY_BYTES:
-            self.close_connection = True
-            raise HttpError(413, f"request body must be at most {MAX_BODY_BYTES} bytes")
-        raw = self._read(int(length))
-        if not raw.strip():
-            return {}
-        try:
-            body = json.loads(raw)
-        except RecursionError:
-            raise HttpError(422, "request body nests arrays and objects too deeply") from None
-        except (UnicodeDecodeError, ValueError) as err:
-            raise HttpError(422, f"request body is not JSON: {err}"[:300]) from None
-        if not isinstance(body, dict):
-            raise HttpError(422, "request body must be a JSON object")
-        return body
-
-    def _read(self, size: int) -> bytes:
-        """``size`` bytes of body, all within the server's ``body_seconds`` (408 for a client that stops half way)."""
-        raw = self.read_body(size, self.server.body_seconds)
-        if raw is None:
-            self.close_connection = True
-            raise HttpError(408, f"the request body did not arrive within {self.server.body_seconds:g} s")
-        return raw
-
-    def _serve(self, method: str) -> None:
-        url = urllib.parse.urlsplit(self.path)
-        query = dict(urllib.parse.parse_qsl(url.query))
-        try:
-            body = self._body() if method == "POST" else {}
-            status, answer = 200, self.server.answer(method, url.path.rstrip("/") or "/", query, body)
-        except HttpError as err:
-            status, answer = err.status, {"detail": err.detail}
-        except ConnectionError:
-            self.close_connection = True
-            return
-        except Exception as err:  # noqa: BLE001 - a bug must not drop the connection silently
-            traceback.print_exc()
-            status, answer = 500, {"detail": f"internal error: {type(err).__name__}: {err}"}
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
 def make_server(host: str = "127.0.0.1", port: int = 0, *, catalog: Catalog | None = None, max_envs: int = 8000,
                 seed: int = 0, verbose: bool = False, env_ttl: float = ENV_TTL, body_seconds: float = BODY_SECONDS,
                 head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS,
-                idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS) -> WebShopServer:
-    """A bound, not yet serving :class:`WebShopServer` (call ``serve_forever``, e.g. in a thread)."""
+                idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS,
+                max_requests: int = MAX_REQUESTS) -> WebShopServer:
+    """A bound, not yet serving :class:`WebShopServer` (call ``serve_forever``, or ``start`` for a thread)."""
     return WebShopServer((host, port), catalog or load_catalog(), max_envs=max_envs, seed=seed, verbose=verbose,
                          env_ttl=env_ttl, body_seconds=body_seconds, head_seconds=head_seconds,
-                         max_connections=max_connections, idle_seconds=idle_seconds, write_seconds=write_seconds)
+                         max_connections=max_connections, idle_seconds=idle_seconds, write_seconds=write_seconds,
+                         max_requests=max_requests)
 
 
 @contextlib.contextmanager
 def serve_in_thread(host: str = "127.0.0.1", port: int = 0, **kwargs: Any) -> Iterator[WebShopServer]:
     """Run a server in a background thread for the ``with`` block; shuts it down afterwards."""
-    server = make_server(host, port, **kwargs)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with make_server(host, port, **kwargs) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -323,7 +302,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env-ttl", type=float, default=ENV_TTL,
                         help="seconds an env may go unused before the server drops it (default %(default)g)")
     parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
-                        help="connections served at once, one thread each; more get a 503 (default %(default)s)")
+                        help="connections open at once (idle and slow ones included); another is answered a 503 "
+                        "and closed (default %(default)s)")
+    parser.add_argument("--max-requests", type=int, default=MAX_REQUESTS,
+                        help="requests read and answered at once; another gets a 503 (default %(default)s)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
 
 
@@ -333,14 +315,17 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--catalog {args.catalog}: no such file")
     if args.max_envs < 1:
         raise UserError(f"--max-envs {args.max_envs} must be at least 1")
-    if args.max_connections < 1:
-        raise UserError(f"--max-connections {args.max_connections} must be at least 1")
+    for flag, value in (("--max-connections", args.max_connections), ("--max-requests", args.max_requests)):
+        if value < 1:
+            raise UserError(f"{flag} {value} must be at least 1")
     if not args.env_ttl > 0:
         raise UserError(f"--env-ttl {args.env_ttl} must be a positive number of seconds")
     catalog = load_catalog(args.catalog)
+    http_body.raise_open_files_limit(args.max_connections + 256)
     try:
         server = make_server(args.host, args.port, catalog=catalog, max_envs=args.max_envs, seed=args.seed,
-                             verbose=args.verbose, env_ttl=args.env_ttl, max_connections=args.max_connections)
+                             verbose=args.verbose, env_ttl=args.env_ttl, max_connections=args.max_connections,
+                             max_requests=args.max_requests)
     except OSError as err:
         raise http_body.listen_error(args.host, args.port, err) from err
     print(f"WebShop server listening on {server.url} ({len(catalog.products)} products, {len(catalog.goals)} goals)",
