@@ -275,7 +275,8 @@ def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], acti
                         context: int | None = None, max_new_tokens: int | None = None) -> None:
     """Before playing, send each entry's first prompt (its first seed) to the endpoint once, with the run's reply
     budget: a prompt the model's context cannot hold, or any other refusal, ends the run here with one line, before
-    any work. (A prompt that only outgrows the context later, with history, is caught when it happens.)
+    any work. (A prompt that only outgrows the context later, with history, gets an empty reply and the game goes on,
+    as through ``hf:``: the policy's ``overlong="empty"``; here, for the first prompts, the policy refuses.)
 
     ``context``: the model's context in tokens, where the endpoint reports it (``max_model_len``,
     :func:`~agentgym_bench.rollout.endpoint.check_model`): a ``max_new_tokens`` that leaves no room is refused
@@ -295,6 +296,7 @@ def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], acti
         finally:
             env.close()
         messages = build_messages(str(info.get("system_prompt", "")), [], [], observation, None)
+        overlong, policy.overlong = policy.overlong, "error"  # a first prompt that cannot fit stops the run here
         try:
             generation = policy.generate([messages], [env.unwrapped])[0]
         except GenerationError as err:
@@ -302,6 +304,8 @@ def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], acti
             within = f" (the model reads {context} tokens)" if context is not None else ""
             raise UserError(f"before playing, entry {entry.name}'s first prompt: {err}{within}"
                             f"{f' — {hint}' if hint else ''}; nothing was played") from None
+        finally:
+            policy.overlong = overlong
         used = generation.prompt_tokens
         if context is not None and max_new_tokens is not None and used is not None and used + max_new_tokens > context:
             raise UserError(f"before playing, entry {entry.name}'s first prompt is {used} tokens, which with "

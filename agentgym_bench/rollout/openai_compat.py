@@ -71,12 +71,18 @@ class OpenAIPolicy:
         backoff: seconds before the first retry, doubled for each further one.
         max_concurrency: requests in flight at once.
         extra_body: more JSON fields for every request (``{"stop": [...]}``, ``{"top_k": 20}`` ...).
+        overlong: what a conversation the endpoint refuses as longer than its context gets (HTTP 400, OpenAI's
+            ``context_length_exceeded``): ``"error"`` (a :class:`GenerationError`, the default) or ``"empty"`` (an
+            empty reply, which the env scores as an invalid turn), as :class:`~agentgym_bench.rollout.hf.HFPolicy`'s
+            ``overlong``: a benchmark evaluation treats an overlong prompt alike by every route.
     """
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY", temperature: float = 1.0,
                  top_p: float = 1.0, max_tokens: int = 256, seed: int | None = None, logprobs: bool = False,
                  timeout: float = 60.0, max_retries: int = 3, backoff: float = 0.5, max_concurrency: int = 8,
-                 extra_body: dict[str, Any] | None = None):
+                 extra_body: dict[str, Any] | None = None, overlong: str = "error"):
+        if overlong not in ("error", "empty"):
+            raise ValueError(f"overlong={overlong!r} must be 'error' or 'empty'")
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url={base_url!r} must start with http:// or https://")
         for name, value in [("timeout", timeout), ("max_tokens", max_tokens), ("max_concurrency", max_concurrency)]:
@@ -92,6 +98,7 @@ class OpenAIPolicy:
         self.seed = seed
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.max_concurrency = max_concurrency
+        self.overlong = overlong
         self.requests_made = 0
         self._lock = threading.Lock()
         self.prompt_tokens = 0
@@ -122,7 +129,12 @@ class OpenAIPolicy:
                   ) -> Generation:
         body = {**self.body, "messages": messages, **({} if seed is None else {"seed": seed}),
                 **({"tools": tools} if tools else {})}
-        data = self._post(body)
+        try:
+            data = self._post(body)
+        except GenerationError as err:
+            if self.overlong == "empty" and err.code == "context_length_exceeded":
+                return Generation("", None, None)
+            raise
         try:
             choice = data["choices"][0]
             text = reply_text(choice["message"].get("content"), choice["message"].get("tool_calls"))

@@ -201,7 +201,7 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, scripted: Ma
         record["model"] = model
         policy = OpenAIPolicy(url, model, temperature=sampling.temperature, top_p=sampling.top_p,
                               max_tokens=sampling.max_new_tokens, seed=sampling.seed, timeout=timeout,
-                              max_concurrency=max_concurrency)
+                              max_concurrency=max_concurrency, overlong="empty")  # as hf: below
         return policy, record
     path = model_path(target)
     record["model"] = model_name(target)  # never this machine's path to a folder inside a repository
