@@ -383,7 +383,10 @@ class ChatHandler:
                                param="messages", code="context_length_exceeded")
         try:
             with self.server.lock:  # only generation is serialised; the prompt was tokenised above
-                generations = policy.generate_ids([ids] * settings["n"])
+                # choice i samples from its own generator, seeded seed + i: a request carrying the seed hf: gives
+                # a keyed conversation (eval's openai: route sends it) samples what hf: samples
+                seeds = [settings["policy"]["seed"] + i for i in range(settings["n"])]
+                generations = policy.generate_ids([ids] * settings["n"], seeds=seeds)
         except Exception as e:  # noqa: BLE001 - any model failure is a 500 for the client, not a dead server
             raise RequestError(500, f"generation failed: {e}"[:500], "server_error") from None
         prompt_tokens = len(ids)

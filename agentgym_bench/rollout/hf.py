@@ -194,31 +194,38 @@ class HFPolicy:
         if not prompts:
             return []
         ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
-        return self._continue([list(row) for row in ids], keys)
+        return self._continue([list(row) for row in ids], None if keys is None else
+                              [key_seed(self.seed, k) for k in keys])
 
-    def generate_ids(self, prompts: Sequence[Sequence[int]], keys: Sequence[tuple[int, ...]] | None = None
-                     ) -> list[Generation]:
+    def generate_ids(self, prompts: Sequence[Sequence[int]], keys: Sequence[tuple[int, ...]] | None = None,
+                     seeds: Sequence[int] | None = None) -> list[Generation]:
         """Continue prompts given as token ids, nothing re-tokenised (token-in-token-out,
         :class:`~agentgym_bench.rollout.tokens.TokenInTokenOut`), in chunks of ``max_batch_size``; ``keys`` as in
-        :meth:`generate`."""
-        if keys is not None and len(keys) != len(prompts):
-            raise ValueError(f"{len(keys)} keys for {len(prompts)} prompts")
+        :meth:`generate`. ``seeds``, instead of ``keys``: each row's own generator seed, e.g. an endpoint request's
+        ``seed`` (a row seeded with ``key_seed(policy seed, key)`` samples exactly what the keyed row samples)."""
+        rows = keys if keys is not None else seeds
+        if rows is not None and len(rows) != len(prompts):
+            raise ValueError(f"{len(rows)} keys or seeds for {len(prompts)} prompts")
+        if keys is not None and seeds is not None:
+            raise ValueError("give keys or seeds, not both")
+        seeds = [key_seed(self.seed, k) for k in keys] if keys is not None else seeds
         size = self.max_batch_size or max(len(prompts), 1)
         out: list[Generation] = []
         for start in range(0, len(prompts), size):
             out += self._continue([list(p) for p in prompts[start:start + size]],
-                                  None if keys is None else keys[start:start + size])
+                                  None if seeds is None else seeds[start:start + size])
         return out
 
-    def _continue(self, prompts: list[list[int]], keys: Sequence[tuple[int, ...]] | None) -> list[Generation]:
-        """Left-pad one batch of prompt ids, sample, and cut each row at its first stop token."""
+    def _continue(self, prompts: list[list[int]], seeds: Sequence[int] | None) -> list[Generation]:
+        """Left-pad one batch of prompt ids, sample (each row from a generator of its own seed in ``seeds``, else
+        from the shared :attr:`generator`), and cut each row at its first stop token."""
         if not prompts:
             return []
         if any(not row for row in prompts):
             raise ValueError("an empty prompt cannot be continued")
         generators = None
-        if keys is not None:
-            generators = [torch.Generator(device=self.device).manual_seed(key_seed(self.seed, k)) for k in keys]
+        if seeds is not None:
+            generators = [torch.Generator(device=self.device).manual_seed(seed) for seed in seeds]
         length = max(len(row) for row in prompts)
         if self.max_positions is not None and length + self.max_new_tokens > self.max_positions:
             raise ValueError(f"prompt of {length} tokens + max_new_tokens={self.max_new_tokens} exceeds the "

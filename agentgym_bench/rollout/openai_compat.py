@@ -64,7 +64,9 @@ class OpenAIPolicy:
         temperature / top_p / max_tokens: sampling settings sent with every request.
         seed: if given, request ``i`` of the policy's lifetime carries ``seed + i`` (servers that honour seeds are
             then reproducible for a fixed batch order); with ``keys``, a conversation's request carries
-            ``key_seed(seed, key)`` instead (31 bits), independent of the batch.
+            ``key_seed(seed, key)`` instead (63 bits, an int64 as OpenAI's, vLLM's and ``serve``'s ``seed`` take),
+            independent of the batch: the seed ``hf:`` gives that conversation's row, so ``serve`` samples what the
+            same weights sample through ``hf:`` (up to the last bits a batch's shape changes).
         logprobs: ask for the log-probabilities of the reply tokens (``Generation.logprobs``) where supported.
         timeout: seconds per request attempt.
         max_retries: extra attempts after a timeout, connection error, 429 or 5xx.
@@ -117,7 +119,7 @@ class OpenAIPolicy:
         elif keys is None:
             seeds = [self.seed + first + i for i in range(len(conversations))]
         else:
-            seeds = [key_seed(self.seed, k) >> 32 for k in keys]
+            seeds = [key_seed(self.seed, k) for k in keys]
         jobs = list(zip([list(c) for c in conversations], seeds, offered_tools(envs, len(conversations)),
                         strict=True))
         if len(jobs) <= 1:

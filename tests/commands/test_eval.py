@@ -106,6 +106,25 @@ def test_a_later_prompt_over_the_context_is_an_empty_reply_as_through_hf(tmp_pat
     assert all(turn.reply == "" for ep in same.episodes for turn in ep.turns[1:])
 
 
+def test_the_same_weights_and_seed_reply_alike_through_serve_and_hf(tmp_path, suite_file):
+    """issue 64: a keyed conversation's request carries the seed hf: gives its row, and serve samples from it as hf:
+    does, so the two routes write the same replies (here every one; a batch's shape may still change a last bit,
+    docs/rollout.md), and compare-results pairs the two quick checks."""
+    run = ["eval", "--suite", str(suite_file), "--max-new-tokens", "16", "--prompt", "compact", "--history", "0",
+           "--episodes", "3"]
+    with tiny_server(tmp_path / "m", 1024) as server:
+        api = cli(*run, "--policy", f"openai:tiny@{server.base_url}", "--out", "api.json.gz", cwd=tmp_path)
+        assert api.returncode == 0, api.stderr
+    local = cli(*run, "--policy", f"hf:{tmp_path / 'm'}", "--out", "hf.json.gz", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    def replies(name: str) -> list[list[list[str]]]:
+        return [[[t.reply for t in ep.turns] for ep in e.episodes] for e in read_results(tmp_path / name).entries]
+
+    assert replies("api.json.gz") == replies("hf.json.gz")
+    paired = cli("compare-results", "--suite", str(suite_file), "hf.json.gz", "api.json.gz", cwd=tmp_path)
+    assert paired.returncode == 0 and "| score | " in paired.stdout and "+0.000 [+0.000, +0.000]" in paired.stdout
+
+
 class FailingHandler(CountingHandler):
     """Keeps every request's body; answers Sokoban's (not Bandit's: its prompt names the arm Phoenix) with an error
     while :attr:`failing`, after the two first-prompt probes."""
