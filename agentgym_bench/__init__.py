@@ -9,6 +9,27 @@ verified leaderboard.
     env = gym.make("AgentSokoban-v0")
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step("<think>...</think><answer>Up || Left</answer>")
+
+The package, from the games up (the trainers are the ``trainers`` package, beside it):
+
+- ``envs/``: the games, pure rules apart from their Gymnasium adapters, and their oracles;
+- ``agent/``: ``LLMAgentEnv``, the wrapper that makes a game an LLM-agent env; reply parsing, prompt templates;
+- ``registration.py``: every env id, registered with Gymnasium on ``import agentgym_bench``;
+- ``rollout/``: the rollout engine, trajectories and token views, the generation backends;
+- ``multiagent/``: two-player PettingZoo envs (Bargain), the TextArena bridge, self-play matches;
+- ``benchmark/``: suites, evaluation, results files, content overlap, provenance;
+- ``leaderboard/``: verification by replay, the boards, their pages, published weights;
+- ``adapters/``: the agent envs for OpenEnv, TRL and GEM;
+- ``commands/``: the ``agentgym-bench`` subcommands, one module each;
+- ``cli.py``: the ``agentgym-bench`` command line, which lists every command;
+- ``errors.py``: errors a user can fix (one line, exit 2);
+- ``paths.py``: where models and runs live (``$AGENTGYM_BENCH_HOME``) and where a repository's root is;
+- ``seeds.py``: the training, validation and held-out test seed ranges and content splits;
+- ``stats.py``: the statistics every layer reports with (Wilson, bootstrap, paired differences);
+- ``spaces.py``: the text spaces every env shares;
+- ``progress.py``: progress of long work (a bar on a terminal, plain lines otherwise);
+- ``run_folder.py``: a trainer's run folder: its layout and its last checkpoint;
+- ``http_body.py``: what both HTTP servers (``serve``, ``webshop-serve``) share.
 """
 
 from agentgym_bench.agent import LLMAgentEnv

@@ -1,5 +1,10 @@
 """The shape of the code base at one checkout, as Markdown tables: the same figures before and after a redesign.
 
+This file is also the one home of the layer table (``SUBPACKAGE_LAYERS``, ``TOP_MODULE_LAYERS``) and of the
+measurements ``tests/test_code_map.py`` turns into rules (imports and their direction, cycles, file and function
+lengths, imports inside functions, what a module brings when imported); the test loads it by path and keeps the
+allowances.
+
 Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
 (CHECKOUT: a checkout's root, default the repository this script sits in; for another revision,
 ``git worktree add /tmp/shape-before REV`` and give that folder.)
@@ -33,7 +38,8 @@ Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
    An edge runs up when the importer's layer is below the imported module's. A subpackage not named above is
    listed as such and left out of this table.
    Import cycles are listed too: groups of modules that import each other, directly or round a loop (imports
-   inside functions included, ``import agentgym_bench`` left out).
+   inside functions included, ``import agentgym_bench`` left out). Last, the import statements inside functions:
+   all of them, and those of the repository's own modules.
 3. Parameters per function: every function and method (nested ones too; lambdas not) in ``agentgym_bench/`` and
    ``trainers/``; ``self``/``cls`` as first parameter not counted, each of positional, keyword-only, ``*args`` and
    ``**kwargs`` counting one.
@@ -55,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import os
 import statistics
@@ -123,10 +130,48 @@ def files_and_lines(checkout: Path, files: list[str]) -> str:
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for rel in files:
         counts[folder_of(rel)][0] += 1
-        counts[folder_of(rel)][1] += len((checkout / rel).read_text(encoding="utf-8").splitlines())
+        counts[folder_of(rel)][1] += line_count(checkout, rel)
     rows = [[folder, n, lines] for folder, (n, lines) in sorted(counts.items())]
     rows.append(["**total**", sum(n for n, _ in counts.values()), sum(lines for _, lines in counts.values())])
     return table(["folder", ".py files", "lines"], rows)
+
+
+@functools.cache
+def _parse(text: str, rel: str) -> ast.Module:
+    return ast.parse(text, filename=rel)
+
+
+def source(checkout: Path, rel: str) -> tuple[str, ast.Module]:
+    """A file's text and syntax tree, parsed once for each text (a copy of the tree parses only what differs)."""
+    text = (checkout / rel).read_text(encoding="utf-8")
+    return text, _parse(text, rel)
+
+
+def line_count(checkout: Path, rel: str) -> int:
+    return len(source(checkout, rel)[0].splitlines())
+
+
+def functions(tree: ast.AST, prefix: str = ""):
+    """Every function and method below ``tree`` (nested ones too; lambdas not) as ``(qualified name, node)``; the
+    name is dotted through classes and enclosing functions (``EnvGroups.rollout``, ``main.run``)."""
+    blocks = [getattr(tree, field, []) for field in ("body", "orelse", "finalbody")]
+    blocks += [block.body for block in [*getattr(tree, "handlers", []), *getattr(tree, "cases", [])]]
+    for block in blocks:
+        for child in block:
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield f"{prefix}{child.name}", child
+                yield from functions(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                yield from functions(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.stmt):
+                yield from functions(child, prefix)
+
+
+def function_lengths(checkout: Path, files: list[str]) -> list[tuple[str, int]]:
+    """``("file:qualified name", lines)`` for every function and method, from its ``def`` line to its last line
+    (decorators not counted, nested functions counted in the enclosing one and on their own)."""
+    return [(f"{rel}:{name}", node.end_lineno - node.lineno + 1)
+            for rel in files for name, node in functions(source(checkout, rel)[1])]
 
 
 # 2. Imports
@@ -145,25 +190,58 @@ def is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def import_nodes(node: ast.AST, kind: str = "module"):
-    """Every Import/ImportFrom below ``node`` with where it sits: module level, in a function, under TYPE_CHECKING."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.Import, ast.ImportFrom)):
-            yield child, kind
-        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            yield from import_nodes(child, "function")
-        elif isinstance(child, ast.If) and is_type_checking(child.test) and kind == "module":
-            for stmt in child.body:
-                yield from import_nodes(ast.Module(body=[stmt], type_ignores=[]), "TYPE_CHECKING")
-            for stmt in child.orelse:
-                yield from import_nodes(ast.Module(body=[stmt], type_ignores=[]), kind)
+def walk(node: ast.AST, kind: str = "module") -> list[tuple[ast.AST, str]]:
+    """Every node below ``node``, in source order, with where it sits: ``"module"`` (run on import: module level,
+    class bodies, ``try``/``if`` blocks), ``"function"`` (inside a function or lambda) or ``"TYPE_CHECKING"``."""
+    found = []
+    stack = [(child, kind) for child in reversed(list(ast.iter_child_nodes(node)))]
+    while stack:
+        child, where = stack.pop()
+        found.append((child, where))
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            inner = [(grandchild, "function") for grandchild in ast.iter_child_nodes(child)]
+        elif isinstance(child, ast.If) and is_type_checking(child.test) and where == "module":
+            inner = [(stmt, "TYPE_CHECKING") for stmt in child.body] + [(stmt, where) for stmt in child.orelse]
         else:
-            yield from import_nodes(child, kind)
+            inner = [(grandchild, where) for grandchild in ast.iter_child_nodes(child)]
+        stack.extend(reversed(inner))
+    return found
+
+
+@functools.cache
+def statements(tree: ast.Module) -> list[tuple[ast.stmt, str]]:
+    """Every statement of a module, in source order, with where it sits (as :func:`walk` says); made once per tree.
+    Statements only: expressions hold none but a lambda's body, where no import can be."""
+    found: list[tuple[ast.stmt, str]] = []
+
+    def visit(body: list[ast.stmt], kind: str) -> None:
+        for stmt in body:
+            found.append((stmt, kind))
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(stmt.body, "function")
+            elif isinstance(stmt, ast.If) and is_type_checking(stmt.test) and kind == "module":
+                visit(stmt.body, "TYPE_CHECKING")
+                visit(stmt.orelse, kind)
+            else:
+                for field in ("body", "orelse", "finalbody"):
+                    visit(getattr(stmt, field, []), kind)
+                for block in [*getattr(stmt, "handlers", []), *getattr(stmt, "cases", [])]:
+                    visit(block.body, kind)
+
+    visit(tree.body, "module")
+    return found
+
+
+def import_nodes(tree: ast.Module):
+    """Every Import/ImportFrom of a module with where it sits: module level, in a function, under TYPE_CHECKING."""
+    for stmt, where in statements(tree):
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            yield stmt, where
 
 
 def imports_of(checkout: Path, rel: str, modules: dict[str, str]) -> list[Import]:
     """The imports of one file that name a module of the repository, resolved to that module."""
-    tree = ast.parse((checkout / rel).read_text(encoding="utf-8"), filename=rel)
+    tree = source(checkout, rel)[1]
     me = module_name(rel)
     package = me if rel.endswith("__init__.py") else me.rpartition(".")[0]
     found = []
@@ -185,20 +263,108 @@ def imports_of(checkout: Path, rel: str, modules: dict[str, str]) -> list[Import
     return found
 
 
-def imports_table(checkout: Path, files: list[str]) -> str:
+def import_edges(checkout: Path, files: list[str]) -> dict[tuple[str, str], list[Import]]:
+    """Every (importing module, imported module) pair of the repository with its import statements."""
     modules = {module_name(rel): rel for rel in files}
     edges: dict[tuple[str, str], list[Import]] = defaultdict(list)
     for rel in files:
         for imp in imports_of(checkout, rel, modules):
             edges[(imp.importer, imp.imported)].append(imp)
-    layer = {name: layer_of(rel) for name, rel in modules.items()}
+    return edges
+
+
+def module_layers(files: list[str]) -> dict[str, int | None]:
+    """Each module's layer (None: a subpackage of agentgym_bench not in the layering)."""
+    return {module_name(rel): layer_of(rel) for rel in files}
+
+
+def subpackage(name: str) -> str:
+    """The subpackage of ``agentgym_bench`` a module is in ("" for a top-level module)."""
+    return (name.split(".") + [""])[1]
+
+
+def direction(importer: str, imported: str, layer: dict[str, int | None]) -> str | None:
+    """Where an import runs: ``"up"`` (the importer's layer below the imported module's), ``"sideways"``
+    (multiagent <-> benchmark, one floor), ``"same"`` (within one layer), ``"down"``, or None where either module
+    is not in the layering."""
+    la, lb = layer[importer], layer[imported]
+    if la is None or lb is None:
+        return None
+    if la < lb:
+        return "up"
+    if la == lb == SIDEWAYS and {subpackage(importer), subpackage(imported)} == {"multiagent", "benchmark"}:
+        return "sideways"
+    return "same" if la == lb else "down"
+
+
+def external_imports(checkout: Path, rel: str) -> list[tuple[str, int, str]]:
+    """The imports of one file that name no module of the repository, as ``(top-level package, line, where)``:
+    import statements (relative ones left out), and calls with a literal module name of
+    ``importlib.import_module`` and of ``agentgym_bench.adapters.require`` (how the adapters import their extras)."""
+    text, tree = source(checkout, rel)
+    calls = "import_module(" in text or "require(" in text
+    found = []
+    for node, kind in walk(tree) if calls else import_nodes(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(
+                node.args[0].value, str):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if called in ("import_module", "require"):
+                names = [node.args[0].value]
+        found += [(name.split(".")[0], node.lineno, kind) for name in names
+                  if name and name.split(".")[0] not in PACKAGES]
+    return found
+
+
+def packages_brought(checkout: Path, files: list[str]) -> dict[str, set[str]]:
+    """For each module, the top-level packages outside the repository that importing it imports: its own module-level
+    imports and those of every module of the repository it loads in turn (its parent packages' ``__init__`` and
+    its module-level imports, round and round; imports inside functions and under TYPE_CHECKING do not run)."""
+    modules = {module_name(rel): rel for rel in files}
+    own = {name: {package for package, _, kind in external_imports(checkout, rel) if kind == "module"}
+           for name, rel in modules.items()}
+    loads: dict[str, set[str]] = defaultdict(set)
+    for (importer, imported), found in import_edges(checkout, files).items():
+        if any(imp.kind == "module" for imp in found):
+            loads[importer].add(imported)
+    for name in modules:
+        parts = name.split(".")
+        loads[name].update(".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in modules)
+    brought = {}
+    for name in modules:
+        seen, todo = {name}, [name]
+        while todo:
+            for nxt in loads[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        brought[name] = set().union(*(own[m] for m in seen))
+    return brought
+
+
+def function_imports(checkout: Path, files: list[str]) -> dict[tuple[str, int], list[str]]:
+    """The import statements inside functions that name modules of the repository: ``(importing module, line)`` ->
+    the modules it names."""
+    found: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for imports in import_edges(checkout, files).values():
+        for imp in imports:
+            if imp.kind == "function":
+                found[(imp.importer, imp.line)].append(imp.imported)
+    return {key: sorted(set(value)) for key, value in sorted(found.items())}
+
+
+def imports_table(checkout: Path, files: list[str]) -> str:
+    modules = {module_name(rel): rel for rel in files}
+    edges = import_edges(checkout, files)
+    layer = module_layers(files)
     unlayered = sorted({folder_of(rel) for rel in files if layer_of(rel) is None})
 
     def where(found: list[Import]) -> str:
         return ", ".join(f"{line} ({kind})" for line, kind in sorted({(i.line, i.kind) for i in found}))
-
-    def subpackage(name: str) -> str:
-        return (name.split(".") + [""])[1]
 
     def label(name: str) -> str:
         return f"{layer[name]} {LAYER_NAMES[layer[name]]}"
@@ -208,16 +374,14 @@ def imports_table(checkout: Path, files: list[str]) -> str:
 
     up, sideways, down, same = [], [], 0, 0
     for (a, b), found in sorted(edges.items()):
-        la, lb = layer[a], layer[b]
-        if la is None or lb is None:
-            continue
-        if la < lb:
+        way = direction(a, b, layer)
+        if way == "up":
             up.append([shown(a), label(a), shown(b), label(b), where(found)])
-        elif la == lb == SIDEWAYS and {subpackage(a), subpackage(b)} == {"multiagent", "benchmark"}:
+        elif way == "sideways":
             sideways.append([a, b, where(found)])
-        elif la == lb:
+        elif way == "same":
             same += 1
-        else:
+        elif way == "down":
             down += 1
     pairs = Counter(f"{row[1]} -> {row[3]}" for row in up)
     out = [table(["edges between modules of agentgym_bench/ and trainers/", "count"], [
@@ -235,6 +399,9 @@ def imports_table(checkout: Path, files: list[str]) -> str:
     cycles = import_cycles({pair for pair in edges if pair[1] != "agentgym_bench"})
     out += ["", f"Import cycles, imports inside functions included ({len(cycles)}; ``import agentgym_bench``, which "
             "only registers the envs, left out):", "", *[f"- {' <-> '.join(cycle)}" for cycle in cycles]]
+    inside = sum(kind == "function" for rel in files for _, kind in import_nodes(source(checkout, rel)[1]))
+    out += ["", table(["import statements inside functions", "count"], [
+        ["all", inside], ["naming modules of the repository", len(function_imports(checkout, files))]])]
     return "\n".join(out)
 
 
@@ -280,24 +447,14 @@ def import_cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
 
 def parameter_counts(checkout: Path, files: list[str]) -> list[tuple[str, int]]:
     found = []
-
-    def visit(node: ast.AST, rel: str, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                args = child.args
-                positional = [*args.posonlyargs, *args.args]
-                count = len(positional) + len(args.kwonlyargs) + bool(args.vararg) + bool(args.kwarg)
-                if positional and positional[0].arg in ("self", "cls"):
-                    count -= 1
-                found.append((f"{rel}:{prefix}{child.name}", count))
-                visit(child, rel, f"{prefix}{child.name}.")
-            elif isinstance(child, ast.ClassDef):
-                visit(child, rel, f"{prefix}{child.name}.")
-            else:
-                visit(child, rel, prefix)
-
     for rel in files:
-        visit(ast.parse((checkout / rel).read_text(encoding="utf-8"), filename=rel), rel, "")
+        for name, node in functions(source(checkout, rel)[1]):
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            count = len(positional) + len(args.kwonlyargs) + bool(args.vararg) + bool(args.kwarg)
+            if positional and positional[0].arg in ("self", "cls"):
+                count -= 1
+            found.append((f"{rel}:{name}", count))
     return found
 
 

@@ -9,12 +9,22 @@ The math is pure masked-tensor functions, shared by every trainer and documented
 - ``trainers.masked``: masked mean / variance / whitening, explained variance.
 
 The loop (docs/trainers.md) is ``trainers.train.main(config)``, run by ``trainers.cli`` (``agentgym-bench train``):
-``trainers.config`` (the typed config, YAML, overrides) and ``trainers.presets`` (StarPO, StarPO-S, GiGPO),
-``trainers.rollouts`` (generation backends, playing and evaluating; env groups and seeds are the rollout engine's),
-``trainers.samples`` (trajectories -> training rows), ``trainers.ppo`` (scoring, advantages, the PPO update),
-``trainers.metrics`` (JSON lines, Echo Trap rule, plots), ``trainers.checkpoint``, ``trainers.distributed``
-(torchrun/DDP).
 
-The model RL starts from is made here too: ``trainers.default_model`` (``agentgym-bench init-model``: the small local
-model) and ``trainers.warmstart`` (``agentgym-bench warmstart``: supervised imitation of the oracles).
+- ``trainers.config``: the typed config, YAML, overrides; ``trainers.presets``: StarPO, StarPO-S, GiGPO as overrides;
+- ``trainers.rollouts``: generation backends, playing and evaluating (env groups and seeds are the rollout engine's);
+- ``trainers.matches``: two-player rollouts (``MatchGroups``);
+- ``trainers.dynamic_sampling``: signal-aware sampling, a rollout pool whose env groups are kept by reward variance;
+- ``trainers.async_rollout``: asynchronous rollouts with bounded staleness;
+- ``trainers.samples``: trajectories -> training rows;
+- ``trainers.ppo``: scoring, advantages, the PPO update;
+- ``trainers.schedule``: the learning-rate schedules;
+- ``trainers.metrics``: JSON lines, the Echo Trap rule, plots;
+- ``trainers.checkpoint``: checkpoints a killed run resumes from;
+- ``trainers.distributed``: torchrun/DDP; ``trainers.fsdp``: the sharded strategy (FSDP2); ``trainers.lora``: LoRA
+  through peft.
+
+Beside the loop: ``trainers.compare`` (``agentgym-bench compare-runs``: is one training setting better than another,
+over several training seeds). The model RL starts from is made here too: ``trainers.default_model``
+(``agentgym-bench init-model``: the small local model) and ``trainers.warmstart`` (``agentgym-bench warmstart``:
+supervised imitation of the oracles).
 """

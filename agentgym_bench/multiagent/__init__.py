@@ -1,10 +1,16 @@
 """Multi-agent and TextArena games for LLM agents.
 
-- TextArena single-player games as Gymnasium agent envs (:mod:`.textarena_game`, ids in :mod:`.registration`).
-- Two-player games as PettingZoo envs with LLM-agent semantics: TextArena's (:mod:`.textarena_aec`) and our own
-  negotiation game (:mod:`.bargain`).
-- Rollouts that drive both seats with our batched policies (:mod:`.selfplay`).
+- :mod:`.textarena_game`: TextArena single-player games as core text envs for ``LLMAgentEnv``;
+- :mod:`.registration`: their Gymnasium ids (only where ``textarena`` can be imported);
+- :mod:`.textarena_aec`: TextArena's two-player games as PettingZoo AEC envs for LLM agents;
+- :mod:`.textarena_bridge`: the one place that talks to TextArena;
+- :mod:`.textarena_catalog`: which TextArena games run here, and why the others are left out;
+- :mod:`.curate`: re-runs that curation;
+- :mod:`.bargain`: ``BargainEnv``, our two-player negotiation game, as a PettingZoo env;
+- :mod:`.bargain_rules`: Bargain's pure rules;
+- :mod:`.seats`: what every multi-agent env here shares with the single-agent envs (reply parsing, spaces);
+- :mod:`.selfplay`: matches that drive both seats with our batched policies, and their scores.
 
-Importing this package imports neither ``textarena`` nor ``pettingzoo`` (both in the ``multiagent`` extra); the
-modules that need them import them.
+Importing this package imports neither ``textarena`` (the ``multiagent`` extra) nor ``pettingzoo`` (which comes with
+the package); the modules that need them import them.
 """

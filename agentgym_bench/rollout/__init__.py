@@ -1,9 +1,18 @@
 """Rollouts: env groups, generation backends (policies), trajectories and their token view.
 
+- :mod:`.engine`: ``EnvGroups``, env groups played in lockstep with one batched policy call per turn;
+- :mod:`.policy`: the one narrow protocol every generation backend implements;
+- :mod:`.scripted`: policies that need no model (oracle, random, noisy oracle);
+- :mod:`.specs`: policies named by one string (``oracle``, ``hf:PATH``, ...), the one parser that builds them;
+- :mod:`.endpoint`: whether an OpenAI-compatible endpoint answers and serves the model, asked before a run;
+- :mod:`.trajectory`: what happened in one episode, turn by turn, and the chat messages the model saw;
+- :mod:`.tokens`: token views of trajectories, what a trainer feeds the model;
+- :mod:`.heads`: the output head on chosen positions only;
+- the model backends: :mod:`.hf` (``HFPolicy``, Hugging Face transformers), :mod:`.openai_compat` (``OpenAIPolicy``,
+  any OpenAI-compatible HTTP endpoint), :mod:`.vllm_backend` (``VLLMPolicy``).
+
 Light imports only here; the model backends live in their own modules and import torch / vLLM / HTTP code when
-used: :mod:`agentgym_bench.rollout.hf` (``HFPolicy``), :mod:`agentgym_bench.rollout.openai_compat`
-(``OpenAIPolicy``), :mod:`agentgym_bench.rollout.vllm_backend` (``VLLMPolicy``). The default model and its warm
-start are trainers (``trainers.default_model``, ``trainers.warmstart``).
+used. The default model and its warm start are trainers (``trainers.default_model``, ``trainers.warmstart``).
 """
 
 from agentgym_bench.rollout.engine import EnvGroups

@@ -1,0 +1,408 @@
+"""The code map as rules (issue 61): the layering, cycles, lengths, package docstrings and imports inside functions
+fail here when they drift, instead of only showing in ``scripts/code_shape.py``'s tables.
+
+The layer table and the measurements are ``scripts/code_shape.py``'s (loaded by path: one home); the allowances are
+here, each with its reason. An allowance that no longer matches anything fails too, so the lists stay true: remove
+it when its cause goes.
+
+1. Imports run down the layers (``code_shape.SUBPACKAGE_LAYERS``, ``TOP_MODULE_LAYERS``): an import running up, or
+   sideways between multiagent/ and benchmark/, at module level, inside a function or under TYPE_CHECKING, is listed
+   in :data:`ALLOWED_IMPORTS` with its reason. Every subpackage of ``agentgym_bench/`` has a layer.
+2. No import cycles, imports inside functions included (``import agentgym_bench``, which only registers the envs,
+   left out).
+3. No file over :data:`MAX_FILE_LINES` lines and no function or method over :data:`MAX_FUNCTION_LINES` lines (from
+   its ``def`` to its last line) outside :data:`LONG_FILES` and :data:`LONG_FUNCTIONS`.
+4. Each package's docstring (every ``__init__.py`` of ``agentgym_bench/`` and ``trainers/``) names each of its
+   modules and subpackages, and everything it names exists. A module is named as ``name.py``, ``:mod:`.name```,
+   or its dotted name (``trainers.train``); a subpackage as ``name/`` or its dotted name. Names that must exist:
+   ``x.py`` (in the package; with a ``/``, from the package or the repository's root), ``name/`` (the same),
+   ``:mod:`` targets (modules), and dotted names under ``agentgym_bench.`` or ``trainers.`` (a module, then one
+   name that module defines).
+5. A ratchet on imports inside functions of the repository's own modules that bring no heavy package (a module
+   brings a package when importing it imports that package, through its own module-level imports or those of the
+   modules it loads): such an import could sit at module level (none breaks a cycle: rule 2 counts imports inside
+   functions), so their number, :data:`LIGHT_FUNCTION_IMPORTS`, may only go down.
+
+What "heavy" means (:data:`HEAVY`): a package whose import takes 100 ms or more on top of ``import agentgym_bench``
+(which loads gymnasium and numpy already, 0.24 s). Measured on the shared 2-core development machine while training
+runs used it (one run each, so take them as +-30%), Python 3.11, the time of ``importlib.import_module(X)`` after
+``import agentgym_bench``:
+
+- heavy: ``openenv.core.env_server.http_server`` (what adapters/openenv.py loads) 8.4 s; peft 6.0 s; torch 1.7 s;
+  transformers 1.2 s (``transformers.AutoModelForCausalLM`` 4.1 s); gem 1.1 s; datasets 1.0 s; textarena 0.43 s;
+  matplotlib 0.12 s (``matplotlib.pyplot`` 0.36 s); fastapi 0.32 s; trl 0.25 s (lazy: its trainers bring torch and
+  transformers); vllm (not installed here; it imports torch);
+- not heavy: uvicorn 45 ms, jsonschema 44 ms, starlette 33 ms, yaml 29 ms, tqdm 17 ms, pettingzoo 12 ms,
+  tokenizers 9 ms, h11 8 ms, anyio 2 ms, huggingface_hub 1 ms.
+
+The last tests plant violations (synthetic edges, and a copy of the tree with a bad import, a long file, a missing
+module) and show that each rule fails on them. Parsing only, no project module imported: about a second.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_code_shape() -> ModuleType:
+    """``scripts/code_shape.py`` (not a package), loaded by path once."""
+    if "code_shape" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("code_shape", ROOT / "scripts" / "code_shape.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["code_shape"] = module  # dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)
+    return sys.modules["code_shape"]
+
+
+shape = load_code_shape()
+
+ALLOWED_IMPORTS: dict[tuple[str, str], str] = {
+    ("agentgym_bench.commands.baselines", "trainers.warmstart"):
+        "up: the main job runs `agentgym-bench warmstart` and needs two of its constants (CHECKPOINT_SUFFIX: where a "
+        "stopped warm start's checkpoint lies; DEFAULT_PROCESSES); to move below commands/ (issue 61)",
+    ("agentgym_bench.benchmark.matches", "agentgym_bench.multiagent.selfplay"):
+        "sideways: a two-player suite's matches are played by self-play (play_matches, the scripted opponents)",
+    ("agentgym_bench.benchmark.overlap", "agentgym_bench.multiagent.bargain"):
+        "sideways: Bargain's deals are the content whose overlap between splits is measured (BargainEnv draws them)",
+    ("agentgym_bench.benchmark.overlap", "agentgym_bench.multiagent.bargain_rules"):
+        "sideways: the text of a Bargain deal (deal_text), the content compared between splits",
+    ("agentgym_bench.benchmark.suites", "agentgym_bench.multiagent.selfplay"):
+        "sideways: a suite's match entry is checked against the two-player env ids (MULTIAGENT_ENVS)",
+}
+"""(importer, imported) -> why the import runs up or sideways."""
+
+MAX_FILE_LINES = 600
+MAX_FUNCTION_LINES = 80
+
+LONG_FILES: dict[str, str] = {
+    "agentgym_bench/commands/serve.py":
+        "the OpenAI-compatible server: request checks, the chat handler and the server, reworked by issue 62",
+    "agentgym_bench/leaderboard/verify.py":
+        "checks, replay and re-generation; to be split by issue 61's kinds protocol",
+    "trainers/config.py":
+        "TrainConfig is one dataclass whose field docstrings are the documentation (over 500 lines of them)",
+    "trainers/train.py": "the loop with its model loading, optimisers, train step, run set-up and main",
+    "trainers/warmstart.py":
+        "warm start's demonstrations, fitting, data-parallel processes, row cache and command line in one module",
+}
+"""File -> why it may be over :data:`MAX_FILE_LINES` lines."""
+
+LONG_FUNCTIONS: dict[str, str] = {
+    "agentgym_bench/rollout/engine.py:EnvGroups.rollout":
+        "the lockstep turn loop (starts, the length cap, one batched policy call, steps, turn records) and its "
+        "16-line docstring; split out the turn when it grows",
+}
+"""``file:qualified name`` -> why it may be over :data:`MAX_FUNCTION_LINES` lines."""
+
+HEAVY = frozenset({"datasets", "fastapi", "gem", "matplotlib", "openenv", "peft", "textarena", "torch", "transformers",
+                   "trl", "vllm"})
+"""Top-level packages slow to import (the module docstring has the measurements)."""
+
+LIGHT_FUNCTION_IMPORTS = 98
+"""The ratchet: import statements inside functions that name modules of the repository bringing no :data:`HEAVY`
+package. Lower it when you remove one (the test says so when the count falls below it); never raise it: import the
+module at the top of the file instead."""
+
+
+class CodeMap:
+    """What the rules read from one checkout: its ``.py`` files, modules, import edges and layers."""
+
+    def __init__(self, checkout: Path) -> None:
+        self.checkout = checkout
+        self.files = shape.python_files(checkout)
+        self.modules = {shape.module_name(rel): rel for rel in self.files}
+        self.edges = shape.import_edges(checkout, self.files)
+        self.layer = shape.module_layers(self.files)
+
+
+@pytest.fixture(scope="module")
+def code_map() -> CodeMap:
+    return CodeMap(ROOT)
+
+
+# The rules: each returns its problems, one line each (none: the rule holds).
+
+
+def layer_problems(edges, layer: dict[str, int | None], allowed=ALLOWED_IMPORTS) -> list[str]:
+    """Imports running up or sideways that are not allowed, and allowances that match no import."""
+    found = {(a, b): way for a, b in edges if (way := shape.direction(a, b, layer)) in ("up", "sideways")}
+    problems = [f"{a} -> {b} runs {way} ({layer[a]} {shape.LAYER_NAMES[layer[a]]} -> {layer[b]} "
+                f"{shape.LAYER_NAMES[layer[b]]}): import it the other way round, or list it in ALLOWED_IMPORTS with "
+                "its reason" for (a, b), way in sorted(found.items()) if (a, b) not in allowed]
+    problems += [f"ALLOWED_IMPORTS lists {a} -> {b}, which no longer runs up or sideways: remove it"
+                 for a, b in sorted(allowed) if (a, b) not in found]
+    return problems
+
+
+def unlayered_problems(files: list[str]) -> list[str]:
+    return [f"{folder} has no layer: add it to code_shape.SUBPACKAGE_LAYERS"
+            for folder in sorted({shape.folder_of(rel) for rel in files if shape.layer_of(rel) is None})]
+
+
+def cycle_problems(edges) -> list[str]:
+    cycles = shape.import_cycles({pair for pair in edges if pair[1] != "agentgym_bench"})
+    return [f"import cycle: {' <-> '.join(cycle)}" for cycle in cycles]
+
+
+def length_problems(lengths: dict[str, int], limit: int, allowed: dict[str, str], what: str, table: str) -> list[str]:
+    """Items over ``limit`` lines without an allowance, and allowances for items no longer over it."""
+    problems = [f"{name} has {n} lines, over {limit}: split it, or list it in {table} with its reason"
+                for name, n in sorted(lengths.items()) if n > limit and name not in allowed]
+    for name in sorted(allowed):
+        if lengths.get(name, 0) <= limit:
+            now = f"has {lengths[name]} lines now" if name in lengths else f"is no {what} any more"
+            problems.append(f"{table} lists {name}, which {now}: remove it")
+    return problems
+
+
+def size_problems(cm: CodeMap, long_files=LONG_FILES, long_functions=LONG_FUNCTIONS) -> list[str]:
+    files = {rel: shape.line_count(cm.checkout, rel) for rel in cm.files}
+    functions = dict(shape.function_lengths(cm.checkout, cm.files))
+    return (length_problems(files, MAX_FILE_LINES, long_files, "file", "LONG_FILES")
+            + length_problems(functions, MAX_FUNCTION_LINES, long_functions, "function", "LONG_FUNCTIONS"))
+
+
+REFERENCE = re.compile(r"(?<![\w/.-])(?:"
+                       r":mod:`~?(?P<mod>\.*[\w.]+)`"
+                       r"|(?P<dotted>(?:agentgym_bench|trainers)(?:\.\w+)+)"
+                       r"|(?P<file>(?:\w+/)*\w+\.py)\b"
+                       r"|(?P<folder>\w+)/(?![\w.-]))")
+
+
+def defined_names(tree: ast.Module) -> set[str]:
+    """The names a module defines when imported (functions, classes, assignments, imports; in blocks too)."""
+    names = set()
+    for node, kind in shape.statements(tree):
+        if kind != "module":
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def resolve_dotted(cm: CodeMap, name: str) -> str | None:
+    """The module a dotted reference is in (``trainers.train.main`` -> ``trainers.train``), None if it names
+    nothing: its longest prefix that is a module, then at most one more name, which that module defines."""
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        module = ".".join(parts[:n])
+        if module in cm.modules:
+            if n == len(parts):
+                return module
+            tree = shape.source(cm.checkout, cm.modules[module])[1]
+            return module if parts[n] in defined_names(tree) else None
+    return None
+
+
+def docstring_problems(cm: CodeMap) -> list[str]:
+    """Packages whose docstring misses one of their modules or subpackages, or names what does not exist."""
+    problems = []
+    for init in [rel for rel in cm.files if rel.endswith("/__init__.py")]:
+        folder = cm.checkout / init.removesuffix("/__init__.py")
+        package = shape.module_name(init)
+        own = {p.stem: f"{p.name}" for p in folder.glob("*.py") if p.name != "__init__.py"}
+        own |= {p.name: f"{p.name}/" for p in folder.iterdir() if (p / "__init__.py").is_file()}
+        doc = ast.get_docstring(shape.source(cm.checkout, init)[1]) or ""
+        named, missing = set(), []
+        for match in REFERENCE.finditer(doc):
+            if match["mod"]:  # :mod:`.name` (in this package) or :mod:`agentgym_bench.x.name`: a module
+                ref = match["mod"]
+                dots = len(ref) - len(ref.lstrip("."))
+                base = ".".join(package.split(".")[:len(package.split(".")) - max(dots - 1, 0)])
+                target = f"{base}.{ref[dots:]}" if dots else ref
+                if target not in cm.modules:
+                    missing.append(f":mod:`{ref}`")
+                named.add(target)
+            elif match["dotted"]:  # agentgym_bench.x.y or trainers.x: a module, then a name it defines
+                module = resolve_dotted(cm, match["dotted"])
+                if module is None:
+                    missing.append(match["dotted"])
+                named.add(module)
+            elif match["file"] and "/" not in match["file"]:  # name.py: a module of this package
+                if not (folder / match["file"]).is_file():
+                    missing.append(match["file"])
+                named.add(f"{package}.{match['file'].removesuffix('.py')}")
+            else:  # a/b.py or name/: from this package's folder or the repository's root
+                ref = match["file"] or f"{match['folder']}/"
+                if not ((folder / ref).exists() or (cm.checkout / ref).exists()):
+                    missing.append(ref)
+                if match["folder"] and (folder / ref / "__init__.py").is_file():
+                    named.add(f"{package}.{match['folder']}")
+        unnamed = [shown for stem, shown in sorted(own.items()) if f"{package}.{stem}" not in named]
+        if unnamed:
+            problems.append(f"{init}: its docstring does not name {', '.join(unnamed)} (one short line each: what it "
+                            "holds)")
+        if missing:
+            problems.append(f"{init}: its docstring names what does not exist: {', '.join(sorted(set(missing)))}")
+    return problems
+
+
+def light_function_imports(cm: CodeMap, heavy=HEAVY) -> dict[tuple[str, int], list[str]]:
+    """Import statements inside functions that name modules of the repository, none of which brings a heavy
+    package: ``(importing module, line)`` -> the modules."""
+    brought = shape.packages_brought(cm.checkout, cm.files)
+    return {key: targets for key, targets in shape.function_imports(cm.checkout, cm.files).items()
+            if not any(brought[t] & heavy for t in targets)}
+
+
+def ratchet_problems(count: int, limit: int = LIGHT_FUNCTION_IMPORTS) -> list[str]:
+    if count > limit:
+        return [f"{count} imports inside functions of modules that bring no heavy package, over the ratchet's "
+                f"{limit}: import the module at the top of the file"]
+    if count < limit:
+        return [f"{count} imports inside functions of modules that bring no heavy package, under the ratchet's "
+                f"{limit}: lower LIGHT_FUNCTION_IMPORTS to {count}"]
+    return []
+
+
+def all_problems(cm: CodeMap) -> dict[str, list[str]]:
+    return {"layers": layer_problems(cm.edges, cm.layer) + unlayered_problems(cm.files),
+            "cycles": cycle_problems(cm.edges), "sizes": size_problems(cm), "docstrings": docstring_problems(cm),
+            "ratchet": ratchet_problems(len(light_function_imports(cm)))}
+
+
+# The rules on this checkout.
+
+
+def test_imports_run_down_the_layers_or_are_allowed(code_map):
+    problems = layer_problems(code_map.edges, code_map.layer) + unlayered_problems(code_map.files)
+    assert not problems, "\n".join(problems)
+
+
+def test_no_import_cycles(code_map):
+    problems = cycle_problems(code_map.edges)
+    assert not problems, "\n".join(problems)
+
+
+def test_files_and_functions_are_short_or_allowed(code_map):
+    problems = size_problems(code_map)
+    assert not problems, "\n".join(problems)
+
+
+def test_package_docstrings_name_their_modules(code_map):
+    problems = docstring_problems(code_map)
+    assert not problems, "\n".join(problems)
+
+
+def test_imports_inside_functions_do_not_grow(code_map):
+    found = light_function_imports(code_map)
+    listing = "\n".join(f"{module}:{line} imports {', '.join(targets)}" for (module, line), targets in found.items())
+    problems = ratchet_problems(len(found))
+    assert not problems, "\n".join(problems) + "\n" + listing
+
+
+def test_every_allowance_gives_a_one_line_reason():
+    reasons = [*ALLOWED_IMPORTS.values(), *LONG_FILES.values(), *LONG_FUNCTIONS.values()]
+    assert all(reason.strip() and "\n" not in reason for reason in reasons)
+
+
+# The rules bite: planted violations.
+
+
+def test_an_import_running_up_or_sideways_fails_and_so_does_a_stale_allowance(code_map):
+    layer = {"agentgym_bench.envs.bandit": 1, "agentgym_bench.rollout.engine": 3, "agentgym_bench.stats": 0,
+             "agentgym_bench.multiagent.selfplay": 4, "agentgym_bench.benchmark.suites": 4}
+    allowed = {("agentgym_bench.benchmark.suites", "agentgym_bench.multiagent.selfplay"): "a reason",
+               ("agentgym_bench.stats", "agentgym_bench.envs.bandit"): "gone"}
+    edges = [("agentgym_bench.envs.bandit", "agentgym_bench.rollout.engine"),
+             ("agentgym_bench.rollout.engine", "agentgym_bench.envs.bandit"),
+             ("agentgym_bench.multiagent.selfplay", "agentgym_bench.benchmark.suites"),
+             ("agentgym_bench.benchmark.suites", "agentgym_bench.multiagent.selfplay")]
+    problems = layer_problems(edges, layer, allowed)
+    assert len(problems) == 3, problems
+    assert problems[0].startswith("agentgym_bench.envs.bandit -> agentgym_bench.rollout.engine runs up")
+    assert problems[1].startswith("agentgym_bench.multiagent.selfplay -> agentgym_bench.benchmark.suites runs "
+                                  "sideways")
+    assert "agentgym_bench.stats -> agentgym_bench.envs.bandit, which no longer runs up or sideways" in problems[2]
+
+
+def test_an_import_cycle_fails_even_through_a_function():
+    edges = {("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "agentgym_bench"), ("agentgym_bench", "d")}
+    assert cycle_problems(edges) == ["import cycle: a <-> b <-> c"]
+
+
+def test_a_long_item_fails_and_so_does_a_stale_allowance():
+    lengths = {"x.py": 601, "y.py": 600, "z.py": 900}
+    problems = length_problems(lengths, 600, {"y.py": "was long", "z.py": "is long", "gone.py": "moved"}, "file",
+                               "LONG_FILES")
+    assert problems == ["x.py has 601 lines, over 600: split it, or list it in LONG_FILES with its reason",
+                        "LONG_FILES lists gone.py, which is no file any more: remove it",
+                        "LONG_FILES lists y.py, which has 600 lines now: remove it"]
+
+
+def test_the_ratchet_fails_both_ways():
+    assert ratchet_problems(LIGHT_FUNCTION_IMPORTS) == []
+    assert "over the ratchet" in ratchet_problems(LIGHT_FUNCTION_IMPORTS + 1)[0]
+    assert f"lower LIGHT_FUNCTION_IMPORTS to {LIGHT_FUNCTION_IMPORTS - 1}" in ratchet_problems(
+        LIGHT_FUNCTION_IMPORTS - 1)[0]
+
+
+def test_every_rule_fails_on_a_planted_copy_of_the_tree(tmp_path, code_map):
+    for package in shape.PACKAGES:
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+    def plant(rel: str, old: str, new: str) -> None:
+        path = tmp_path / rel
+        text = path.read_text()
+        assert old in text, f"{rel} has changed: plant elsewhere"
+        path.write_text(text.replace(old, new, 1))
+
+    # envs -> leaderboard runs up; the two planted imports (inside functions, of modules bringing no heavy package)
+    # close a cycle and grow the ratchet by two.
+    plant("agentgym_bench/envs/bandit.py", '"""\n', '"""\n\n\ndef _planted():\n    from agentgym_bench.leaderboard '
+          'import board\n    return board\n')
+    plant("agentgym_bench/leaderboard/board.py", '"""\n', '"""\n\n\ndef _planted():\n    from agentgym_bench.envs '
+          'import bandit\n    return bandit\n')
+    # The one allowed up import goes: its allowance is stale.
+    plant("agentgym_bench/commands/baselines.py",
+          "from trainers.warmstart import CHECKPOINT_SUFFIX, DEFAULT_PROCESSES",
+          "CHECKPOINT_SUFFIX, DEFAULT_PROCESSES = '.x', 2")
+    # A long file with a long function, in no docstring.
+    body = "".join(f"    x = {i}\n" for i in range(80))
+    (tmp_path / "agentgym_bench/envs/planted.py").write_text(
+        '"""Planted."""\n\n\ndef long():\n' + body + "\n" * (MAX_FILE_LINES - 84) + "x = 1\n")
+    # A docstring that names a moved module, a file, a folder and dotted names that do not exist.
+    (tmp_path / "agentgym_bench/benchmark/__init__.py").write_text(
+        '"""- :mod:`.gone`: moved; ``suites.py``, ``nowhere.py``, ``gone/``; ``trainers.nowhere``, '
+        '``trainers.train.nothing``."""\n')
+
+    planted = CodeMap(tmp_path)
+    problems = all_problems(planted)
+
+    layers = "\n".join(problems["layers"])
+    assert "agentgym_bench.envs.bandit -> agentgym_bench.leaderboard.board runs up (1 envs -> 5 leaderboard)" in layers
+    assert "ALLOWED_IMPORTS lists agentgym_bench.commands.baselines -> trainers.warmstart, which no longer runs up" \
+        in layers
+    assert any("agentgym_bench.envs.bandit" in p and "agentgym_bench.leaderboard.board" in p
+               for p in problems["cycles"])
+    assert "agentgym_bench/envs/planted.py has 601 lines, over 600: split it, or list it in LONG_FILES with its " \
+           "reason" in problems["sizes"]
+    assert "agentgym_bench/envs/planted.py:long has 81 lines, over 80: split it, or list it in LONG_FUNCTIONS with " \
+           "its reason" in problems["sizes"]
+    docs = "\n".join(problems["docstrings"])
+    assert "agentgym_bench/envs/__init__.py: its docstring does not name planted.py" in docs
+    assert "agentgym_bench/benchmark/__init__.py: its docstring does not name data/, evaluate.py, matches.py" in docs
+    assert "agentgym_bench/benchmark/__init__.py: its docstring names what does not exist: :mod:`.gone`, gone/, " \
+           "nowhere.py, trainers.nowhere, trainers.train.nothing" in docs
+    assert problems["ratchet"] == [f"{LIGHT_FUNCTION_IMPORTS + 2} imports inside functions of modules that bring no "
+                                   f"heavy package, over the ratchet's {LIGHT_FUNCTION_IMPORTS}: import the module "
+                                   "at the top of the file"]
+    # A stale size allowance, on this checkout.
+    assert size_problems(code_map, long_files={**LONG_FILES, "agentgym_bench/stats.py": "planted"}) == [
+        f"LONG_FILES lists agentgym_bench/stats.py, which has {shape.line_count(ROOT, 'agentgym_bench/stats.py')} "
+        "lines now: remove it"]
