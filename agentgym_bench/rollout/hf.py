@@ -16,8 +16,9 @@ from __future__ import annotations
 import inspect
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,21 @@ def load_tokenizer(path: str | os.PathLike) -> tuple[Any, list[int]]:
     return tokenizer, stop_token_ids(generation_config, tokenizer)
 
 
+LogitsProcessor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""``processor(generated, logits) -> logits``: transformers' ``LogitsProcessor`` convention, called before each
+token is sampled with the reply's tokens so far (``(R, t)``, the prompt not included) and the next token's logits
+(``(R, V)``, float32) of the rows still generating."""
+
+
+@dataclass
+class TopGeneration(Generation):
+    """A :class:`~agentgym_bench.rollout.policy.Generation` with, for each generated token, the ``top_logprobs``
+    most likely tokens of the distribution it was sampled from: ``(token id, log-probability)``, most likely first
+    (tokens the sampler could not pick, outside ``top_p``, left out)."""
+
+    top_logprobs: list[list[tuple[int, float]]] | None = None
+
+
 class HFPolicy:
     """Generate replies with a transformers causal LM.
 
@@ -117,11 +133,17 @@ class HFPolicy:
             draws do not shift) and every reply is the one generated without them, cut. Checked by decoding, which
             any tokenizer can: transformers' ``StopStringCriteria`` (5.24) matches token strings and raises on the
             default model's word-level vocabulary.
+        logits_processors: :data:`LogitsProcessor` callables applied in order to each step's logits before
+            temperature and ``top_p`` (``serve``'s ``logit_bias`` and penalties); the log-probabilities reported are
+            then under the processed distribution. None by default, and then the logits go to the sampler untouched.
+        top_logprobs: with ``k > 0`` every reply is a :class:`TopGeneration` carrying, for each token, the ``k`` most
+            likely tokens of the distribution it was sampled from (``serve``'s ``top_logprobs``).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
                  max_new_tokens: int = 32, seed: int = 0, max_batch_size: int | None = None,
-                 overlong: str = "error", stop_strings: Sequence[str] = ()):
+                 overlong: str = "error", stop_strings: Sequence[str] = (),
+                 logits_processors: Sequence[LogitsProcessor] = (), top_logprobs: int = 0):
         if not 0 <= temperature < math.inf:
             raise ValueError(f"temperature={temperature} must be a finite number >= 0")
         if not 0 < top_p <= 1:
@@ -132,6 +154,8 @@ class HFPolicy:
             raise ValueError(f"max_batch_size={max_batch_size} must be >= 1 or None")
         if overlong not in ("error", "empty"):
             raise ValueError(f"overlong={overlong!r} must be 'error' or 'empty'")
+        if top_logprobs < 0:
+            raise ValueError(f"top_logprobs={top_logprobs} must be >= 0")
         if tokenizer.chat_template is None:
             raise ValueError("the tokenizer has no chat template")
         self.model = model
@@ -142,6 +166,8 @@ class HFPolicy:
         self.max_batch_size = max_batch_size
         self.overlong = overlong
         self.stop_strings = [s for s in stop_strings if s]
+        self.logits_processors = list(logits_processors)
+        self.top_logprobs = top_logprobs
         self.stop_ids = stop_token_ids(model.generation_config, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
@@ -150,6 +176,7 @@ class HFPolicy:
         self.seed = seed
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
+        self._top: tuple[torch.Tensor, torch.Tensor] | None = None  # top_logprobs' ids and values, (B, N, k) each
 
     @classmethod
     def from_pretrained(cls, path: str, *, device: str = "cpu", dtype: Any = None, **kwargs: Any) -> HFPolicy:
@@ -234,15 +261,22 @@ class HFPolicy:
         input_ids = torch.tensor([[self.pad_id] * (length - len(row)) + row for row in prompts], dtype=torch.long)
         attention_mask = torch.tensor([[0] * (length - len(row)) + [1] * len(row) for row in prompts],
                                       dtype=torch.long)
+        self._top = None
         tokens, logprobs, lengths = self._sample(input_ids.to(self.device), attention_mask.to(self.device),
                                                  generators)
-        results = []
+        results: list[Generation] = []
         stops = set(self.stop_ids)
-        for row_tokens, row_logprobs, n, prompt in zip(tokens.tolist(), logprobs.tolist(), lengths.tolist(), prompts,
-                                                       strict=True):
+        for row, (row_tokens, row_logprobs, n, prompt) in enumerate(zip(tokens.tolist(), logprobs.tolist(),
+                                                                         lengths.tolist(), prompts, strict=True)):
             ids = row_tokens[:n]
-            results.append(Generation(decode_reply(self.tokenizer, stops, ids), ids, row_logprobs[:n],
-                                      prompt_tokens=len(prompt)))
+            reply = (decode_reply(self.tokenizer, stops, ids), ids, row_logprobs[:n])
+            if self._top is None:
+                results.append(Generation(*reply, prompt_tokens=len(prompt)))
+                continue
+            top_ids, top_logprobs = self._top[0][row, :n].tolist(), self._top[1][row, :n].tolist()
+            top = [[(i, lp) for i, lp in zip(step_ids, step_lps, strict=True) if lp > -math.inf]
+                   for step_ids, step_lps in zip(top_ids, top_logprobs, strict=True)]
+            results.append(TopGeneration(*reply, prompt_tokens=len(prompt), top_logprobs=top))
         return results
 
     @torch.no_grad()
@@ -270,9 +304,17 @@ class HFPolicy:
         rows = torch.arange(batch, device=self.device)  # the rows still generating
         lengths = torch.zeros(batch, dtype=torch.long, device=self.device)
         said = torch.zeros(batch, dtype=torch.bool, device=self.device)  # rows whose reply holds a stop string
+        if self.top_logprobs:
+            k = min(self.top_logprobs, logits.shape[-1])
+            self._top = (torch.zeros((batch, self.max_new_tokens, k), dtype=torch.long, device=self.device),
+                         torch.zeros((batch, self.max_new_tokens, k), device=self.device))
         steps = 0
         for step in range(self.max_new_tokens):
-            token, logprob = self._pick(logits.float(),
+            step_logits = logits.float()
+            for processor in self.logits_processors:
+                step_logits = processor(tokens[rows, :step], step_logits)
+            self._rows, self._step = rows, step  # where _pick records the top log-probabilities
+            token, logprob = self._pick(step_logits,
                                         None if generators is None else [generators[r] for r in rows.tolist()])
             tokens[rows, step], logprobs[rows, step] = token, logprob
             lengths[rows[~said[rows]]] = step + 1
@@ -305,10 +347,13 @@ class HFPolicy:
               ) -> tuple[torch.Tensor, torch.Tensor]:
         """One token per row from ``(B, V)`` logits, and its log-probability under the sampling distribution.
 
-        With ``generators`` (one per row) each row inverts its CDF at one uniform draw from its own generator."""
+        With ``generators`` (one per row) each row inverts its CDF at one uniform draw from its own generator. With
+        :attr:`top_logprobs`, the rows' most likely tokens go to ``self._top`` (at the step :meth:`_sample` is at)."""
         if self.temperature == 0:
             token = logits.argmax(dim=-1)
-            return token, torch.log_softmax(logits, dim=-1).gather(1, token[:, None])[:, 0]
+            logp = torch.log_softmax(logits, dim=-1)
+            self._keep_top(logp)
+            return token, logp.gather(1, token[:, None])[:, 0]
         logp = torch.log_softmax(logits / self.temperature, dim=-1)
         if self.top_p < 1:
             sorted_logp, order = logp.sort(dim=-1, descending=True)
@@ -316,6 +361,7 @@ class HFPolicy:
             sorted_logp = sorted_logp.masked_fill(before >= self.top_p, float("-inf"))
             logp = torch.full_like(logp, float("-inf")).scatter(1, order, sorted_logp)
             logp = torch.log_softmax(logp, dim=-1)
+        self._keep_top(logp)
         if generators is None:
             token = torch.multinomial(logp.exp(), 1, generator=self.generator)[:, 0]
         else:
@@ -324,6 +370,14 @@ class HFPolicy:
             token = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).clamp(max=logp.shape[-1] - 1)[:, 0]
             token = torch.where(torch.isfinite(logp.gather(1, token[:, None])[:, 0]), token, logp.argmax(dim=-1))
         return token, logp.gather(1, token[:, None])[:, 0]
+
+
+    def _keep_top(self, logp: torch.Tensor) -> None:
+        """Record the :attr:`top_logprobs` most likely tokens of each row still generating (``self._rows``) at
+        step ``self._step``; nothing without ``top_logprobs``."""
+        if self._top is not None:
+            values, ids = logp.topk(self._top[0].shape[-1], dim=-1)
+            self._top[0][self._rows, self._step], self._top[1][self._rows, self._step] = ids, values
 
 
 @contextmanager

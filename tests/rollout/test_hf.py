@@ -168,3 +168,28 @@ def test_logits_on_the_last_position_only_give_the_same_keyed_replies(model_and_
     assert [g.token_ids for g in replies] == [g.token_ids for g in want]
     for g, w in zip(replies, want, strict=True):
         assert g.logprobs == pytest.approx(w.logprobs, abs=1e-5)
+
+
+def test_logits_processors_and_top_logprobs_leave_the_replies_as_they_were(model_and_tokenizer):
+    """A processor that changes nothing and ``top_logprobs`` sample the same replies; the top tokens are of the
+    distribution sampled from (at temperature 0 the first is the token taken); a processor that bans a token bans
+    it."""
+    model, tokenizer = model_and_tokenizer
+    convs, keys = conversations(3), [(2, i) for i in range(3)]
+    plain = HFPolicy(model, tokenizer, max_new_tokens=8, temperature=0).generate(convs, keys=keys)
+    seen = []
+    same = HFPolicy(model, tokenizer, max_new_tokens=8, temperature=0, top_logprobs=3,
+                    logits_processors=[lambda ids, logits: seen.append(ids.shape) or logits])
+    same = same.generate(convs, keys=keys)
+    assert [(g.text, g.token_ids) for g in same] == [(g.text, g.token_ids) for g in plain]
+    assert seen[0] == (3, 0) and seen[1][1] == 1  # the reply so far, not the prompt
+    for g in same:
+        assert [top[0][0] for top in g.top_logprobs] == g.token_ids and all(len(top) == 3 for top in g.top_logprobs)
+        assert [top[0][1] for top in g.top_logprobs] == pytest.approx(g.logprobs)
+    banned = plain[0].token_ids[0]
+
+    def ban(ids, logits):
+        return logits.index_fill(1, torch.tensor([banned]), float("-inf"))
+
+    other = HFPolicy(model, tokenizer, max_new_tokens=8, temperature=0, logits_processors=[ban]).generate(convs[:1])
+    assert banned not in other[0].token_ids
