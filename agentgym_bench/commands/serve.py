@@ -3,26 +3,34 @@
 as vLLM's do; ``eval`` checks its prompts against it).
 
 A Starlette app on uvicorn's h11 protocol (:mod:`agentgym_bench.http_body`), the ASGI stack vLLM, ``transformers
-serve`` and OpenEnv serve on; binds ``127.0.0.1`` only. Requests are served one generation at a time (a lock around
-the model, taken in a worker thread so that the event loop keeps answering) with
-:class:`~agentgym_bench.rollout.hf.HFPolicy` and the request's ``temperature``, ``top_p``,
-``max_tokens`` (or ``max_completion_tokens``), ``seed``, ``logprobs``, ``n`` (1..:data:`MAX_N` choices, sampled as
-one batch), ``stop`` (a string or up to :data:`MAX_STOP` strings: a choice stops generating at the token that
-completes one, and the reply is cut before the first one it contains, with ``finish_reason: "stop"``, streamed or
-not; ``completion_tokens`` counts the tokens generated, that one included) and ``stream``. A message's ``content``
-is a string or a list of ``{"type": "text", "text": ...}`` parts (joined with newlines, as vLLM does); other part
-types are a 400 naming the part, and so are ``top_logprobs`` above 0 and a ``response_format`` other than text,
-which this server cannot honour. Every answer carries ``usage`` with
-``prompt_tokens``, ``completion_tokens`` (all choices, stop tokens included) and ``total_tokens``.
+serve`` and OpenEnv serve on; binds ``127.0.0.1`` only. Requests are served one generation at a time (a lock around the
+model, taken in a worker thread so that the event loop keeps answering) with
+:class:`~agentgym_bench.rollout.hf.HFPolicy` and the request's parameters, held to OpenAI's ranges: ``temperature``
+(0..2), ``top_p`` (0..1; 0 keeps the likeliest token alone, :data:`SMALLEST_TOP_P`), ``max_tokens`` (or
+``max_completion_tokens``; when neither is given the reply may fill the room the prompt leaves in the model's
+positions, as OpenAI and vLLM limit it), ``seed``, ``logprobs`` (entries with ``token``, ``logprob``, ``bytes`` and
+``top_logprobs``), ``top_logprobs`` (0..:data:`MAX_TOP_LOGPROBS`, with ``logprobs``: the most likely tokens of the
+distribution sampled from), ``logit_bias`` (token ids to -100..100), ``frequency_penalty`` and ``presence_penalty``
+(-2..2; these three by OpenAI's formula, :class:`Adjust`, an HFPolicy logits processor used only when one is given),
+``n`` (1..:data:`MAX_N` choices, sampled as one batch), ``stop`` (a string or up to :data:`MAX_STOP` strings: a choice
+stops generating at the token that completes one, and the reply is cut before the first one it contains, with
+``finish_reason: "stop"``, streamed or not; ``completion_tokens`` counts the tokens generated, that one included) and
+``stream``. A message's ``content`` is a string or a list of ``{"type": "text", "text": ...}`` parts (joined with
+newlines, as vLLM does); other part types are a 400 naming the part, and so is a ``response_format`` other than text,
+which this server cannot honour. Every answer carries ``usage`` with ``prompt_tokens``, ``completion_tokens`` (all
+choices, stop tokens included) and ``total_tokens``.
 
-Tools, as vLLM's ``hermes`` tool parser answers them: ``tools`` (a list of ``{"type": "function", "function":
-{"name", ...}}``) go to the chat template (Qwen2.5/Qwen3 templates list them in the system turn), and a reply that
-holds well-formed ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks is answered as
-``message.tool_calls`` (ids ``call_...``, ``arguments`` a JSON string) with the text before the first block as
-``content`` (``null`` when empty) and ``finish_reason: "tool_calls"``; streamed, the calls come as one
-``delta.tool_calls`` chunk. ``tool_choice`` may be ``"auto"`` (the default) or ``"none"`` (the reply stays text);
-another choice is a 400 (this server cannot force a call). Messages may carry earlier ``tool_calls`` (assistant,
-``content`` null) and ``tool`` results, as the SDK sends them.
+Tools, as vLLM's ``hermes`` tool parser answers them: ``tools`` (a list of ``{"type": "function", "function": {"name",
+...}}``) go to the chat template (Qwen2.5/Qwen3 templates list them in the system turn), and a reply that holds
+well-formed ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks is answered as ``message.tool_calls``
+(ids ``call_...``, ``arguments`` a JSON string) with the text before the first block as ``content`` (``null`` when
+empty) and ``finish_reason: "tool_calls"``; streamed, the calls come as one ``delta.tool_calls`` chunk. ``tool_choice``
+may be ``"auto"`` (the default), ``"none"`` (the reply stays text), ``"required"`` or a named function: a forced call
+is generated after :data:`CALL_HEAD`, the function's name and ``, "arguments": `` (for ``"required"`` each choice's
+function drawn by the model's probability of each name, :func:`continuation_logprobs`) and ends at ``</tool_call>``;
+every choice is one call of it, its ``arguments`` the JSON object the model wrote or else its text
+(:func:`call_arguments`; the arguments are not schema-constrained). Messages may carry earlier ``tool_calls``
+(assistant, ``content`` null) and ``tool`` results, as the SDK sends them.
 
 ``stream: true`` answers Server-Sent Events in OpenAI's format: ``chat.completion.chunk`` objects, first the
 assistant role, then one chunk per generated token (with its log-probability when ``logprobs`` is set), then the
@@ -79,13 +87,14 @@ import urllib.parse
 from typing import Any
 
 import anyio
+import torch
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
 from agentgym_bench import http_body
-from agentgym_bench.agent.tools import split_tool_calls
+from agentgym_bench.agent.tools import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, split_tool_calls
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.hf import HFPolicy
+from agentgym_bench.rollout.hf import HFPolicy, logits_argument
 
 HOST = "127.0.0.1"
 MAX_N = 16
@@ -116,6 +125,13 @@ MAX_TOKENS_WITHOUT_LIMIT = 32_768
 
 MAX_STOP = 4
 """Most stop strings one request may give (OpenAI's limit)."""
+MAX_TOP_LOGPROBS = 20
+"""Most ``top_logprobs`` one request may ask for (OpenAI's limit)."""
+SMALLEST_TOP_P = 1e-9
+"""The ``top_p`` sampled with for a request's ``top_p: 0`` (OpenAI's range includes 0): the most likely token alone."""
+CALL_HEAD = TOOL_CALL_OPEN + '\n{"name": '
+"""How a call begins in the reply, as the Qwen templates (and vLLM's ``hermes`` parser) write it: a forced call
+(``tool_choice`` ``"required"`` or a named function) is generated after this, the name and ``, "arguments": ``."""
 
 
 class RequestError(Exception):
@@ -236,37 +252,62 @@ def _messages(messages: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _tools(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """``tools`` (function tools only, each with a name) unless ``tool_choice`` is ``"none"``; ``[]`` when absent."""
+def _tools(request: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str] | None]:
+    """``tools`` (function tools only, each with a name; ``[]`` when absent or ``tool_choice`` is ``"none"``) and
+    the functions a forced call may name: ``None`` for ``"auto"`` (the default) and ``"none"``, every tool's for
+    ``"required"``, the one named by ``{"type": "function", "function": {"name": ...}}``."""
     tools, choice = _given(request, "tools", []), _given(request, "tool_choice", "auto")
-    if choice not in ("auto", "none"):
-        raise FieldError("tool_choice", f"tool_choice={choice!r}"[:120] + " is not supported: this server takes "
-                         "'auto' or 'none' (it cannot force a call)")
     if not isinstance(tools, list) or not all(
             isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
             and isinstance(t["function"].get("name"), str) for t in tools):
         raise FieldError("tools", "tools must be a list of {type: 'function', function: {name, ...}} objects",
                          "invalid_type")
-    return [] if choice == "none" else tools
+    if choice in ("auto", "none"):
+        return ([] if choice == "none" else tools), None
+    names = list(dict.fromkeys(t["function"]["name"] for t in tools))
+    function = choice.get("function") if isinstance(choice, dict) and choice.get("type") == "function" else None
+    if choice != "required" and not (isinstance(function, dict) and isinstance(function.get("name"), str)):
+        raise FieldError("tool_choice", f"tool_choice={choice!r}"[:120] + " is not supported: this server takes "
+                         "'none', 'auto', 'required' or {'type': 'function', 'function': {'name': ...}}")
+    if not names:
+        raise FieldError("tool_choice", "tool_choice 'required' or a named function needs tools")
+    if function is not None and function["name"] not in names:
+        raise FieldError("tool_choice", f"tool_choice names the function {function['name']!r}"[:150] + ", which "
+                         "tools do not list")
+    return tools, names if function is None else [function["name"]]
+
+
+def _logit_bias(request: dict[str, Any], vocab_size: int | None) -> dict[int, float]:
+    """``logit_bias``: token ids (as strings, OpenAI's keys) of this model to numbers in ``[-100, 100]``."""
+    bias = _given(request, "logit_bias", {})
+    if not isinstance(bias, dict):
+        raise FieldError("logit_bias", "logit_bias must be an object of token ids (strings) to numbers in "
+                         "[-100, 100]", "invalid_type")
+    out = {}
+    for key, value in bias.items():
+        if not re.fullmatch(r"[0-9]{1,12}", key) or (vocab_size is not None and int(key) >= vocab_size):
+            raise FieldError("logit_bias", f"logit_bias key {key!r}"[:120] + " is not a token id of this model "
+                             f"(0..{vocab_size - 1 if vocab_size else '?'})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -100 <= value <= 100:
+            raise FieldError("logit_bias", f"logit_bias[{key!r}]={value!r}"[:120] + " must be a number in "
+                             "[-100, 100]")
+        out[int(key)] = float(value)
+    return out
 
 
 def _refuse_unsupported(request: dict[str, Any]) -> None:
-    """Options this server cannot honour are a 400 naming them, never silently ignored: ``top_logprobs`` above 0
-    (a reply carries its own tokens' log-probabilities only) and a ``response_format`` other than text (no JSON
-    mode or schema-constrained decoding)."""
-    top = _given(request, "top_logprobs", 0)
-    if top != 0:
-        raise FieldError("top_logprobs", f"top_logprobs={top!r}"[:120] + " is not supported: this server returns the "
-                         "log-probability of each generated token only (logprobs: true)")
+    """Options this server cannot honour are a 400 naming them, never silently ignored: a ``response_format``
+    other than text (no JSON mode or schema-constrained decoding)."""
     response_format = _given(request, "response_format", {"type": "text"})
     if response_format != {"type": "text"}:
         raise FieldError("response_format", f"response_format={response_format!r}"[:120] + " is not supported: "
                          "this server generates text only ({'type': 'text'}), with no JSON mode or schema")
 
 
-def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_TOKENS_WITHOUT_LIMIT
-                      ) -> dict[str, Any]:
-    """Checked settings of a chat-completions request; ValueError naming the field that is wrong."""
+def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_TOKENS_WITHOUT_LIMIT,
+                      vocab_size: int | None = None) -> dict[str, Any]:
+    """Checked settings of a chat-completions request, in OpenAI's ranges; ValueError naming the field that is
+    wrong. ``max_tokens`` is ``None`` when not given (the reply may fill the room the prompt leaves)."""
     if not isinstance(request, dict):
         raise ValueError("the body must be a JSON object")
     model = request.get("model")
@@ -284,17 +325,69 @@ def _request_settings(request: Any, next_seed: int, max_tokens_limit: int = MAX_
     options = request.get("stream_options") or {}
     if not isinstance(options, dict):
         raise FieldError("stream_options", "stream_options must be an object")
-    default = min(256, max_tokens_limit)  # each given field is checked (0 and negatives are a 400 naming it)
-    max_tokens = _number(request, "max_tokens", default, 1, max_tokens_limit, integer=True)
-    if request.get("max_completion_tokens") is not None:  # OpenAI's newer name wins
-        max_tokens = _number(request, "max_completion_tokens", default, 1, max_tokens_limit, integer=True)
+    max_tokens = None  # each given field is checked (0 and negatives are a 400 naming it)
+    for key in ("max_tokens", "max_completion_tokens"):  # OpenAI's newer name wins
+        if request.get(key) is not None:
+            max_tokens = int(_number(request, key, 1, 1, max_tokens_limit, integer=True))
     seed = _number(request, "seed", next_seed, -MAX_SEED, MAX_SEED, integer=True)
-    return {"model": model, "messages": messages, "tools": _tools(request), "n": n, "stream": bool(stream),
-            "stop": _stop_strings(request),
-            "include_usage": bool(options.get("include_usage", False)), "logprobs": bool(request.get("logprobs")),
-            "policy": {"temperature": float(_number(request, "temperature", 1.0, 0, 1e6)),
-                       "top_p": float(_number(request, "top_p", 1.0, 0, 1, low_open=True)),
-                       "max_new_tokens": int(max_tokens), "seed": int(seed)}}
+    logprobs = _given(request, "logprobs", False)
+    if not isinstance(logprobs, bool):
+        raise FieldError("logprobs", f"logprobs={logprobs!r}"[:120] + " must be true or false", "invalid_type")
+    top_logprobs = int(_number(request, "top_logprobs", 0, 0, MAX_TOP_LOGPROBS, integer=True))
+    if top_logprobs and not logprobs:
+        raise FieldError("top_logprobs", "top_logprobs needs logprobs: true")
+    tools, called = _tools(request)
+    top_p = float(_number(request, "top_p", 1.0, 0, 1))
+    return {"model": model, "messages": messages, "tools": tools, "called": called, "n": n, "stream": bool(stream),
+            "stop": _stop_strings(request), "max_tokens": max_tokens, "logit_bias": _logit_bias(request, vocab_size),
+            "penalties": [float(_number(request, key, 0.0, -2, 2)) for key in ("frequency_penalty",
+                                                                                 "presence_penalty")],
+            "include_usage": bool(options.get("include_usage", False)), "logprobs": logprobs,
+            "policy": {"temperature": float(_number(request, "temperature", 1.0, 0, 2)),
+                       "top_p": top_p or SMALLEST_TOP_P, "seed": int(seed), "top_logprobs": top_logprobs}}
+
+
+class Adjust:
+    """OpenAI's ``logit_bias``, ``frequency_penalty`` and ``presence_penalty`` as an
+    :class:`~agentgym_bench.rollout.hf.HFPolicy` logits processor, before temperature and ``top_p``:
+    ``logits[j] += bias[j] - c[j] * frequency_penalty - (c[j] > 0) * presence_penalty``, ``c[j]`` the times token
+    ``j`` is in the reply so far (OpenAI's definition; the prompt's tokens are not counted)."""
+
+    def __init__(self, bias: dict[int, float], frequency_penalty: float, presence_penalty: float):
+        self.bias, self.frequency, self.presence = bias, frequency_penalty, presence_penalty
+
+    def __call__(self, generated: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        if self.bias:
+            ids = torch.tensor(list(self.bias), device=logits.device)
+            values = torch.tensor(list(self.bias.values()), dtype=logits.dtype, device=logits.device)
+            logits = logits.index_add(1, ids, values.expand(logits.shape[0], -1))
+        if (self.frequency or self.presence) and generated.shape[1]:
+            ones = torch.ones_like(generated, dtype=logits.dtype)
+            counts = torch.zeros_like(logits).scatter_add_(1, generated, ones)
+            logits = logits - counts * self.frequency - (counts > 0).to(logits.dtype) * self.presence
+        return logits
+
+
+@torch.no_grad()
+def continuation_logprobs(model: Any, sequences: list[list[int]], pad_id: int) -> list[float]:
+    """Each sequence's log-probability under ``model`` after the prefix all of them share (one left-padded batch;
+    the output head runs on the last positions only where the model's forward allows)."""
+    start = next((k for k in range(min(map(len, sequences)))
+                  if len({s[k] for s in sequences}) > 1), min(map(len, sequences)) - 1)
+    start = max(start, 1)
+    length = max(map(len, sequences))
+    pads = torch.tensor([length - len(s) for s in sequences])
+    ids = torch.tensor([[pad_id] * (length - len(s)) + s for s in sequences])
+    mask = (torch.arange(length)[None, :] >= pads[:, None]).long()
+    keep = length - start + 1
+    argument = logits_argument(model)
+    device = next(model.parameters()).device
+    logits = model(input_ids=ids.to(device), attention_mask=mask.to(device),
+                   position_ids=(mask.cumsum(-1) - 1).clamp(min=0).to(device),
+                   **({argument: keep} if argument else {})).logits[:, -keep:-1].float()
+    scores = torch.log_softmax(logits, dim=-1).gather(2, ids[:, start:, None].to(device))[..., 0].cpu()
+    own = torch.arange(start, length)[None, :] >= pads[:, None] + start  # each row's own tokens after the prefix
+    return (scores * own).sum(dim=1).tolist()
 
 
 class ChatHandler:
@@ -361,36 +454,23 @@ class ChatHandler:
             return
         if urllib.parse.urlsplit(self.path).path.rstrip("/") != "/v1/chat/completions":
             raise RequestError(404, f"no route {self.path[:200]}", "not_found")
-        tokenizer, positions = self.server.tokenizer, self.server.max_positions
-        try:
-            limit = positions if positions is not None else MAX_TOKENS_WITHOUT_LIMIT
-            settings = _request_settings(parse_body(raw), next(self.server.seeds), limit)
-            policy = HFPolicy(self.server.model, tokenizer, **settings["policy"], stop_strings=settings["stop"])
-            prompt = tokenizer.apply_chat_template(settings["messages"], tools=settings["tools"] or None,
-                                                   add_generation_prompt=True, tokenize=False)
-            ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        except FieldError as e:
-            raise RequestError(400, f"bad request: {e}"[:500], param=e.param, code=e.code) from None
-        except (ValueError, KeyError, TypeError) as e:
-            raise RequestError(400, f"bad request: {e}"[:500]) from None
-        if settings["model"] != self.server.model_name:
-            raise self._no_model(settings["model"])
-        if not ids:
-            raise RequestError(400, "bad request: the prompt is empty")
-        if positions is not None and len(ids) + settings["policy"]["max_new_tokens"] > positions:
-            raise RequestError(400, f"bad request: the prompt's {len(ids)} tokens + max_tokens="
-                                    f"{settings['policy']['max_new_tokens']} exceed the model's {positions} positions",
-                               param="messages", code="context_length_exceeded")
+        settings, ids, opened = self._prompt(raw)
+        policy = self._policy(settings, ids, opened)
         try:
             with self.server.lock:  # only generation is serialised; the prompt was tokenised above
                 # choice i samples from its own generator, seeded seed + i: a request carrying the seed hf: gives
                 # a keyed conversation (eval's openai: route sends it) samples what hf: samples
                 seeds = [settings["policy"]["seed"] + i for i in range(settings["n"])]
-                generations = policy.generate_ids([ids] * settings["n"], seeds=seeds)
+                prompts = [ids] * settings["n"]
+                if opened:
+                    settings["called"] = self._call_names(opened, settings, seeds)
+                    prompts = [opened[name] for name in settings["called"]]
+                generations = policy.generate_ids(prompts, seeds=seeds)
         except Exception as e:  # noqa: BLE001 - any model failure is a 500 for the client, not a dead server
             raise RequestError(500, f"generation failed: {e}"[:500], "server_error") from None
-        prompt_tokens = len(ids)
-        completion_tokens = sum(len(g.token_ids) for g in generations)
+        prompt_tokens = len(ids)  # a forced call's opening counts as reply: the reply holds it
+        completion_tokens = sum(len(g.token_ids) + len(p) - len(ids) for g, p in zip(generations, prompts,
+                                                                                     strict=True))
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                  "total_tokens": prompt_tokens + completion_tokens}
         head = {"id": f"chatcmpl-{secrets.token_hex(16)}", "created": int(time.time()),
@@ -401,13 +481,78 @@ class ChatHandler:
         choices = [self._choice(i, g, settings, head["id"]) for i, g in enumerate(generations)]
         self._send(200, {**head, "object": "chat.completion", "choices": choices, "usage": usage})
 
+    def _prompt(self, raw: bytes) -> tuple[dict[str, Any], list[int], dict[str, list[int]]]:
+        """A request's checked settings, its prompt's token ids, and for a forced call (``tool_choice``
+        ``"required"`` or a named function) the prompt followed by :data:`CALL_HEAD`, the name and
+        ``, "arguments": `` for each function it may call (else ``{}``)."""
+        tokenizer, positions = self.server.tokenizer, self.server.max_positions
+        try:
+            limit = positions if positions is not None else MAX_TOKENS_WITHOUT_LIMIT
+            settings = _request_settings(parse_body(raw), next(self.server.seeds), limit, self.server.vocab_size)
+            prompt = tokenizer.apply_chat_template(settings["messages"], tools=settings["tools"] or None,
+                                                   add_generation_prompt=True, tokenize=False)
+            ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+            opened = {name: tokenizer(f'{prompt}{CALL_HEAD}{json.dumps(name)}, "arguments": ',
+                                      add_special_tokens=False)["input_ids"] for name in settings["called"] or ()}
+        except FieldError as e:
+            raise RequestError(400, f"bad request: {e}"[:500], param=e.param, code=e.code) from None
+        except (ValueError, KeyError, TypeError) as e:
+            raise RequestError(400, f"bad request: {e}"[:500]) from None
+        if settings["model"] != self.server.model_name:
+            raise self._no_model(settings["model"])
+        if not ids:
+            raise RequestError(400, "bad request: the prompt is empty")
+        if opened:  # a forced call's arguments end where the call closes
+            settings["stop"] = [*settings["stop"], TOOL_CALL_CLOSE]
+        return settings, ids, opened
+
+    def _policy(self, settings: dict[str, Any], ids: list[int], opened: dict[str, list[int]]) -> HFPolicy:
+        """The request's policy: its reply limited to ``max_tokens``, or to the room the prompt (with a forced
+        call's opening) leaves in the model's positions when not given, as OpenAI and vLLM limit it."""
+        positions, longest = self.server.max_positions, max(map(len, [ids, *opened.values()]))
+        room = positions - longest if positions is not None else MAX_TOKENS_WITHOUT_LIMIT
+        asked = settings["max_tokens"]
+        if room < (asked or 1):
+            said = f" + max_tokens={asked} exceed" if asked else " leave no room for a reply in"
+            raise RequestError(400, f"bad request: the prompt's {longest} tokens{said} the model's {positions} "
+                                    "positions", param="messages", code="context_length_exceeded")
+        bias, (frequency, presence) = settings["logit_bias"], settings["penalties"]
+        adjust = [Adjust(bias, frequency, presence)] if bias or frequency or presence else []
+        stops = settings["stop"] + ([TOOL_CALL_CLOSE] if opened else [])
+        return HFPolicy(self.server.model, self.server.tokenizer, **settings["policy"], max_new_tokens=asked or room,
+                        stop_strings=stops, logits_processors=adjust)
+
+    def _call_names(self, opened: dict[str, list[int]], settings: dict[str, Any], seeds: list[int]) -> list[str]:
+        """The function each choice of a forced call calls: the one named, or for ``"required"`` one of the tools
+        drawn (from a generator of the choice's seed) by the model's probability of writing each name after
+        :data:`CALL_HEAD` (tempered; the likeliest at ``temperature`` 0): decoding constrained to the names."""
+        names = list(opened)
+        if len(names) == 1:
+            return names * len(seeds)
+        scores = torch.tensor(continuation_logprobs(self.server.model, list(opened.values()), self.server.pad_id))
+        temperature = settings["policy"]["temperature"]
+        if temperature == 0:
+            return [names[int(scores.argmax())]] * len(seeds)
+        weights = torch.softmax(scores / temperature, dim=0)
+        return [names[int(torch.multinomial(weights, 1, generator=torch.Generator().manual_seed(seed)))]
+                for seed in seeds]
+
     def _finish_reason(self, generation: Any) -> str:
         stopped = generation.token_ids and generation.token_ids[-1] in set(self.server.stop_ids)
         return "stop" if stopped else "length"
 
-    def _logprobs(self, token_ids: list[int], logprobs: list[float]) -> dict[str, Any]:
-        tokens = self.server.tokenizer.convert_ids_to_tokens(token_ids)
-        return {"content": [{"token": t, "logprob": lp} for t, lp in zip(tokens, logprobs, strict=True)]}
+    def _logprob(self, token_id: int, logprob: float) -> dict[str, Any]:
+        """One token's entry: its text (decoded alone, special tokens kept, as vLLM reports it), log-probability
+        and ``bytes``, the text's UTF-8 bytes."""
+        text = self.server.tokenizer.decode([token_id])
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
+
+    def _logprobs(self, token_ids: list[int], logprobs: list[float], top: list[list[tuple[int, float]]] | None
+                  ) -> dict[str, Any]:
+        """OpenAI's ``logprobs``: each token's entry with its ``top_logprobs`` (``top``: each token's most likely
+        tokens, ``None`` for none asked)."""
+        return {"content": [{**self._logprob(i, lp), "top_logprobs": [self._logprob(*t) for t in top[k]] if top
+                             else []} for k, (i, lp) in enumerate(zip(token_ids, logprobs, strict=True))]}
 
     def _pieces(self, generation: Any) -> list[str]:
         """The text each generated token adds (decoding the prefix keeps multi-token characters whole; a stop
@@ -439,9 +584,14 @@ class ChatHandler:
             length += len(kept[-1])
         return kept, "stop"
 
-    def _tool_calls(self, text: str, settings: dict[str, Any], call_id: str) -> tuple[str | None, list] | None:
+    def _tool_calls(self, text: str, settings: dict[str, Any], call_id: str, index: int
+                    ) -> tuple[str | None, list] | None:
         """With ``tools`` offered and a reply that holds tool calls: its ``content`` (``None`` when empty) and
-        OpenAI's ``tool_calls`` (ids ``call_id`` + ``_k``); ``None`` otherwise."""
+        OpenAI's ``tool_calls`` (ids ``call_id`` + ``_k``); ``None`` otherwise. A forced call's reply is the
+        arguments of the function choice ``index`` calls (:func:`call_arguments`)."""
+        if settings["called"]:
+            function = {"name": settings["called"][index], "arguments": call_arguments(text)}
+            return None, [{"id": f"{call_id}_0", "type": "function", "function": function}]
         found = split_tool_calls(text) if settings["tools"] else None
         if found is None:
             return None
@@ -452,19 +602,21 @@ class ChatHandler:
 
     def _choice(self, index: int, generation: Any, settings: dict[str, Any], completion_id: str) -> dict[str, Any]:
         text, ids, logprobs = generation.text, generation.token_ids, generation.logprobs
+        top = getattr(generation, "top_logprobs", None)
         finish_reason = self._finish_reason(generation)
         cut = self._cut(generation, settings["stop"])
         if cut is not None:
             pieces, finish_reason = cut
             text, ids, logprobs = "".join(pieces), ids[: len(pieces)], logprobs[: len(pieces)]
+            top = top[: len(pieces)] if top else top
         message: dict[str, Any] = {"role": "assistant", "content": text}
-        calls = self._tool_calls(text, settings, completion_id.replace("chatcmpl-", "call_") + f"_{index}")
+        calls = self._tool_calls(text, settings, completion_id.replace("chatcmpl-", "call_") + f"_{index}", index)
         if calls is not None:
             message = {"role": "assistant", "content": calls[0], "tool_calls": calls[1]}
-            finish_reason = "tool_calls"
+            finish_reason = "length" if finish_reason == "length" and settings["called"] else "tool_calls"
         choice: dict[str, Any] = {"index": index, "message": message, "finish_reason": finish_reason}
         if settings["logprobs"]:
-            choice["logprobs"] = self._logprobs(ids, logprobs)
+            choice["logprobs"] = self._logprobs(ids, logprobs, top)
         return choice
 
     def _stream(self, head: dict[str, Any], generations: list[Any], settings: dict[str, Any],
@@ -481,14 +633,18 @@ class ChatHandler:
             ids = generation.token_ids
             pieces, finish_reason = self._cut(generation, settings["stop"]) or (self._pieces(generation),
                                                                                  self._finish_reason(generation))
-            calls = self._tool_calls("".join(pieces), settings, head["id"].replace("chatcmpl-", "call_") + f"_{index}")
+            calls = self._tool_calls("".join(pieces), settings, head["id"].replace("chatcmpl-", "call_") + f"_{index}",
+                                     index)
             if calls is not None:
-                self._stream_tool_calls(event, index, *calls)
+                truncated = finish_reason == "length" and settings["called"]
+                self._stream_tool_calls(event, index, *calls, "length" if truncated else "tool_calls")
                 continue
+            top = getattr(generation, "top_logprobs", None)
             for k, piece in enumerate(pieces):
                 delta = {"index": index, "delta": {"content": piece}, "finish_reason": None}
                 if settings["logprobs"]:
-                    delta["logprobs"] = self._logprobs(ids[k : k + 1], generation.logprobs[k : k + 1])
+                    delta["logprobs"] = self._logprobs(ids[k : k + 1], generation.logprobs[k : k + 1],
+                                                       top[k : k + 1] if top else None)
                 event([delta])
             event([{"index": index, "delta": {}, "finish_reason": finish_reason}])
         if settings["include_usage"]:
@@ -496,14 +652,27 @@ class ChatHandler:
         self.events.append(b"data: [DONE]\n\n")
 
     @staticmethod
-    def _stream_tool_calls(event: Any, index: int, content: str | None, calls: list[dict[str, Any]]) -> None:
+    def _stream_tool_calls(event: Any, index: int, content: str | None, calls: list[dict[str, Any]],
+                           finish_reason: str) -> None:
         """A reply with tool calls, streamed: its content (if any) in one chunk, the calls in one, then
-        ``finish_reason: "tool_calls"``."""
+        ``finish_reason``."""
         if content:
             event([{"index": index, "delta": {"content": content}, "finish_reason": None}])
         deltas = [{"index": k, **call} for k, call in enumerate(calls)]
         event([{"index": index, "delta": {"tool_calls": deltas}, "finish_reason": None}])
-        event([{"index": index, "delta": {}, "finish_reason": "tool_calls"}])
+        event([{"index": index, "delta": {}, "finish_reason": finish_reason}])
+
+
+def call_arguments(text: str) -> str:
+    """A forced call's ``arguments`` from the text generated after ``"arguments": ``: the JSON object it begins
+    with (compact, as ``json.dumps`` writes it), else the text itself, stripped: OpenAI's own ``arguments`` "may not
+    be valid JSON" (its reference says so), and a small model's often are not."""
+    text = text.strip()
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text)
+    except ValueError:
+        return text
+    return json.dumps(value) if isinstance(value, dict) else text
 
 
 def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None,
@@ -538,7 +707,9 @@ class ChatServer(http_body.HttpServer):
                          body_seconds=body_seconds, write_seconds=write_seconds, verbose=verbose)
         self.model, self.tokenizer, self.model_name = model, tokenizer, model_name
         self.api_key, self.handler = api_key, handler
-        self.stop_ids = HFPolicy(model, tokenizer).stop_ids
+        policy = HFPolicy(model, tokenizer)
+        self.stop_ids, self.pad_id = policy.stop_ids, policy.pad_id
+        self.vocab_size = getattr(model.config, "vocab_size", None)
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
         self.lock = threading.Lock()
         self.created = int(time.time())

@@ -100,8 +100,8 @@ def test_stream_with_n_streams_every_choice(server):
     assert finished == [0, 1]
 
 
-@pytest.mark.parametrize("field, value", [("stream", "yes"), ("temperature", float("nan")), ("top_p", 0),
-                                          ("messages", [])])
+@pytest.mark.parametrize("field, value", [("stream", "yes"), ("temperature", float("nan")), ("top_p", 1.5),
+                                          ("temperature", 2.5), ("messages", [])])
 def test_bad_fields_are_a_400_naming_the_field(server, field, value):
     status, _, raw = post(server, {"model": "tiny", "messages": conversations(1)[0], field: value})
     assert status == 400
@@ -243,13 +243,11 @@ def test_a_prompt_over_the_context_is_a_400_context_length_exceeded(server):
                                                               "context_length_exceeded")
 
 
-@pytest.mark.parametrize("field, value", [("top_logprobs", 2), ("response_format", {"type": "json_object"})])
+@pytest.mark.parametrize("field, value", [("response_format", {"type": "json_object"})])
 def test_options_the_server_cannot_honour_are_a_400_naming_them(server, field, value):
     openai, client = _sdk(server)
-    extra = {"logprobs": True} if field == "top_logprobs" else {}
     with pytest.raises(openai.BadRequestError) as caught:
-        client.chat.completions.create(model="tiny", messages=conversations(1)[0], max_tokens=4, **extra,
-                                       **{field: value})
+        client.chat.completions.create(model="tiny", messages=conversations(1)[0], max_tokens=4, **{field: value})
     error = caught.value.body
     assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", field, "invalid_value")
     text = client.chat.completions.create(model="tiny", messages=conversations(1)[0], max_tokens=4,
