@@ -1,6 +1,7 @@
 """``agentgym-bench openenv-serve``: serve agent envs as OpenEnv environments (see
 :mod:`agentgym_bench.adapters.openenv`). OpenEnv is imported only when the server starts, so ``--help`` works without
-it and a missing ``openenv-core`` is a one-line error naming the install command."""
+it and a missing ``openenv`` (0.10; the older ``openenv-core`` runs only the client) is a one-line error naming the
+install command."""
 
 from __future__ import annotations
 

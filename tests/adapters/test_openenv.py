@@ -1,5 +1,7 @@
 """The OpenEnv route on a real server on loopback: same episodes as the native env, isolated and bounded sessions,
-garbage, disconnects, idle expiry. Every loop is bounded in count and every wait has a deadline."""
+garbage, disconnects, idle expiry; the named splits (Task API and reset(split, index)); `openenv validate` on the
+server and on the shipped manifest. Every loop is bounded in count and every wait has a deadline. The pinned
+openenv-core 0.3 client: tests/adapters/test_openenv_pinned_client.py."""
 
 from __future__ import annotations
 
@@ -11,8 +13,7 @@ from contextlib import ExitStack
 
 import pytest
 
-pytest.importorskip("openenv.core", reason="the OpenEnv route needs openenv-core: "
-                    "pip install -e '.[openenv]'")
+pytest.importorskip("openenv.core", reason="the OpenEnv route needs openenv: pip install -e '.[openenv]'")
 
 import requests  # noqa: E402 - a dependency of openenv-core
 from websockets.exceptions import ConnectionClosed  # noqa: E402
@@ -131,6 +132,11 @@ def test_sessions_beyond_the_limit_are_refused_and_slots_come_back():
     ({"type": "reset", "data": {"seed": -1}}, "EXECUTION_ERROR", "non-negative integer"),
     ({"type": "reset", "data": {"env_id": "AgentChess-v0"}}, "EXECUTION_ERROR", "not served here"),
     ({"type": "reset", "data": {"level": 3}}, "EXECUTION_ERROR", "unknown reset arguments ['level']"),
+    ({"type": "reset", "data": {"split": "dev"}}, "EXECUTION_ERROR", "not a split of this environment"),
+    ({"type": "reset", "data": {"split": "test", "index": 10**6}}, "EXECUTION_ERROR", "outside split 'test'"),
+    ({"type": "reset", "data": {"split": "test", "index": -1}}, "EXECUTION_ERROR", "outside split 'test'"),
+    ({"type": "reset", "data": {"split": "test", "seed": 3}}, "EXECUTION_ERROR", "not both"),
+    ({"type": "reset", "data": {"index": 3}}, "EXECUTION_ERROR", "index needs a split"),
 ])
 def test_garbage_gets_an_error_and_the_session_goes_on(server, message, code, words):
     url, _ = server
@@ -295,3 +301,101 @@ def test_openenvs_generic_client_plays_with_plain_dicts(server):
         assert first.observation["text"] == expected[0][0]
         last = env.step({"reply": "<answer>Dragon</answer>"})
         assert (last.observation["text"], last.reward, last.done) == expected[1][:3]
+
+
+def test_splits_are_the_benchmarks_seed_ranges_and_reset_by_split_plays_that_seed(server):
+    from agentgym_bench.adapters.openenv import SPLIT_SEEDS
+    from agentgym_bench.seeds import TEST_SEED_START, TRAIN_SEED_START, seed_split
+
+    url, _ = server
+    api = url + "/agentgym-bench"
+    splits = requests.get(api + "/splits", timeout=20).json()
+    assert [(s["name"], s["type"], s["first_seed"]) for s in splits] == [
+        ("train", "train", TRAIN_SEED_START), ("validation", "validation", 0), ("test", "test", TEST_SEED_START)]
+    for split in splits:
+        count = requests.post(api + "/num_tasks", json={"split": split["name"]}, timeout=20).json()["num_tasks"]
+        assert count == split["num_tasks"] == len(SPLIT_SEEDS[split["name"]])
+        last = requests.post(api + "/task", json={"split": split["name"], "index": count - 1}, timeout=20).json()
+        assert seed_split(last["task"]["seed"]) == split["name"] == seed_split(split["first_seed"])
+    task = requests.post(api + "/task", json={"split": "test", "index": 5}, timeout=20).json()["task"]
+    assert task == {"id": "test-5", "split": "test", "index": 5, "seed": TEST_SEED_START + 5}
+    window = requests.post(api + "/task_range", json={"split": "validation", "start": 3, "stop": 6}, timeout=20).json()
+    assert [t["seed"] for t in window["tasks"]] == [3, 4, 5]
+    preview = requests.post(api + "/tasks", json={"split": "train"}, timeout=20).json()["tasks"]
+    assert len(preview) == 1000 and preview[0]["seed"] == TRAIN_SEED_START
+    for path, body in [("/num_tasks", {"split": "dev"}), ("/task", {"split": "test", "index": 10**6}),
+                       ("/task_range", {"split": "train"})]:
+        assert requests.post(api + path, json=body, timeout=20).status_code == 400
+
+    with AgentEnvClient(url).sync() as env:
+        for split, index in [("test", 5), ("validation", 7), ("train", 2)]:
+            seed = SPLIT_SEEDS[split][index]
+            replies = scripted_replies("AgentSokoban-v0", seed, rng_seed=index)
+            expected = native_episode("AgentSokoban-v0", seed, replies)
+            assert_same_step(env.reset(split=split, index=index, env_id="AgentSokoban-v0"), expected[0])
+            for reply, step in zip(replies, expected[1:], strict=True):
+                assert_same_step(env.step(reply), step)
+            state = env.state()
+            assert (state.seed, state.split, state.task_index) == (seed, split, index)
+        env.reset(split="test")  # a random test task
+        state = env.state()
+        assert state.split == "test" and state.seed == SPLIT_SEEDS["test"][state.task_index]
+        for seed, split in [(12, "validation"), (12_345, "train"), (TEST_SEED_START, "test")]:
+            env.reset(seed=seed)
+            assert (env.state().split, env.state().task_index) == (split, None)
+
+
+def test_the_server_passes_openenv_validate(server):
+    from openenv.cli._validation import validate_running_environment
+
+    url, _ = server
+    report = validate_running_environment(url, timeout_s=20)
+    assert report["passed"], report["criteria"]
+    assert report["standard_profile"] == "openenv-http/1.x" and report["mode"] == "simulation"
+    assert {c["id"] for c in report["criteria"]} >= {"health_endpoint", "metadata_endpoint", "schema_endpoint",
+                                                    "mcp_endpoint", "mode_endpoint_consistency"}
+    metadata = requests.get(url + "/metadata", timeout=20).json()
+    assert metadata["name"] == "agentgym-bench" and "split" in metadata["description"]
+
+
+def test_the_shipped_manifest_passes_openenv_validate_and_declares_the_splits():
+    import yaml
+    from openenv.validation import Level, Verdict, run_validation
+
+    from agentgym_bench.adapters.openenv import MANIFEST, SPLIT_SEEDS
+
+    report = run_validation(MANIFEST.parent, max_level=Level.STATIC)
+    assert report.verdict is Verdict.PASS, report.results
+    assert [r.check_id for r in report.results] == ["static.manifest"]
+    declared = yaml.safe_load(MANIFEST.read_text())["validation"]["capabilities"]["declared_task_count"]
+    assert declared == {name: len(seeds) for name, seeds in SPLIT_SEEDS.items()}
+
+
+@pytest.mark.slow  # two fresh `openenv` CLI processes: about 10 s each on shared cores
+def test_the_openenv_validate_command_passes_on_the_server_and_the_manifest(server):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from agentgym_bench.adapters.openenv import MANIFEST
+
+    url, _ = server
+    cli = shutil.which("openenv") or str(Path(sys.executable).with_name("openenv"))
+    for args in (["--url", url], [str(MANIFEST.parent), "--level", "static"]):
+        run = subprocess.run([cli, "validate", *args], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0 and "Verdict: PASS" in run.stdout, run.stdout + run.stderr
+
+
+def test_split_arguments_in_process():
+    from agentgym_bench.adapters.openenv import seed_for
+
+    env = AgentOpenEnv(["AgentBandit-v0"])
+    assert env.num_tasks("validation") == 10_000
+    with pytest.raises(ValueError, match="not a split"):
+        env.num_tasks("dev")
+    with pytest.raises(IndexError):
+        env.get_task("test", True)
+    assert seed_for(None, None, None) == (None, None, None)
+    assert seed_for(1_000_000_005, None, None) == (1_000_000_005, None, None)  # v1's retired test seeds: no split
+    assert seed_for(2_000_000_001, None, None) == (2_000_000_001, "test", None)
