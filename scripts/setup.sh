@@ -45,6 +45,11 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   fi
 fi
 EXTRAS=${AGENTGYM_EXTRAS:-dev}
+# openenv-core (our openenv extra before 0.10) installs the same openenv folder as openenv 0.10: remove it first,
+# or the two leave a mix of files
+if .venv/bin/python -m pip --disable-pip-version-check show -q openenv-core >/dev/null 2>&1; then
+  "${PIP[@]}" uninstall -y openenv-core
+fi
 echo "[setup] installing agentgym-bench with extras [$EXTRAS]"
 pip_install -e ".[$EXTRAS]"
 .venv/bin/python -c "import torch, agentgym_bench; print(f'[setup] ready: agentgym-bench {agentgym_bench.__version__}, torch {torch.__version__}, cuda={torch.cuda.is_available()}')"

@@ -42,7 +42,7 @@ def test_vllm_has_a_tested_upper_bound():
     assert re.fullmatch(r"vllm>=\d+\.\d+,<\d+\.\d+", vllm), vllm
 
 
-EXTRA_MODULES = {"openenv-core": "openenv", "gem-llm": "gem"}
+EXTRA_MODULES = {"gem-llm": "gem"}
 """Import name of an optional dependency where it differs from the distribution's name."""
 
 BLOCKED_RUN = """
