@@ -13,5 +13,6 @@ in ``agentgym_bench.envs.webshop.server``).
 - ``publish_model.py``: ``publish-model``, a model's weights (bfloat16) beside a board;
 - ``baselines.py``: ``baselines``, the main job: every reference baseline evaluated and put on a board;
 - ``serve.py``: ``serve``, a local model behind an OpenAI-compatible server;
+- ``serve_responses.py``: the Responses API (``/v1/responses``) of ``serve``, as its chat route's requests;
 - ``openenv_serve.py``: ``openenv-serve``, the agent envs as OpenEnv environments.
 """

@@ -1,6 +1,8 @@
 """``agentgym-bench serve``: a small OpenAI-compatible server for a local model: ``POST /v1/chat/completions``,
 ``GET /v1/models`` and ``GET /v1/models/{id}`` (each model object carries ``max_model_len``, the model's positions,
-as vLLM's do; ``eval`` checks its prompts against it).
+as vLLM's do; ``eval`` checks its prompts against it), and the Responses API, ``POST /v1/responses`` and
+``GET /v1/responses/{id}`` (:mod:`~agentgym_bench.commands.serve_responses`: each request answered as the chat
+request it translates to, by the code below).
 
 A Starlette app on uvicorn's h11 protocol (:mod:`agentgym_bench.http_body`), the ASGI stack vLLM, ``transformers
 serve`` and OpenEnv serve on; binds ``127.0.0.1`` only. Requests are served one generation at a time (a lock around the
@@ -93,6 +95,8 @@ from starlette.responses import Response, StreamingResponse
 
 from agentgym_bench import http_body
 from agentgym_bench.agent.tools import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, split_tool_calls
+from agentgym_bench.commands import serve_responses
+from agentgym_bench.commands.serve_responses import FieldError
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.hf import HFPolicy, logits_argument
 
@@ -142,14 +146,6 @@ class RequestError(Exception):
                  code: str | None = None):
         super().__init__(message)
         self.status, self.message, self.kind, self.param, self.code = status, message, kind, param, code
-
-
-class FieldError(ValueError):
-    """A request field that is wrong: ``param`` names it, ``code`` is OpenAI's code for the fault."""
-
-    def __init__(self, param: str, message: str, code: str = "invalid_value"):
-        super().__init__(message)
-        self.param, self.code = param, code
 
 
 def parse_body(raw: bytes) -> Any:
@@ -432,6 +428,13 @@ class ChatHandler:
         path = urllib.parse.urlsplit(self.path).path
         if path.rstrip("/") == "/v1/models":
             self._send(200, {"object": "list", "data": [self._model_object()]})
+        elif path.startswith("/v1/responses/") and path != "/v1/responses/":
+            try:
+                self._send(200, self.server.responses.get(urllib.parse.unquote(path[len("/v1/responses/"):]),
+                                                          "response_id")[0])
+            except FieldError as e:
+                self._error(e.status, str(e).replace("Previous response", "Response"), "invalid_request_error",
+                            e.param, "not_found")
         elif path.startswith("/v1/models/") and path != "/v1/models/":
             name = urllib.parse.unquote(path[len("/v1/models/"):])
             if name == self.server.model_name:
@@ -449,12 +452,56 @@ class ChatHandler:
             self._error(e.status, e.message, e.kind, e.param, e.code)
 
     def _post(self) -> None:
-        raw = self.body
         if not self._authorised():
             return
-        if urllib.parse.urlsplit(self.path).path.rstrip("/") != "/v1/chat/completions":
+        path = urllib.parse.urlsplit(self.path).path.rstrip("/")
+        if path == "/v1/responses":
+            self._respond()
+            return
+        if path != "/v1/chat/completions":
             raise RequestError(404, f"no route {self.path[:200]}", "not_found")
-        settings, ids, opened = self._prompt(raw)
+        settings, ids, opened = self._prompt(self.body)
+        head, generations, usage = self._generate(settings, ids, opened)
+        if settings["stream"]:
+            self._stream(head, generations, settings, usage)
+            return
+        choices = [self._choice(i, g, settings, head["id"]) for i, g in enumerate(generations)]
+        self._send(200, {**head, "object": "chat.completion", "choices": choices, "usage": usage})
+
+    def _respond(self) -> None:
+        """``POST /v1/responses`` (:mod:`~agentgym_bench.commands.serve_responses`): the request as the chat request
+        that samples its reply, answered by the chat route's code, the answer as a ``response`` object or its events;
+        stored unless ``store`` is false."""
+        store, request, kept = self.server.responses, {}, []
+
+        def translate(body: Any) -> dict[str, Any]:
+            chat, conversation = serve_responses.chat_request(body, store)
+            request.update(body)
+            kept.extend(conversation)
+            return chat
+
+        try:
+            settings, ids, opened = self._prompt(self.body, translate)
+            head, generations, usage = self._generate(settings, ids, opened)
+        except RequestError as e:  # a field as the Responses API names it
+            name = serve_responses.RENAMED.get(e.param or "")
+            if name:
+                e.param, e.message = name, e.message.replace(e.param, name)
+            raise
+        choice = self._choice(0, generations[0], settings, head["id"])
+        response = serve_responses.response_object(request, head["model"], head["created"], choice["message"],
+                                                   choice["finish_reason"], usage)
+        if response["store"]:
+            store.keep(response, [*kept, choice["message"]])
+        if request.get("stream"):
+            self.events = serve_responses.stream_events(response, self._pieces(generations[0]))
+        else:
+            self._send(200, response)
+
+    def _generate(self, settings: dict[str, Any], ids: list[int], opened: dict[str, list[int]]
+                  ) -> tuple[dict[str, Any], list[Any], dict[str, int]]:
+        """Sample a checked request's choices: the answer's ``id``/``created``/``model``, the generations and the
+        ``usage``."""
         policy = self._policy(settings, ids, opened)
         try:
             with self.server.lock:  # only generation is serialised; the prompt was tokenised above
@@ -475,27 +522,27 @@ class ChatHandler:
                  "total_tokens": prompt_tokens + completion_tokens}
         head = {"id": f"chatcmpl-{secrets.token_hex(16)}", "created": int(time.time()),
                 "model": self.server.model_name}
-        if settings["stream"]:
-            self._stream(head, generations, settings, usage)
-            return
-        choices = [self._choice(i, g, settings, head["id"]) for i, g in enumerate(generations)]
-        self._send(200, {**head, "object": "chat.completion", "choices": choices, "usage": usage})
+        return head, generations, usage
 
-    def _prompt(self, raw: bytes) -> tuple[dict[str, Any], list[int], dict[str, list[int]]]:
+    def _prompt(self, raw: bytes, translate: Any = None) -> tuple[dict[str, Any], list[int], dict[str, list[int]]]:
         """A request's checked settings, its prompt's token ids, and for a forced call (``tool_choice``
         ``"required"`` or a named function) the prompt followed by :data:`CALL_HEAD`, the name and
-        ``, "arguments": `` for each function it may call (else ``{}``)."""
+        ``, "arguments": `` for each function it may call (else ``{}``). ``translate``: makes the chat request of
+        another route's parsed body."""
         tokenizer, positions = self.server.tokenizer, self.server.max_positions
         try:
             limit = positions if positions is not None else MAX_TOKENS_WITHOUT_LIMIT
-            settings = _request_settings(parse_body(raw), next(self.server.seeds), limit, self.server.vocab_size)
+            body = parse_body(raw)
+            settings = _request_settings(translate(body) if translate else body, next(self.server.seeds), limit,
+                                         self.server.vocab_size)
             prompt = tokenizer.apply_chat_template(settings["messages"], tools=settings["tools"] or None,
                                                    add_generation_prompt=True, tokenize=False)
             ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
             opened = {name: tokenizer(f'{prompt}{CALL_HEAD}{json.dumps(name)}, "arguments": ',
                                       add_special_tokens=False)["input_ids"] for name in settings["called"] or ()}
         except FieldError as e:
-            raise RequestError(400, f"bad request: {e}"[:500], param=e.param, code=e.code) from None
+            said = f"bad request: {e}" if e.status == 400 else str(e)
+            raise RequestError(e.status, said[:500], param=e.param, code=e.code) from None
         except (ValueError, KeyError, TypeError) as e:
             raise RequestError(400, f"bad request: {e}"[:500]) from None
         if settings["model"] != self.server.model_name:
@@ -714,6 +761,7 @@ class ChatServer(http_body.HttpServer):
         self.lock = threading.Lock()
         self.created = int(time.time())
         self.seeds = itertools.count()
+        self.responses = serve_responses.ResponseStore()  # stored responses, for previous_response_id
         self._workers = anyio.CapacityLimiter(max_requests)  # worker threads: a request's tokenising and generation
 
     def busy_answer(self) -> tuple[int, str, bytes]:

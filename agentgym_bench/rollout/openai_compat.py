@@ -1,5 +1,6 @@
-"""OpenAI-compatible HTTP backend: any ``/v1/chat/completions`` endpoint (a vLLM server, Ollama, hosted APIs, or
-:mod:`agentgym_bench.commands.serve` serving a local model).
+"""OpenAI-compatible HTTP backends: any ``/v1/chat/completions`` endpoint (a vLLM server, Ollama, hosted APIs, or
+:mod:`agentgym_bench.commands.serve` serving a local model), :class:`OpenAIPolicy`; any ``/v1/responses`` endpoint,
+:class:`OpenAIResponsesPolicy` (the same requests and replies in OpenAI's Responses API).
 
 Standard library only (``urllib``). Each conversation is one request; up to ``max_concurrency`` run at once in a
 thread pool. A request that times out, cannot connect, or gets HTTP 429 or 5xx is retried up to ``max_retries``
@@ -129,30 +130,37 @@ class OpenAIPolicy:
 
     def _complete(self, messages: list[Message], seed: int | None, tools: list[dict[str, Any]] | None = None
                   ) -> Generation:
-        body = {**self.body, "messages": messages, **({} if seed is None else {"seed": seed}),
-                **({"tools": tools} if tools else {})}
         try:
-            data = self._post(body)
+            data = self._post(self._request(messages, seed, tools))
         except GenerationError as err:
             if self.overlong == "empty" and err.code == "context_length_exceeded":
                 return Generation("", None, None)
             raise
         try:
-            choice = data["choices"][0]
-            text = reply_text(choice["message"].get("content"), choice["message"].get("tool_calls"))
-        except (KeyError, IndexError, TypeError, AttributeError) as e:
+            text, logprobs, (prompt_tokens, completion_tokens) = self._reply(data)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
             raise GenerationError(f"{self.url}: unexpected response {str(data)[:300]}") from e
-        logprobs = None
-        content = (choice.get("logprobs") or {}).get("content")
-        if content:
-            logprobs = [float(item["logprob"]) for item in content]
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        prompt_tokens = usage.get("prompt_tokens")
         with self._lock:
             self.prompt_tokens += int(prompt_tokens or 0)
-            self.completion_tokens += int(usage.get("completion_tokens") or 0)
-        completion_tokens = usage.get("completion_tokens")
+            self.completion_tokens += int(completion_tokens or 0)
         return Generation(text, None, logprobs, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+    def _request(self, messages: list[Message], seed: int | None, tools: list[dict[str, Any]] | None
+                 ) -> dict[str, Any]:
+        """The request body of one conversation."""
+        return {**self.body, "messages": messages, **({} if seed is None else {"seed": seed}),
+                **({"tools": tools} if tools else {})}
+
+    def _reply(self, data: dict[str, Any]) -> tuple[str, list[float] | None, tuple[Any, Any]]:
+        """An answer's reply string, log-probabilities (``None``: none given) and ``(prompt, completion)`` token
+        counts (``None`` where not given)."""
+        choice = data["choices"][0]
+        text = reply_text(choice["message"].get("content"), choice["message"].get("tool_calls"))
+        content = (choice.get("logprobs") or {}).get("content")
+        logprobs = [float(item["logprob"]) for item in content] if content else None
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return text, logprobs, (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         payload = json.dumps(body).encode()
@@ -181,3 +189,39 @@ class OpenAIPolicy:
                 problem = f"response is not JSON ({e})"
         raise GenerationError(f"{self.url} (model {self.model!r}) failed after {attempt + 1} attempt(s): {problem}",
                               url=self.url, status=status, code=code)
+
+
+class OpenAIResponsesPolicy(OpenAIPolicy):
+    """Reply through an OpenAI Responses endpoint (``POST {base_url}/responses``: ``serve``'s, vLLM's,
+    ``transformers serve``'s), the ``openai-responses:MODEL@URL`` policy: each conversation is one request whose
+    ``input`` is its messages as message items (the system prompt one of them, not ``instructions``), with
+    ``max_output_tokens``, ``temperature``, ``top_p``, the env's ``tools`` in the Responses' flat shape
+    (``{"type": "function", "name", ...}``), ``store: false`` and, as :class:`OpenAIPolicy` sends it, the
+    conversation's ``seed`` (not an OpenAI field: an endpoint that refuses unknown fields, OpenAI's own among them,
+    needs ``seed=None``). The answer's ``output``: the text of its ``message`` items, then each ``function_call``
+    written as the chat route's ``tool_calls`` are (:func:`~agentgym_bench.agent.tools.reply_text`), so the reply
+    string is what the chat route gives for the same sample. The arguments are :class:`OpenAIPolicy`'s (no
+    ``logprobs``: Responses log-probabilities are not read)."""
+
+    def __init__(self, base_url: str, model: str, *, logprobs: bool = False, **kwargs: Any):
+        if logprobs:
+            raise ValueError("logprobs are not read from a Responses endpoint: use the chat route (OpenAIPolicy)")
+        super().__init__(base_url, model, **kwargs)
+        self.url = base_url.rstrip("/") + "/responses"
+        self.body = {"model": model, "max_output_tokens": self.body.pop("max_tokens"), "store": False,
+                     **{k: v for k, v in self.body.items() if k != "model"}}
+
+    def _request(self, messages: list[Message], seed: int | None, tools: list[dict[str, Any]] | None
+                 ) -> dict[str, Any]:
+        flat = [{"type": "function", **t["function"]} for t in tools or []]
+        return {**self.body, "input": [{"type": "message", **m} for m in messages],
+                **({} if seed is None else {"seed": seed}), **({"tools": flat} if flat else {})}
+
+    def _reply(self, data: dict[str, Any]) -> tuple[str, list[float] | None, tuple[Any, Any]]:
+        output = data["output"]
+        text = "".join(part["text"] for item in output if item["type"] == "message" for part in item["content"]
+                       if part["type"] == "output_text")
+        calls = [{"function": {"name": item["name"], "arguments": item["arguments"]}} for item in output
+                 if item["type"] == "function_call"]
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return reply_text(text, calls), None, (usage.get("input_tokens"), usage.get("output_tokens"))

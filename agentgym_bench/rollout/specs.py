@@ -1,5 +1,9 @@
 """Policies named by one string, as the command line takes them: ``oracle``, ``random``, ``hf:PATH``,
-``openai:MODEL@URL``, ``vllm:PATH``; on two-player envs ``random`` and ``scripted`` (Bargain's).
+``openai:MODEL@URL`` (an endpoint's chat completions), ``openai-responses:MODEL@URL`` (its Responses API,
+``/v1/responses``: the same conversations and seeds, so the same replies from a server that samples both alike, as
+``serve`` does; its results record ``kind: "openai"``, the kind of policy and what ``reproduce`` re-creates, since
+the API a run spoke does not change what it plays), ``vllm:PATH``; on two-player envs ``random`` and ``scripted``
+(Bargain's).
 
 The one parser of these names: :func:`parse_spec` reads a name, :func:`policy_from_spec` builds the backend and the
 ``metadata.policy`` record of a results file (kind, model, a SHA-256 of the weights of a local model folder,
@@ -30,7 +34,9 @@ from agentgym_bench.errors import UserError
 from agentgym_bench.paths import expand, home, is_machine_path, model_dir, repository_root, resolve_model
 
 SPEC_HELP = ("oracle, random, hf:PATH (a model folder, a trainer run folder (its last checkpoint) or a hub id), "
-             "openai:MODEL@URL, vllm:PATH")
+             "openai:MODEL@URL (chat completions), openai-responses:MODEL@URL (the Responses API), vllm:PATH")
+ENDPOINT_KINDS = ("openai", "openai-responses")
+"""The kinds of ``KIND:MODEL@URL`` specs: an endpoint's chat completions and its Responses API."""
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
 
@@ -159,11 +165,11 @@ def parse_spec(spec: str, scripted: Mapping[str, Scripted] = SINGLE_AGENT) -> tu
         return kind, None
     if kind in ("hf", "vllm") and target:
         return kind, target
-    if kind == "openai" and "@" in target and target.split("@", 1)[0] and target.split("@", 1)[1]:
+    if kind in ENDPOINT_KINDS and "@" in target and target.split("@", 1)[0] and target.split("@", 1)[1]:
         url = target.split("@", 1)[1]
         if not url.startswith(("http://", "https://")):
             raise UserError(f"policy {spec!r}: the endpoint {url!r} must start with http:// or https:// (e.g. "
-                            f"openai:{target.split('@', 1)[0]}@http://{url})")
+                            f"{kind}:{target.split('@', 1)[0]}@http://{url})")
         return kind, target
     raise UserError(f"policy {spec!r} is not one of: {SPEC_HELP}")
 
@@ -192,14 +198,15 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, scripted: Ma
     kind, target = parse_spec(spec, scripted)
     if kind in scripted:
         return scripted[kind].build(sampling), policy_record(kind, sampling, keyed=scripted[kind].keyed)
-    record = policy_record(kind, sampling, keyed=True)
+    record = policy_record("openai" if kind in ENDPOINT_KINDS else kind, sampling, keyed=True)
     assert target is not None
-    if kind == "openai":
-        from agentgym_bench.rollout.openai_compat import OpenAIPolicy
+    if kind in ENDPOINT_KINDS:
+        from agentgym_bench.rollout.openai_compat import OpenAIPolicy, OpenAIResponsesPolicy
 
         model, url = target.split("@", 1)
         record["model"] = model
-        policy = OpenAIPolicy(url, model, temperature=sampling.temperature, top_p=sampling.top_p,
+        backend = OpenAIResponsesPolicy if kind == "openai-responses" else OpenAIPolicy
+        policy = backend(url, model, temperature=sampling.temperature, top_p=sampling.top_p,
                               max_tokens=sampling.max_new_tokens, seed=sampling.seed, timeout=timeout,
                               max_concurrency=max_concurrency, overlong="empty")  # as hf: below
         return policy, record
