@@ -93,14 +93,19 @@ def test_serve_streams_tool_calls_that_the_sdk_accumulates(server):
     assert [c.choices[0].finish_reason for c in chunks if c.choices[0].finish_reason] == ["tool_calls"]
 
 
-def test_tool_choice_none_leaves_text_and_a_forced_choice_is_a_400(server):
+def test_tool_choice_none_leaves_text_and_required_forces_a_call(server):
+    """``"none"``: text; ``"required"`` (issue 62: honoured, no longer a 400): one call of the offered function, which
+    the taught model fills with the env's actions; a forced choice without tools is a 400 naming it."""
     _, messages, tools = first_turn()
     sdk = client(server)
     text = sdk.chat.completions.create(model="tiny", messages=messages, tools=tools, tool_choice="none",
                                        temperature=0, max_tokens=64).choices[0]
     assert text.message.tool_calls is None and text.finish_reason == "stop"
+    forced = sdk.chat.completions.create(model="tiny", messages=messages, tools=tools, tool_choice="required",
+                                         temperature=0, max_tokens=64).choices[0]
+    assert [call.function.name for call in forced.message.tool_calls] == [ACTION_TOOL]
     with pytest.raises(openai.BadRequestError) as caught:
-        sdk.chat.completions.create(model="tiny", messages=messages, tools=tools, tool_choice="required")
+        sdk.chat.completions.create(model="tiny", messages=messages, tool_choice="required")
     assert caught.value.body["param"] == "tool_choice"
     with pytest.raises(openai.BadRequestError) as caught:
         sdk.chat.completions.create(model="tiny", messages=messages, tools=[{"type": "function"}])
