@@ -149,7 +149,8 @@ def test_every_bundled_config_loads():
     assert {f"{a}-{e}" for a in ("starpo", "starpo_s", "gigpo") for e in ("frozenlake", "sokoban")} <= set(names)
     for name in names:
         config = load_config(CONFIG_DIR / f"{name}.yaml")
-        assert config.preset == name.removeprefix("baseline-").removeprefix("echo-").split("-")[0]
+        algorithm = name.removeprefix("baseline-").removeprefix("echo-").removeprefix("pilot-").split("-")[0]
+        assert config.preset == algorithm
         assert config.val_seed_range.stop <= config.train_seed_range.start
 
 
