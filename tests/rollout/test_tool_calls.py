@@ -3,6 +3,7 @@ template), served by ``serve`` on loopback, read by the official ``openai`` SDK 
 the ``openai:`` backend, whose reply the tool-format env executes; the HF backend passes the env's tools to the
 template."""
 
+import copy
 import json
 
 import gymnasium as gym
@@ -39,7 +40,7 @@ def taught(model_and_tokenizer):
     tokenizer.add_tokens(["tool", "arguments"])
     with torch.random.fork_rng():  # resizing draws the new rows; the global RNG is left as it was
         torch.manual_seed(0)
-        model = type(model)(model.config)
+        model = type(model)(copy.deepcopy(model.config))  # resizing changes the config: never the shared model's
         model.load_state_dict(model_and_tokenizer[0].state_dict())
         model.resize_token_embeddings(len(tokenizer))
     _, messages, tools = first_turn()
