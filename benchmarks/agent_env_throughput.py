@@ -162,8 +162,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--episodes", type=int, default=300, help="timed episodes per run and side (default 300)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="alternating rounds; each round times ours then GEM (default 3)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="episode i is reset with seed+i; also seeds the reply RNG (default 0)")
+    # agentgym_bench.seeds.TRAIN_SEED_START, written out: the GEM worker runs this file without the package
+    parser.add_argument("--seed", type=int, default=10_000,
+                        help="episode i is reset with seed+i; also seeds the reply RNG (default %(default)s: training "
+                        "seeds, what training plays; 0: validation seeds, where a reset draws rooms until one is "
+                        "of the validation split)")
     parser.add_argument("--gem-python", type=Path, default=DEFAULT_GEM_PYTHON,
                         help=f"python of the venv with gem-llm installed (default {DEFAULT_GEM_PYTHON})")
     parser.add_argument("--worker", choices=["gem", "gem-settings"], help=argparse.SUPPRESS)
