@@ -20,7 +20,7 @@ from agentgym_bench.rollout.specs import SPEC_HELP, parse_spec, policy_from_spec
 from tests.cli import cli
 from tests.commands.test_eval import SUITE, tiny_server
 from tests.rollout.test_hf import conversations
-from tests.rollout.test_tool_calls import REPLY, first_turn, taught  # noqa: F401 - taught: a fixture used here
+from tests.rollout.test_tool_calls import REPLY, client, first_turn, taught  # noqa: F401 - taught: a fixture
 
 openai = pytest.importorskip("openai", reason="the dev extra installs the official client")
 from openai.types.responses import Response, ResponseStreamEvent  # noqa: E402
@@ -33,9 +33,6 @@ def server(model_and_tokenizer):
     with ChatServer(*model_and_tokenizer, model_name="tiny") as s:
         yield s
 
-
-def client(server):
-    return openai.OpenAI(base_url=server.base_url, api_key="unused", timeout=60, max_retries=0)
 
 
 def create(server, **body) -> Response:

@@ -148,17 +148,24 @@ def test_select_groups_errors():
         select_groups_by_std(FILTER_SCORES, FILTER_GROUPS, keep_ratio=0.5, mode="max_mean")
 
 
-def _select_loop(scores, groups, keep_ratio, mode):
+def exact_group_variances(scores, groups) -> dict:
+    """Group id -> the sample variance of its members' scores, as an exact fraction (exact ties; 0 for one member):
+    the written-out reference the group filters are tested against."""
     members = defaultdict(list)
     for s, g in zip(scores, groups, strict=True):
         members[g].append(Fraction(s))
     variances = {}
-    for g, vals in members.items():  # exact rational variance: exact ties
+    for g, vals in members.items():
         mean = sum(vals) / len(vals)
         variances[g] = sum((v - mean) ** 2 for v in vals) / (len(vals) - 1) if len(vals) > 1 else Fraction(0)
+    return variances
+
+
+def _select_loop(scores, groups, keep_ratio, mode):
+    variances = exact_group_variances(scores, groups)
     sign = -1 if mode == "std" else 1
-    ranked = sorted(members, key=lambda g: (sign * variances[g], g))
-    kept = set(ranked[: max(1, math.floor(keep_ratio * len(members) + 1e-9))])
+    ranked = sorted(variances, key=lambda g: (sign * variances[g], g))
+    kept = set(ranked[: max(1, math.floor(keep_ratio * len(variances) + 1e-9))])
     return [g in kept for g in groups]
 
 

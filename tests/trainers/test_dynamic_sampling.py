@@ -3,13 +3,12 @@ DAPO's definitions on hand-made rewards, the bounded refill, the seed layout, th
 
 import math
 import random
-from collections import defaultdict
-from fractions import Fraction
 
 import pytest
 import torch
 
 from tests.trainers.conftest import tiny_config_dict
+from tests.trainers.test_advantages import exact_group_variances
 from trainers.config import ConfigError, config_from_dict, load_config
 from trainers.dynamic_sampling import (
     INFORMATIVE_EPS,
@@ -112,16 +111,10 @@ def test_selection_errors():
 def _reference(scores, groups, num_keep, rule):
     """The definitions written out with exact rational variances: informative groups first (by variance, largest
     first, for top_std; in play order for first_nonzero), ties and zero-variance groups in play (id) order."""
-    members = defaultdict(list)
-    for s, g in zip(scores, groups, strict=True):
-        members[g].append(Fraction(s))
-    variance = {}
-    for g, values in members.items():
-        mean = sum(values) / len(values)
-        variance[g] = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else Fraction(0)
-    informative = sorted((g for g in members if variance[g] > 0),
+    variance = exact_group_variances(scores, groups)
+    informative = sorted((g for g in variance if variance[g] > 0),
                          key=lambda g: (-variance[g] if rule == "top_std" else 0, g))
-    rest = sorted(g for g in members if variance[g] == 0)
+    rest = sorted(g for g in variance if variance[g] == 0)
     kept = set((informative + rest)[:num_keep])
     return [g in kept for g in groups]
 
