@@ -140,16 +140,23 @@ def same_reply(text: str, token_ids: list[int] | None, other_text: str, other_to
     return token_ids is None or other_token_ids is None or list(token_ids) == list(other_token_ids)
 
 
+def policy_wrote(opponent: str | None, episode: Any, turn: TurnRecord) -> bool:
+    """Whether the evaluated policy wrote ``turn`` of ``episode``: every turn of a single-agent episode (``opponent``
+    ``None``); of a match, the moves of its seat (both seats' in self-play)."""
+    if opponent is None or opponent == "self":
+        return True
+    return episode.match is not None and turn.agent == episode.match.learner
+
+
 def policy_turns(results: Results) -> Iterator[tuple[str, TurnRecord]]:
     """``(where, turn)`` of every turn the evaluated policy wrote: every turn of a single-agent episode; of a match,
     the moves of the policy's seat (both seats' in self-play). ``where`` names the entry, seed and turn or move."""
     for entry in results.entries:
         for episode in entry.episodes:
+            unit = "turn" if entry.opponent is None else "move"
             for t, turn in enumerate(episode.turns):
-                if entry.opponent is None:
-                    yield f"entry {entry.name}, seed {episode.seed}, turn {t + 1}", turn
-                elif entry.opponent == "self" or (episode.match is not None and turn.agent == episode.match.learner):
-                    yield f"entry {entry.name}, seed {episode.seed}, move {t + 1}", turn
+                if policy_wrote(entry.opponent, episode, turn):
+                    yield f"entry {entry.name}, seed {episode.seed}, {unit} {t + 1}", turn
 
 
 def check_reply_claims(results: Results) -> None:
@@ -515,7 +522,7 @@ def _learner_moves(episode: Any, opponent: str, regenerated: dict[tuple[int, int
     out, moves = {}, Counter()
     for t, turn in enumerate(episode.turns):
         agent = str(turn.agent)
-        if opponent == "self" or agent == episode.match.learner:
+        if policy_wrote(opponent, episode, turn):
             out[t] = regenerated.get((episode.seed, seat_index(agent), moves[agent]), _NOT_RECORDED)
         moves[agent] += 1
     return out
@@ -754,7 +761,7 @@ def _policy_moves(entry: EntryResults, episode: Any, text: EpisodeText, history:
     for t, turn in enumerate(episode.turns):
         agent = str(turn.agent)
         earlier = seen.setdefault(agent, [])
-        if entry.opponent == "self" or agent == episode.match.learner:
+        if policy_wrote(entry.opponent, episode, turn):
             messages = build_messages("", [text.observations[i] for i in earlier],
                                       [episode.turns[i].reply for i in earlier], text.observations[t], history)
             moves.append((t, Move(messages, (tag, episode.seed, seat_index(agent), len(earlier)),
