@@ -54,17 +54,34 @@ def _rows(samples: Samples, rows: torch.Tensor, device: torch.device) -> tuple[t
     return (samples.input_ids[rows, :length].to(device), samples.attention_mask[rows, :length].to(device), length)
 
 
+def distinct_rows(*tensors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct rows of (b, ...) tensors taken together: ``(first, inverse)``, (u,) the first index of each
+    distinct row and (b,) each row's position in ``first``, so that ``t[first][inverse]`` equals ``t``."""
+    key = torch.cat([t.reshape(len(t), -1).long() for t in tensors], dim=1)
+    _, inverse = torch.unique(key, dim=0, return_inverse=True)
+    rows = torch.arange(len(inverse))
+    first = torch.full((int(inverse.max()) + 1,), len(inverse)).scatter_reduce(0, inverse, rows, "amin")
+    return first, inverse
+
+
 def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                    temperature: float, with_entropy: bool,
                    mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(b, L-1) log-probs of tokens 1..L-1 given their prefix, and the entropies of those predictions, at the
     positions of the (b, L-1) bool ``mask``; 0 elsewhere.
 
-    Only the masked positions reach the output head and the softmax over the vocabulary
-    (:func:`~agentgym_bench.rollout.heads.logits_at`, as the warm start's loss): with a large vocabulary and short
-    replies they are most of the cost. Logits are divided by the rollout temperature, as verl does, so the trained
-    policy is the sampled one.
+    Identical rows (the same tokens, padding and mask: the members of a group that saw the same state and sent the
+    same reply, common in RL batches) go through the model once and share the outputs, so a loss on them still
+    counts every row and the gradient is the same sum (:func:`distinct_rows`). Only the masked positions reach the
+    output head and the softmax over the vocabulary (:func:`~agentgym_bench.rollout.heads.logits_at`, as the warm
+    start's loss): with a large vocabulary and short replies they are most of the cost. Logits are divided by the
+    rollout temperature, as verl does, so the trained policy is the sampled one.
     """
+    first, inverse = distinct_rows(input_ids * attention_mask, attention_mask, mask)
+    if len(first) < len(input_ids):
+        logprob, entropy = token_logprobs(model, input_ids[first], attention_mask[first], temperature, with_entropy,
+                                          mask[first])
+        return logprob[inverse], None if entropy is None else entropy[inverse]
     logits = logits_at(model, input_ids, attention_mask, mask).float()  # (M, V)
     if temperature != 1:
         logits = logits / temperature
@@ -75,7 +92,11 @@ def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_ma
 
 
 def token_values(critic: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """(b, L-1) value of the state before each of tokens 1..L-1 (the critic's output at the previous position)."""
+    """(b, L-1) value of the state before each of tokens 1..L-1 (the critic's output at the previous position);
+    identical rows share one forward (:func:`distinct_rows`)."""
+    first, inverse = distinct_rows(input_ids * attention_mask, attention_mask)
+    if len(first) < len(input_ids):
+        return token_values(critic, input_ids[first], attention_mask[first])[inverse]
     return critic(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1, 0].float()
 
 

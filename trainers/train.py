@@ -300,7 +300,9 @@ def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
     record["rollout/groups_kept"] = float(len(torch.unique(samples.group_ids)))
     asynchronous = config.async_rollout.max_staleness > 0
     recompute = asynchronous or recompute_old_logprobs(config, len(samples))  # async: the proximal policy's
+    tick = time.perf_counter()
     scored = score_samples(config, models, samples, dist, old_logprob=recompute)
+    record["time/score"] = time.perf_counter() - tick
     if config.use_sampler_logprobs:
         scored["old_logprob"] = sampled_logprobs(trajectories, samples, config.step_rows)
     batch, info = compute_advantages(config, samples, scored, kl_coef)

@@ -1,0 +1,149 @@
+"""Where an RL iteration's time goes, and what sharing identical rows saves: rollout, scoring, update.
+
+Runs real iterations of a recipe (default: the main job's ``baseline-starpo`` and the issue-59 mix
+``pilot-starpo-mix8-ds``) from a model (default: the published checkpoint the main job's RL starts from), through the
+trainer's own ``run_iteration`` (no validation, no checkpoints), and reads each iteration's ``time/rollout``,
+``time/score`` (the scoring passes) and ``time/update`` (everything after the rollout; the update proper is
+``time/update - time/score``).
+
+Two sides, alternating in rounds, each (recipe, side, round) in its own subprocess on ``--threads`` torch threads:
+
+- ``every-row``: every row of a batch through the model: the trainer's forwards without
+  :func:`trainers.ppo.distinct_rows` (identity instead), and the sampler's prefill over every prompt
+  (``HFPolicy.share_prefill = False``);
+- ``shared``: the code as it is: identical rows (tokens, padding and loss mask) forwarded once in the scoring and
+  update passes, identical prompts prefilled once in generation.
+
+Both sides start from the same weights and seeds, so their first rollout is the same episodes; after the first
+update their weights differ by round-off, and so may later episodes. Reported per side: the median over iterations
+2..N of each part, the rows and distinct rows of the iteration's batch, and per round the ratios of the sides.
+
+    .venv/bin/python benchmarks/iteration_split.py [--recipes baseline-starpo pilot-starpo-mix8-ds]
+        [--model DIR] [--iterations 6] [--rounds 3] [--threads 1]
+
+Results: benchmarks/iteration_split.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SIDES = ("every-row", "shared")
+PARTS = ("rollout", "score", "update proper", "iteration")
+
+
+def worker(args: argparse.Namespace) -> dict:
+    import torch
+
+    import agentgym_bench  # noqa: F401  (registers the envs)
+    import trainers.ppo
+    from trainers.cli import resolve_config
+    from trainers.config import load_config
+    from trainers.distributed import Dist
+    from trainers.train import build_samples, run_iteration, start_run
+
+    torch.set_num_threads(args.threads)
+    every_row = args.side == "every-row"
+    distinct_rows = trainers.ppo.distinct_rows
+    if every_row:
+        trainers.ppo.distinct_rows = lambda *t: (torch.arange(len(t[0])), torch.arange(len(t[0])))
+    with tempfile.TemporaryDirectory() as out:
+        config = load_config(resolve_config(args.recipe), {
+            "pretrain": args.model, "output_dir": out, "eval_steps": 10**6, "save_steps": 0,
+            "max_steps": 10**6, "progress": False})
+        run = start_run(config, Dist(0, 1, torch.device("cpu")), time.perf_counter())
+        if every_row:
+            run.sampler.train_backend.share_prefill = False
+        rows, distinct = [], []
+        capture = build_samples
+
+        def counting(*a, **k):  # the rows of each iteration's batch, and how many are distinct
+            samples = capture(*a, **k)
+            rows.append(len(samples))
+            distinct.append(len(distinct_rows(samples.input_ids, samples.attention_mask,
+                                                           samples.loss_mask)[0]))
+            return samples
+
+        import trainers.train
+
+        trainers.train.build_samples = counting
+        records = [run_iteration(run, step) for step in range(1, args.iterations + 1)]
+        run.train_groups.close()
+        run.val_groups.close()
+    timed = records[1:]  # the first iteration warms up
+    return {"rollout": statistics.median(r["time/rollout"] for r in timed),
+            "score": statistics.median(r["time/score"] for r in timed),
+            "update proper": statistics.median(r["time/update"] - r["time/score"] for r in timed),
+            "iteration": statistics.median(r["time/rollout"] + r["time/update"] for r in timed),
+            "rows": statistics.median(rows[1:]), "distinct": statistics.median(distinct[1:]),
+            "success": statistics.mean(r["reward/success"] for r in records)}
+
+
+def run_side(args: argparse.Namespace, recipe: str, side: str) -> dict:
+    command = [sys.executable, __file__, "--worker", "--recipe", recipe, "--side", side, "--model", args.model,
+               "--iterations", str(args.iterations), "--threads", str(args.threads)]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def span(values: list[float]) -> str:
+    return f"**{statistics.median(values):.2f}x** ({min(values):.2f}-{max(values):.2f})"
+
+
+def report(recipe: str, rows: dict[str, list[dict]]) -> None:
+    print(f"\n{recipe}: seconds an iteration (median of iterations 2..N, then median over rounds)")
+    print("| side | rows (distinct; with sharing they are what the model sees) | rollout | scoring | update proper "
+          "| iteration |")
+    print("|---|---|---|---|---|---|")
+    for side in SIDES:
+        r = rows[side]
+        parts = " | ".join(f"{statistics.median(x[p] for x in r):.2f}" for p in PARTS)
+        print(f"| {side} | {statistics.median(x['rows'] for x in r):.0f} "
+              f"({statistics.median(x['distinct'] for x in r):.0f}) | {parts} |")
+    pairs = list(zip(rows["every-row"], rows["shared"], strict=True))
+    print("every-row / shared, per round: " + ", ".join(
+        f"{p} {span([a[p] / b[p] for a, b in pairs])}" for p in PARTS))
+    shared = rows["shared"]
+    update = statistics.median(x["score"] + x["update proper"] for x in shared)
+    rollout = statistics.median(x["rollout"] for x in shared)
+    print(f"shared: update (scoring + update proper) / rollout = {update / rollout:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--recipes", nargs="+", default=["baseline-starpo", "pilot-starpo-mix8-ds"],
+                        help="bundled recipe names or YAML files (default: baseline-starpo pilot-starpo-mix8-ds)")
+    parser.add_argument("--model", default=None, help="model folder (default: the published checkpoint)")
+    parser.add_argument("--iterations", type=int, default=6, help="iterations per run, the first not timed "
+                        "(default: 6)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per recipe (default: 3)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--recipe", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--side", choices=SIDES, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.model is None:
+        from agentgym_bench.paths import published_checkpoint
+
+        args.model = str(published_checkpoint())
+    if args.worker:
+        print(json.dumps(worker(args)))
+        return
+    for recipe in args.recipes:
+        rows: dict[str, list[dict]] = {side: [] for side in SIDES}
+        for k in range(args.rounds):
+            for side in SIDES if k % 2 == 0 else SIDES[::-1]:
+                rows[side].append(run_side(args, recipe, side))
+                print(f"{recipe} round {k + 1} {side}: " + ", ".join(
+                    f"{p} {rows[side][-1][p]:.2f}s" for p in PARTS), file=sys.stderr, flush=True)
+        report(recipe, rows)
+
+
+if __name__ == "__main__":
+    main()
