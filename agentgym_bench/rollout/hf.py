@@ -5,7 +5,8 @@ The sampling loop is written here rather than calling ``model.generate``: it dra
 stays small. It works for any causal LM whose forward takes ``input_ids``, ``attention_mask``, ``position_ids``
 and a KV cache (``cache`` in recent transformers, ``past_key_values`` before: :func:`cache_argument`) — GPT-2 (the
 default model), Qwen2, Llama, ... Where the forward takes ``logits_to_keep`` (:func:`logits_argument`) the output
-head runs on the last position only, the prompt's included.
+head runs on the last position only, the prompt's included. Rows of a batch with the same prompt (an RL group's
+members, often) share one prefill: the prompt runs through the model once and its KV cache is copied to each row.
 
 :func:`load_model` loads ``(model, tokenizer)`` from a Hugging Face folder, a name under the home or a hub id: the
 one loader of every backend, command and trainer.
@@ -84,6 +85,19 @@ def load_tokenizer(path: str | os.PathLike) -> tuple[Any, list[int]]:
     return tokenizer, stop_token_ids(generation_config, tokenizer)
 
 
+def expandable(cache: Any) -> bool:
+    """Whether ``cache.batch_select_indices`` copies rows of every state the cache holds, repeated indices too: a
+    cache whose layers are all transformers' (5.24) ``DynamicLayer``, ``DynamicSlidingWindowLayer`` or
+    ``DynamicIndexedLayer``, which index plain tensors. Static layers have no such method; quantized and linear
+    attention layers keep states it leaves as they are."""
+    from transformers import cache_utils
+
+    kinds = tuple(getattr(cache_utils, name) for name in ("DynamicLayer", "DynamicSlidingWindowLayer",
+                                                          "DynamicIndexedLayer") if hasattr(cache_utils, name))
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(type(layer) in kinds for layer in layers)
+
+
 LogitsProcessor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """``processor(generated, logits) -> logits``: transformers' ``LogitsProcessor`` convention, called before each
 token is sampled with the reply's tokens so far (``(R, t)``, the prompt not included) and the next token's logits
@@ -138,12 +152,16 @@ class HFPolicy:
             then under the processed distribution. None by default, and then the logits go to the sampler untouched.
         top_logprobs: with ``k > 0`` every reply is a :class:`TopGeneration` carrying, for each token, the ``k`` most
             likely tokens of the distribution it was sampled from (``serve``'s ``top_logprobs``).
+        share_prefill: prefill each distinct prompt of a batch once (the rows then sample independently, as
+            before); False prefills every row, for benchmarks and debugging. The replies are the same either way,
+            the log-probabilities up to float rounding (the prefill's batch size differs).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
                  max_new_tokens: int = 32, seed: int = 0, max_batch_size: int | None = None,
                  overlong: str = "error", stop_strings: Sequence[str] = (),
-                 logits_processors: Sequence[LogitsProcessor] = (), top_logprobs: int = 0):
+                 logits_processors: Sequence[LogitsProcessor] = (), top_logprobs: int = 0,
+                 share_prefill: bool = True):
         if not 0 <= temperature < math.inf:
             raise ValueError(f"temperature={temperature} must be a finite number >= 0")
         if not 0 < top_p <= 1:
@@ -156,6 +174,8 @@ class HFPolicy:
             raise ValueError(f"overlong={overlong!r} must be 'error' or 'empty'")
         if top_logprobs < 0:
             raise ValueError(f"top_logprobs={top_logprobs} must be >= 0")
+        if not isinstance(share_prefill, bool):
+            raise ValueError(f"share_prefill={share_prefill!r} must be True or False")
         if tokenizer.chat_template is None:
             raise ValueError("the tokenizer has no chat template")
         self.model = model
@@ -168,6 +188,7 @@ class HFPolicy:
         self.stop_strings = [s for s in stop_strings if s]
         self.logits_processors = list(logits_processors)
         self.top_logprobs = top_logprobs
+        self.share_prefill = share_prefill
         self.stop_ids = stop_token_ids(model.generation_config, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
@@ -287,16 +308,16 @@ class HFPolicy:
         later columns hold pad or tokens past the stop string). ``generators``: one per row (keyed sampling), else the
         shared :attr:`generator`.
 
-        Finished rows leave the batch (and the KV cache, ``Cache.batch_select_indices``) so they cost nothing. The
-        output head runs on each row's last position only (:func:`logits_argument`), the prompt's included.
+        With :attr:`share_prefill`, rows with the same (padded) prompt are prefilled once and the cache and logits
+        copied to each of them (:meth:`_prefill`). Finished rows leave the batch (and the KV cache,
+        ``Cache.batch_select_indices``) so they cost nothing. The output head runs on each row's last position only
+        (:func:`logits_argument`), the prompt's included.
         """
         batch = input_ids.shape[0]
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         cache_name = cache_argument(self.model)
         last = {self.logits_argument: 1} if self.logits_argument else {}
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                         use_cache=True, **last)
-        cache, logits = getattr(out, cache_name), out.logits[:, -1, :]
+        cache, logits = self._prefill(input_ids, attention_mask, position_ids, cache_name, last)
         next_position = position_ids[:, -1:] + 1
         stop_ids = torch.tensor(self.stop_ids, device=self.device)
         tokens = torch.full((batch, self.max_new_tokens), self.pad_id, dtype=torch.long, device=self.device)
@@ -336,6 +357,26 @@ class HFPolicy:
             cache, logits = getattr(out, cache_name), out.logits[:, -1, :]
             next_position = next_position + 1
         return tokens[:, :steps], logprobs[:, :steps], lengths
+
+    def _prefill(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
+                 cache_name: str, last: dict[str, int]) -> tuple[Any, torch.Tensor]:
+        """The prompt's forward pass: the KV cache and each row's last logits. With :attr:`share_prefill` and
+        repeated rows, only the distinct rows run and :func:`expandable` caches are indexed back to the batch;
+        a cache that is not expandable is thrown away and every row prefilled."""
+        def forward(ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor) -> tuple[Any, torch.Tensor]:
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **last)
+            return getattr(out, cache_name), out.logits[:, -1, :]
+
+        if self.share_prefill and input_ids.shape[0] > 1:
+            length = input_ids.shape[1]
+            distinct, inverse = torch.unique(torch.cat([input_ids, attention_mask], 1), dim=0, return_inverse=True)
+            if distinct.shape[0] < input_ids.shape[0]:
+                mask = distinct[:, length:]
+                cache, logits = forward(distinct[:, :length], mask, (mask.cumsum(-1) - 1).clamp(min=0))
+                if expandable(cache):
+                    cache.batch_select_indices(inverse)
+                    return cache, logits[inverse]
+        return forward(input_ids, attention_mask, position_ids)
 
     def _stopped_by_string(self, generated: torch.Tensor) -> torch.Tensor:
         """Which rows of ``generated`` (``(R, n)``: each row's tokens so far) decode to a text holding one of
