@@ -106,10 +106,13 @@ def warmstart_record(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     return {"algorithm": "sft-warmstart", "config": config}, compute
 
 
-CURVES = ("reward/success", "val/success", "loss/entropy", "reward/in_group_std", "rollout/format_valid")
-"""The curves of a run kept with its results: the training episodes' success each iteration, validation success,
-the policy's entropy, the in-group reward spread StarPO-S filters on, and the share of replies that parse; plus
-every per-env validation success (``val/<env>/success``)."""
+CURVES = ("reward/success", "val/success", "loss/entropy", "reward/in_group_std", "rollout/informative_share",
+          "rollout/format_valid", "loss/kl", "loss/clipfrac", "loss/grad_norm")
+"""The curves of a run kept with its results, so that what is said about why RL did or did not help can be checked:
+the training episodes' success each iteration, validation success, the policy's entropy, the in-group reward spread
+StarPO-S filters on and the share of groups with any spread (the signal), the share of replies that parse, the KL to
+the reference, the share of clipped tokens and the gradient norm; plus every per-env validation success
+(``val/<env>/success``)."""
 MAX_POINTS = 500
 """Points kept per curve: a longer run is thinned evenly (its last point kept), so a results file stays small."""
 
