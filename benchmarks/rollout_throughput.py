@@ -5,10 +5,17 @@ with the same model and greedy decoding; the only difference is the generation c
 ``HFPolicy.generate`` per turn for all live envs, or one call per env (:class:`OneAtATime`). Greedy decoding makes
 both sides produce identical trajectories (checked), so they do the same work.
 
+The batched side prefills each distinct prompt of a call once (``HFPolicy(share_prefill=True)``, the default).
+Greedy decoding flatters that: every member of a group plays the same episode, so a group's 8 prompts are one.
+``--sample`` samples at temperature 1 with keyed per-row sampling (``EnvGroups.rollout(keyed=True)``: each
+episode's draws depend on that episode alone), so the sides still play identical trajectories while a group's
+members diverge. ``--no-share-prefill`` adds a third side, batched without sharing (``share_prefill=False``).
+
 Each (env, side, round) runs in a fresh subprocess so that its peak resident memory (``ru_maxrss``) is its own; the
 timed part is the rollout only (model loading and a one-episode warm-up are excluded). Rounds alternate the sides.
 
-    .venv/bin/python benchmarks/rollout_throughput.py [--model DIR] [--rounds 3] [--threads 1]
+    .venv/bin/python benchmarks/rollout_throughput.py [--model DIR] [--rounds 3] [--threads 1] [--sample]
+        [--no-share-prefill]
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import time
 from pathlib import Path
 
 ENVS = ("AgentFrozenLake-v0", "AgentSokoban-v0")
+SIDES = {"batched": "batched", "unshared": "batched, no sharing", "single": "one at a time"}
 
 
 class OneAtATime:
@@ -32,8 +40,9 @@ class OneAtATime:
     def __init__(self, policy):
         self.policy = policy
 
-    def generate(self, conversations, envs=None):
-        return [self.policy.generate([c])[0] for c in conversations]
+    def generate(self, conversations, envs=None, keys=None):
+        return [self.policy.generate([c], keys=None if keys is None else [keys[i]])[0]
+                for i, c in enumerate(conversations)]
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -47,14 +56,20 @@ def worker(args: argparse.Namespace) -> None:
     from agentgym_bench.rollout.hf import HFPolicy
 
     torch.set_num_threads(args.threads)
-    policy = HFPolicy.from_pretrained(args.model, temperature=0, max_new_tokens=args.max_new_tokens)
+    policy = HFPolicy.from_pretrained(args.model, temperature=1 if args.sample else 0,
+                                      max_new_tokens=args.max_new_tokens, share_prefill=args.side != "unshared")
+    prefill_rows = []  # the batch size of each prompt's forward (decode steps take one position)
+    policy.model.register_forward_pre_hook(
+        lambda _m, _a, kw: prefill_rows.append(kw["input_ids"].shape[0]) if kw["input_ids"].shape[1] > 1 else None,
+        with_kwargs=True)
     if args.side == "single":
         policy = OneAtATime(policy)
     kwargs = {"env_kwargs": {"prompt": "compact"}, "seed": args.seed}
-    EnvGroups([args.env], [1], 1, **kwargs).rollout(policy, history=args.history)  # warm-up
+    EnvGroups([args.env], [1], 1, **kwargs).rollout(policy, history=args.history, keyed=args.sample)  # warm-up
     groups = EnvGroups([args.env], [args.groups], args.group_size, **kwargs)
+    prefill_rows.clear()
     start, cpu = time.perf_counter(), time.process_time()
-    trajectories = groups.rollout(policy, history=args.history)
+    trajectories = groups.rollout(policy, history=args.history, keyed=args.sample)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     turns = sum(len(t.turns) for t in trajectories)
     tokens = sum(len(u.token_ids) for t in trajectories for u in t.turns)
@@ -62,7 +77,8 @@ def worker(args: argparse.Namespace) -> None:
     played = [[(u.reply, u.token_ids, u.reward, u.info["state_key"]) for u in t.turns] for t in trajectories]
     digest = hashlib.sha256(json.dumps(played).encode()).hexdigest()
     print(json.dumps({"env": args.env, "side": args.side, "wall": wall, "cpu": cpu, "turns": turns,
-                      "tokens": tokens, "success": sum(t.success for t in trajectories) / len(trajectories),
+                      "tokens": tokens, "prefill_rows": sum(prefill_rows),
+                      "success": sum(t.success for t in trajectories) / len(trajectories),
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "digest": digest}))
 
 
@@ -78,7 +94,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads per side (default: 1)")
     parser.add_argument("--seed", type=int, default=10_000, help="first group seed (default: 10000)")
     parser.add_argument("--envs", nargs="+", default=list(ENVS), help="env ids (default: %(default)s)")
-    parser.add_argument("--worker", choices=["batched", "single"], default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--sample", action="store_true", help="temperature 1 with keyed per-row sampling "
+                        "(default: greedy, which makes a group's members play the same episode)")
+    parser.add_argument("--no-share-prefill", action="store_true", help="add a third side: batched without "
+                        "prefill sharing (HFPolicy(share_prefill=False))")
+    parser.add_argument("--worker", choices=list(SIDES), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--env", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -94,40 +114,49 @@ def main() -> None:
             from trainers.default_model import build_default_model
 
             args.model = str(build_default_model(Path(tempfile.mkdtemp()) / "default"))
+    sides = ["batched", "unshared", "single"] if args.no_share_prefill else ["batched", "single"]
     print(f"model {args.model}; {args.groups} groups x {args.group_size} envs; {args.rounds} rounds; "
-          f"{args.threads} thread(s)")
+          f"{args.threads} thread(s); {'sampled (keyed, temperature 1)' if args.sample else 'greedy'}")
     results: dict[tuple[str, str], list[dict]] = {}
     for env in args.envs:
         for _ in range(args.rounds):
-            for side in ("batched", "single"):
+            for side in sides:
                 command = [sys.executable, __file__, "--worker", side, "--env", env, "--model", args.model,
                            "--groups", str(args.groups), "--group-size", str(args.group_size),
                            "--max-new-tokens", str(args.max_new_tokens), "--history", str(args.history),
-                           "--threads", str(args.threads), "--seed", str(args.seed)]
+                           "--threads", str(args.threads), "--seed", str(args.seed)] + ["--sample"] * args.sample
                 out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
                 row = json.loads(out.strip().splitlines()[-1])
                 results.setdefault((env, side), []).append(row)
-                print(f"  {env} {side}: {row['turns'] / row['wall']:.1f} turns/s, "
+                print(f"  {env} {SIDES[side]}: {row['turns'] / row['wall']:.1f} turns/s, "
                       f"{row['tokens'] / row['wall']:.1f} tokens/s, {row['peak_rss_mb']:.0f} MB")
-    print("\n| env | side | turns | tokens | turns/s (median) | tokens/s (median) | CPU s | peak RSS MB "
-          "| speed-up (wall) | speed-up (CPU) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+
+    def speed_up(sides: tuple[list[dict], list[dict]], key: str) -> str:
+        """``slow / fast`` of ``key`` round by round: median (range)."""
+        ratios = [s[key] / f[key] for f, s in zip(*sides, strict=True)]
+        return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+
+    print("\n| env | side | turns | tokens | prefill rows | turns/s (median) | tokens/s (median) | CPU s "
+          "| peak RSS MB | vs one at a time (wall) | vs one at a time (CPU) | sharing vs not (wall) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for env in args.envs:
-        batched, single = results[(env, "batched")], results[(env, "single")]
-        same = {r["digest"] for r in batched + single} == {batched[0]["digest"]}
-        ratios = [s["wall"] / b["wall"] for b, s in zip(batched, single, strict=True)]
-        cpu_ratios = [s["cpu"] / b["cpu"] for b, s in zip(batched, single, strict=True)]
-        for side, rows in (("batched", batched), ("one at a time", single)):
+        single = results[(env, "single")]
+        same = len({r["digest"] for side in sides for r in results[(env, side)]}) == 1
+        for side in sides:
+            rows = results[(env, side)]
             wall = statistics.median(r["wall"] for r in rows)
             cpu = statistics.median(r["cpu"] for r in rows)
             speed = "1x | 1x"
-            if rows is batched:
-                speed = (f"**{statistics.median(ratios):.1f}x** ({min(ratios):.1f}-{max(ratios):.1f}) | "
-                         f"{statistics.median(cpu_ratios):.1f}x ({min(cpu_ratios):.1f}-{max(cpu_ratios):.1f})")
+            if side != "single":
+                speed = f"**{speed_up((rows, single), 'wall')}** | {speed_up((rows, single), 'cpu')}"
+            sharing = ""
+            if side == "batched" and "unshared" in sides:
+                sharing = f"**{speed_up((rows, results[(env, 'unshared')]), 'wall')}**"
             peak = max(r["peak_rss_mb"] for r in rows)
-            print(f"| {env} | {side} | {rows[0]['turns']} | {rows[0]['tokens']} | {rows[0]['turns'] / wall:.1f} | "
-                  f"{rows[0]['tokens'] / wall:.1f} | {cpu:.2f} | {peak:.0f} | {speed} |")
-        print(f"success {batched[0]['success']:.3f}; identical trajectories on both sides: {same}")
+            print(f"| {env} | {SIDES[side]} | {rows[0]['turns']} | {rows[0]['tokens']} | {rows[0]['prefill_rows']} | "
+                  f"{rows[0]['turns'] / wall:.1f} | {rows[0]['tokens'] / wall:.1f} | {cpu:.2f} | {peak:.0f} | "
+                  f"{speed} | {sharing} |")
+        print(f"success {single[0]['success']:.3f}; identical trajectories on every side: {same}")
 
 
 if __name__ == "__main__":
