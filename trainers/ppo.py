@@ -4,8 +4,9 @@
   each rank scoring a share of the rows.
 - :func:`compute_advantages`: the configured estimator (``grpo``/``reinforce``, ``gae``, ``gigpo``), the reward
   KL penalty, reward clip, whitening and advantage clip -> a :class:`Batch`.
-- :func:`ppo_update`: ``ppo_epochs`` passes of shuffled mini-batches, each split over the ranks and processed in
-  micro-batches (:func:`micro_batch_loss`); one optimiser step per mini-batch.
+- :func:`ppo_update`: ``ppo_epochs`` passes of shuffled mini-batches (identical rows kept together and forwarded
+  once), each split over the ranks and processed in micro-batches (:func:`micro_batch_loss`); one optimiser step per
+  mini-batch.
 
 The math itself is in :mod:`trainers.advantages`, :mod:`trainers.losses` and :mod:`trainers.masked`; the loop that
 calls these is :mod:`trainers.train`.
@@ -275,11 +276,11 @@ def ppo_update(config: TrainConfig, models: Any, optimizers: dict[str, Any], bat
                rng: np.random.Generator, update_actor: bool = True) -> dict[str, float]:
     """``ppo_epochs`` passes of shuffled mini-batches; one optimiser step per mini-batch for the actor (and critic).
 
-    Every rank holds the whole ``batch`` and draws the same permutation from ``rng``; each mini-batch is split into
-    equal contiguous shares, one per rank, processed in micro-batches. Losses are scaled so that the gradient DDP
-    averages equals the gradient of the global mini-batch loss. ``update_actor=False`` trains only the critic
-    (ROLL's ``critic_warmup``). A ``batch.old_logprob`` of ``None`` is filled from the first epoch's forward pass
-    (valid because the weights have not moved before the only mini-batch's step).
+    Every rank holds the whole ``batch`` and draws the same order from ``rng`` (:func:`shuffled_together`); each
+    mini-batch is split into equal contiguous shares, one per rank, processed in micro-batches. Losses are scaled
+    so that the gradient DDP averages equals the gradient of the global mini-batch loss. ``update_actor=False``
+    trains only the critic (ROLL's ``critic_warmup``). A ``batch.old_logprob`` of ``None`` is filled from the first
+    epoch's forward pass (valid because the weights have not moved before the only mini-batch's step).
     """
     stats = _Mean()
     mini = config.ppo_mini_batch_size
@@ -311,11 +312,23 @@ def _update_mode(config: TrainConfig, models: Any):
             module.eval()
 
 
+def shuffled_together(batch: Batch, rng: np.random.Generator) -> torch.Tensor:
+    """(B,) a random order of ``batch``'s rows in which identical rows (:func:`distinct_rows`) are adjacent: the
+    distinct rows in a random order, each followed by its copies. Mini-batches cut from it hold the copies of a row
+    together, so the row goes through the model once a mini-batch (verl likewise keeps a prompt's responses in one
+    mini-batch); every row is still in exactly one mini-batch an epoch."""
+    samples = batch.samples
+    _, inverse = distinct_rows(samples.input_ids * samples.attention_mask, samples.attention_mask, samples.loss_mask)
+    place = torch.empty(int(inverse.max()) + 1, dtype=torch.long)
+    place[torch.as_tensor(rng.permutation(len(place)))] = torch.arange(len(place))
+    return torch.sort(place[inverse], stable=True).indices
+
+
 def _epoch(config: TrainConfig, models: Any, optimizers: dict[str, Any], batch: Batch, dist: Dist,
            rng: np.random.Generator, stats: _Mean, update_actor: bool, fill_old: bool) -> None:
     """One pass over ``batch`` in shuffled mini-batches, one optimiser step each."""
     mini = config.ppo_mini_batch_size
-    order = torch.as_tensor(rng.permutation(len(batch)))
+    order = shuffled_together(batch, rng)
     for start in range(0, len(batch), mini):
         chosen = order[start:start + mini]
         denominator = _denominator(config, batch.mask[chosen])

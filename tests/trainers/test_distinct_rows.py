@@ -4,6 +4,7 @@ model sees only the distinct rows. On the default model (GPT-2, width 128) and a
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -97,3 +98,17 @@ def test_critic_values_shared_equal_row_by_row(model_and_tokenizer, rows):
                             for i in range(len(samples))])
     assert critic.sizes[0] < len(samples)
     torch.testing.assert_close(values, want, rtol=1e-5, atol=1e-5)
+
+
+def test_mini_batches_keep_identical_rows_together(rows):
+    samples, distinct = rows
+    mask = samples.loss_mask[:, 1:]
+    batch = trainers.ppo.Batch(samples, mask, None, torch.zeros(mask.shape))
+    order = trainers.ppo.shuffled_together(batch, np.random.default_rng(0))
+    assert sorted(order.tolist()) == list(range(len(samples)))  # every row once
+    _, inverse = distinct_rows(samples.input_ids, samples.attention_mask, samples.loss_mask)
+    runs = torch.unique_consecutive(inverse[order])
+    assert len(runs) == distinct  # each distinct row's copies in one run
+    again = trainers.ppo.shuffled_together(batch, np.random.default_rng(0))
+    other = trainers.ppo.shuffled_together(batch, np.random.default_rng(1))
+    assert torch.equal(order, again) and not torch.equal(order, other)
