@@ -1,0 +1,182 @@
+"""Train recipes over several seeds and evaluate each final model on the validation suite: the study behind the RL
+recipes' claims (docs/lab/2026-11-28-rl-three-seeds.md).
+
+``run`` trains every (recipe, seed) in the order given, ``--jobs`` at a time, each from ``--pretrain`` for the
+recipe's iterations (``seed=N``, checkpoints every 50 iterations), then evaluates its final model on
+``agentgym-v2-validation`` with the main job's settings and ``eval --seed 0``. Everything goes under ``--out``:
+``NAME-sSEED/`` (the run folder), ``NAME-sSEED.log``, ``val/NAME-sSEED.json.gz``. Run it again after a kill, or to
+add seeds: a finished evaluation is kept, a run folder resumes from its last checkpoint.
+
+``report`` prints, per recipe, the paired difference of each seed's model against ``--reference`` (a results file of
+the start model, same suite and settings) and the mean over seeds with intervals over the episodes and over the
+seeds, and per ``--pair CONTROL CANDIDATE`` the same for candidate minus control.
+
+    .venv/bin/python scripts/rl_study.py run --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2
+    .venv/bin/python scripts/rl_study.py report --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2 \
+        --reference runs/rl-signal/val/default-model-sft.json.gz --pair baseline-starpo pilot-starpo-mix8-ds
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+SUITE = "agentgym-v2-validation"
+EVAL = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16", "--seed", "0")
+"""The main job's evaluation settings (``commands/baselines.py``) and the pilots' sampling stream."""
+
+
+def cli() -> list[str]:
+    return [str(Path(sys.executable).parent / "agentgym-bench")]
+
+
+def run_one(args: argparse.Namespace, recipe: str, seed: int) -> None:
+    """Train (or resume) one run, then evaluate its final model; a finished evaluation is not redone."""
+    name = f"{Path(recipe).stem}-s{seed}"
+    out = Path(args.out)
+    result = out / "val" / f"{name}.json.gz"
+    if result.exists():
+        print(f"{name}: evaluated already ({result})", flush=True)
+        return
+    result.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with open(out / f"{name}.log", "a") as log:
+        start = time.time()
+        print(f"{name}: training", flush=True)
+        subprocess.run(cli() + ["train", recipe, f"pretrain={args.pretrain}", f"output_dir={out / name}",
+                                f"seed={seed}", "save_steps=50", "progress=false", *args.overrides],
+                       check=True, stdout=log, stderr=subprocess.STDOUT, env=env)
+        print(f"{name}: trained in {(time.time() - start) / 60:.1f} min; evaluating", flush=True)
+        subprocess.run(cli() + ["eval", "--policy", f"hf:{out / name}", "--suite", SUITE, *EVAL, "--out", str(result),
+                                "--overwrite"],
+                       check=True, stdout=log, stderr=subprocess.STDOUT, env=env)
+        print(f"{name}: done in {(time.time() - start) / 60:.1f} min", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    queue = [(recipe, seed) for recipe in args.recipes for seed in args.seeds]
+    lock, failed = threading.Lock(), []
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                recipe, seed = queue.pop(0)
+            try:
+                run_one(args, recipe, seed)
+            except subprocess.CalledProcessError as error:
+                failed.append(f"{recipe} seed {seed}: {error}")
+                print(f"{recipe} seed {seed} failed ({error}); see its log under {args.out}", flush=True)
+
+    threads = [threading.Thread(target=worker) for _ in range(args.jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return 1 if failed else 0
+
+
+def compare_seeds(suite, base: list, other: list) -> dict[str, dict[str, float]]:
+    """``other`` (k results files, one per training seed) against ``base`` (one file, the start model, or k files
+    paired with ``other`` in order), on the same episodes: for the suite score (``"score"``) and each entry, the
+    mean over seeds of the paired difference, its 95% interval over the episodes (the per-episode differences
+    averaged over the seeds, bootstrapped; stratified by entry for the score, as ``compare-results`` does for one
+    pair) and, for k >= 2, its Student's t interval over the k per-seed differences. Returns name -> ``{"difference",
+    "episodes_low", "episodes_high", "seeds_low", "seeds_high", "per_seed": [...]}``."""
+    import numpy as np
+
+    from agentgym_bench import stats
+    from agentgym_bench.leaderboard.render import PAIRED_REPS, entry_outcomes
+
+    bases = base if len(base) == len(other) else base * len(other)
+    names = [e.name for e in suite.entries]
+    per_seed = {n: np.stack([entry_outcomes(o, n) - entry_outcomes(b, n) for b, o in zip(bases, other, strict=True)])
+                for n in names}  # (k, n_e) each
+    out = {}
+    statistics = {"score": lambda d: stats.normalised_mean(d, suite.ceilings)}
+    statistics |= {n: (lambda d, n=n: np.asarray(d[n]).mean(axis=-1)) for n in names}
+    for name, statistic in statistics.items():
+        seeds = [float(statistic({n: per_seed[n][s] for n in names})) for s in range(len(other))]
+        point, low, high = stats.stratified_bootstrap({n: per_seed[n].mean(axis=0) for n in names}, statistic,
+                                                      reps=PAIRED_REPS)
+        row = {"difference": point, "episodes_low": low, "episodes_high": high, "per_seed": seeds}
+        if len(seeds) >= 2:
+            _, row["seeds_low"], row["seeds_high"] = stats.t_interval(seeds)
+        out[name] = row
+    return out
+
+
+def comparison_lines(title: str, rows: dict[str, dict[str, float]]) -> list[str]:
+    lines = [f"\n{title}", "| entry | per seed | mean | over episodes (95%) | over seeds (t, 95%) |",
+             "|---|---|---|---|---|"]
+    for name, r in rows.items():
+        seeds = f"[{r['seeds_low']:+.3f}, {r['seeds_high']:+.3f}]" if "seeds_low" in r else "-"
+        lines.append(f"| {name} | {', '.join(f'{d:+.3f}' for d in r['per_seed'])} | {r['difference']:+.3f} | "
+                     f"[{r['episodes_low']:+.3f}, {r['episodes_high']:+.3f}] | {seeds} |")
+    return lines
+
+
+def report(args: argparse.Namespace) -> int:
+    """Per recipe: its seeds against the reference; per pair: candidate minus control, seed by seed."""
+    from agentgym_bench.commands.compare_results import read_checked
+    from agentgym_bench.errors import UserError
+
+    try:
+        reference, suite = read_checked(args.reference, None)
+        found = {}
+        for recipe in args.recipes:
+            paths = [Path(args.out) / "val" / f"{Path(recipe).stem}-s{seed}.json.gz" for seed in args.seeds]
+            missing = [str(p) for p in paths if not p.exists()]
+            if missing:
+                print(f"\n{recipe}: not evaluated yet: {', '.join(missing)}")
+                continue
+            found[recipe] = [read_checked(str(p), suite, reference)[0] for p in paths]
+    except UserError as error:
+        print(f"rl_study report: {error}", file=sys.stderr)
+        return 2
+    lines = []
+    for recipe, files in found.items():
+        lines += comparison_lines(f"{recipe} (seeds {', '.join(map(str, args.seeds))}) - {Path(args.reference).name}",
+                                  compare_seeds(suite, [reference], files))
+    for control, candidate in args.pair or []:
+        if control in found and candidate in found:
+            lines += comparison_lines(f"{candidate} - {control}, seed by seed",
+                                      compare_seeds(suite, found[control], found[candidate]))
+    print("\n".join(lines))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("run", "report"):
+        p = sub.add_parser(name)
+        p.add_argument("--recipes", nargs="+", required=True, help="bundled recipe names or YAML files")
+        p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds (default: 0 1 2)")
+        p.add_argument("--out", default="runs/rl-study", help="where runs and results go (default: runs/rl-study)")
+    report_parser = sub.choices["report"]
+    report_parser.add_argument("--reference", required=True, help="results file of the start model (same suite and "
+                               "settings: e.g. runs/rl-signal/val/default-model-sft.json.gz)")
+    report_parser.add_argument("--pair", nargs=2, action="append", metavar=("CONTROL", "CANDIDATE"),
+                               help="also compare CANDIDATE's seeds with CONTROL's, seed by seed (repeatable)")
+    run_parser = sub.choices["run"]
+    run_parser.add_argument("--pretrain", default="leaderboards/agentgym-v2/models/default-model-sft",
+                            help="the start model (default: the published checkpoint)")
+    run_parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default: 2)")
+    run_parser.add_argument("overrides", nargs="*", help="config overrides for every run (key=value)")
+    args = parser.parse_args()
+    if args.command == "run":
+        return run(args)
+    return report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""scripts/rl_study.py, the multi-seed study of the RL recipes: its report's statistics against the board's own
+pairwise comparison, on the committed v2 submissions (real results files of the test suite), and the report
+command end to end on a folder laid out as ``run`` leaves it."""
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBMISSIONS = ROOT / "leaderboards" / "agentgym-v2" / "submissions"
+
+
+@pytest.fixture(scope="module")
+def rl_study():
+    spec = importlib.util.spec_from_file_location("rl_study", ROOT / "scripts" / "rl_study.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def files():
+    from agentgym_bench.commands.compare_results import read_checked
+
+    names = ("default-model-sft", "default-model-sft-starpo", "default-model-sft-starpo-s", "default-model-sft-gigpo")
+    loaded = {n: read_checked(str(SUBMISSIONS / f"{n}.json.gz"), None) for n in names}
+    return loaded[names[0]][1], {n: results for n, (results, _) in loaded.items()}
+
+
+def test_one_seed_is_the_boards_pairwise_comparison(rl_study, files):
+    from agentgym_bench.leaderboard.render import compare
+
+    suite, loaded = files
+    base, other = loaded["default-model-sft"], loaded["default-model-sft-starpo"]
+    got = rl_study.compare_seeds(suite, [base], [other])
+    want = compare(suite, base, other)
+    assert got["score"]["difference"] == pytest.approx(want["suite"]["difference"])
+    assert (got["score"]["episodes_low"], got["score"]["episodes_high"]) == pytest.approx(
+        (want["suite"]["low"], want["suite"]["high"]))
+    for name, entry in want["entries"].items():
+        assert got[name]["difference"] == pytest.approx(entry["difference"])
+    assert "seeds_low" not in got["score"]  # one seed has no interval over seeds
+
+
+def test_three_seeds_average_and_spread(rl_study, files):
+    suite, loaded = files
+    base = loaded["default-model-sft"]
+    others = [loaded[n] for n in ("default-model-sft-starpo", "default-model-sft-starpo-s", "default-model-sft-gigpo")]
+    got = rl_study.compare_seeds(suite, [base], others)
+    singles = [rl_study.compare_seeds(suite, [base], [o])["score"]["difference"] for o in others]
+    assert got["score"]["per_seed"] == pytest.approx(singles)
+    assert got["score"]["difference"] == pytest.approx(sum(singles) / 3)
+    assert got["score"]["seeds_low"] < got["score"]["difference"] < got["score"]["seeds_high"]
+    same = rl_study.compare_seeds(suite, others, others)  # each seed against itself: all zero
+    assert same["score"]["difference"] == 0 and same["score"]["seeds_low"] == same["score"]["seeds_high"] == 0
+
+
+def test_report_reads_the_folder_run_leaves(tmp_path):
+    val = tmp_path / "val"
+    val.mkdir()
+    for seed, name in enumerate(("default-model-sft-starpo", "default-model-sft-gigpo")):
+        shutil.copy(SUBMISSIONS / f"{name}.json.gz", val / f"recipe-s{seed}.json.gz")
+        shutil.copy(SUBMISSIONS / "default-model-sft.json.gz", val / f"control-s{seed}.json.gz")
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "rl_study.py"), "report", "--recipes", "recipe",
+                           "control", "missing", "--seeds", "0", "1", "--out", str(tmp_path), "--reference",
+                           str(SUBMISSIONS / "default-model-sft.json.gz"), "--pair", "control", "recipe"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "recipe (seeds 0, 1) - default-model-sft.json.gz" in done.stdout
+    assert "recipe - control, seed by seed" in done.stdout
+    assert "missing: not evaluated yet" in done.stdout
+    assert "| score |" in done.stdout
