@@ -1,8 +1,10 @@
 """What both HTTP servers (``serve``, ``webshop-serve``) share: an ASGI app (Starlette) on uvicorn's h11 protocol,
-with the few guards uvicorn does not have, so that no client can hold the server for long or take its capacity.
+with the few guards uvicorn does not have, so that no client can hold the server for long or take its capacity; and
+:class:`ServerLimits`, every limit the servers (``openenv-serve`` too) enforce, each written once with its unit,
+default and the answer to a client over it.
 
 uvicorn (on asyncio, the stack vLLM, ``transformers serve`` and OpenEnv serve on) holds an idle or slow connection as
-a few kilobytes, not a thread, and h11 bounds a request's line and headers (:data:`MAX_HEAD_BYTES`, else a 400).
+a few kilobytes, not a thread, and h11 bounds a request's line and headers (``max_head_bytes``, else a 400).
 :class:`HttpServer` adds, per connection (:class:`_GuardedProtocol`, a subclass of uvicorn's ``H11Protocol``):
 
 - an idle deadline: a connection must send the first byte of each request within ``idle_seconds`` of being accepted
@@ -20,7 +22,7 @@ arrive within ``body_seconds`` (413, 408). A request h11 cannot parse (a bad req
 ``Content-Length``) gets the server's own 400 (:meth:`HttpServer.bad_request`), never a traceback.
 
 Also :func:`port`, the servers' ``--port`` argument type, :func:`listen_error`, the one-line error for an address that
-cannot be bound, and :func:`raise_open_files_limit`.
+cannot be bound, and :func:`raise_open_files_limit`. The limits named above are :class:`ServerLimits`' fields.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import math
 import socket
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import anyio
@@ -45,10 +48,98 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from agentgym_bench.errors import UserError
 
-MAX_HEAD_BYTES = 16 * 1024
-"""Longest request line and headers h11 buffers (uvicorn's default; a 400 above)."""
-BACKLOG = 2048
-"""Connections the kernel queues before they are accepted."""
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """Every limit the servers enforce, defined once: ``serve`` (:class:`~agentgym_bench.commands.serve.ChatServer`,
+    its ``/v1/responses`` route included) and ``openenv-serve``
+    (:func:`~agentgym_bench.adapters.openenv.make_app`) each take one, a default instance unless told otherwise, and
+    their command-line flags for a limit fill it (:meth:`with_flags`). ``webshop-serve`` (envs/webshop/server.py)
+    still gives :class:`HttpServer` its own constants for the HTTP fields as keywords; its write deadline and its
+    request cap differ from the defaults here.
+
+    Each field says its unit, its default (the value the servers had as constants), which server enforces it and
+    what a client over it gets. The two servers enforce different fields (``serve``'s HTTP guards, ``openenv-serve``'s
+    WebSocket sessions), so one set of defaults holds both. Made with a bad value (a count below 1, seconds not
+    positive and finite): ``ValueError`` naming the field.
+    """
+
+    # A connection and a request on HttpServer (serve; webshop-serve with its own values).
+    max_head_bytes: int = 16 * 1024
+    """Bytes of a request's line and headers h11 buffers before they end (16 KiB, uvicorn's default; a longer head
+    that arrives whole in one read is parsed). Over: the server's 400 (:meth:`HttpServer.bad_request`: "malformed
+    HTTP request ..."), then the connection is closed."""
+    head_seconds: float = 10.0
+    """Seconds a request's line and headers have to arrive once its first byte has come. Over: the connection is
+    closed unanswered (a client sending its head a byte at a time is cut off)."""
+    idle_seconds: float = 10.0
+    """Seconds a connection has to send the first byte of each request, after connecting or after the previous
+    answer (also uvicorn's keep-alive timeout). Over: the connection is closed unanswered, freeing its slot of
+    :attr:`max_connections`."""
+    max_body_bytes: int = 1 << 20
+    """Bytes of a request body (1 MiB). Over: 413 "the body must be at most N bytes" (a ``Content-Length`` over it is
+    refused before the body is read; a chunked body when it grows over it), then the connection is closed."""
+    body_seconds: float = 30.0
+    """Seconds a client has to send a whole request body. Over: 408 "the body did not arrive within N s", then the
+    connection is closed."""
+    write_seconds: float = 60.0
+    """Seconds an answer has to be written out, all of it, streamed or not, from its first byte. Over: the
+    connection is aborted, the answer cut (a client that stops reading, or reads a trickle, holds it no longer)."""
+    max_connections: int = 4096
+    """Connections open at once, idle and slow ones included (each a few kilobytes, not a thread; ``serve
+    --max-connections``). Over: the new connection is answered 503 "N connections are open (the server's limit);
+    retry" with ``Retry-After: 1`` as soon as it is accepted, and closed."""
+    max_requests: int = 64
+    """Requests read and answered at once (``serve --max-requests``; in ``serve`` also its worker threads); bounds
+    the memory bodies take to ``max_requests * max_body_bytes``. Over: 503 "N requests are being served (the
+    server's limit); retry" with ``Retry-After: 1``."""
+    backlog: int = 2048
+    """Connections the kernel queues before they are accepted. Over: the kernel does not take the connection
+    (the client's connect waits and retries, or fails); no HTTP answer."""
+
+    # serve's request bodies and stored responses.
+    max_json_depth: int = 64
+    """Levels of nested arrays and objects a ``serve`` request body may have (a tool's JSON schema is a few; the
+    chat template recurses into them). Over: 400 "the body nests arrays and objects too deeply (more than N
+    levels)"."""
+    responses_kept: int = 256
+    """Stored responses ``serve``'s ``/v1/responses`` keeps in memory (each with its whole conversation) for
+    ``previous_response_id`` and ``GET /v1/responses/{id}``. Over: the oldest is forgotten; asked for after,
+    404 ``previous_response_not_found`` (``GET``: ``not_found``)."""
+
+    # openenv-serve's WebSocket sessions (OpenEnv's server on plain uvicorn).
+    max_sessions: int = 64
+    """WebSocket sessions open at once on ``openenv-serve`` (``--max-sessions``). Over: OpenEnv answers the new
+    socket an error message with ``code: CAPACITY_REACHED``."""
+    session_ttl: float | None = 600.0
+    """Seconds a WebSocket session may send nothing (``openenv-serve --session-ttl``; ``None``, or 0 on the command
+    line: no limit). Over: the session is ended as for a disconnect (its env closed) and the socket closed."""
+    ws_max_bytes: int = 4 << 20
+    """Bytes of one WebSocket message to ``openenv-serve`` (4 MiB: four times ``agent.env.MAX_REPLY_LENGTH``, the
+    longest reply an action holds, which JSON escaping can grow). Over: uvicorn closes that connection (1009,
+    message too big); other sessions go on."""
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            name, value = field.name, getattr(self, field.name)
+            if name == "session_ttl":
+                if value is not None and not (isinstance(value, (int, float)) and value > 0):
+                    raise ValueError(f"session_ttl={value!r} must be a positive number of seconds (or None: no limit)")
+            elif isinstance(field.default, int):
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                    raise ValueError(f"{name}={value!r} must be a positive integer")
+            elif not (isinstance(value, (int, float)) and 0 < value < math.inf):
+                raise ValueError(f"{name}={value!r} must be a positive number of seconds")
+
+    def with_flags(self, **values: Any) -> ServerLimits:
+        """A copy with the limits a command line gave (``max_connections=args.max_connections``); a bad one is a
+        :class:`UserError` naming its flag (``--max-connections 0: max_connections=0 must be ...``)."""
+        for name, value in values.items():
+            try:
+                replace(self, **{name: value})
+            except ValueError as err:
+                raise UserError(f"--{name.replace('_', '-')} {value}: {err}") from None
+        return replace(self, **values)
 
 
 class BodyError(Exception):
@@ -70,11 +161,11 @@ class _GuardedProtocol(H11Protocol):
         self._timer: asyncio.TimerHandle | None = None  # the idle or head deadline
         self._write_timer: asyncio.TimerHandle | None = None
         self._in_head = False
-        self._turned_away = len(self.connections) > self.owner.max_connections
+        self._turned_away = len(self.connections) > self.owner.limits.max_connections
         if self._turned_away:
             self._turn_away()
         else:
-            self._arm(self.owner.idle_seconds)
+            self._arm(self.owner.limits.idle_seconds)
 
     def _arm(self, seconds: float) -> None:
         self._disarm()
@@ -112,7 +203,7 @@ class _GuardedProtocol(H11Protocol):
         elif self.conn.their_state is h11.IDLE:  # a request's head has begun and not ended (or nothing came)
             if not self._in_head:
                 self._in_head = True
-                self._arm(self.owner.head_seconds)
+                self._arm(self.owner.limits.head_seconds)
         elif self._in_head or self._timer is not None:  # the head has ended: the app's deadlines apply now
             self._in_head = False
             self._disarm()
@@ -134,7 +225,7 @@ class _GuardedProtocol(H11Protocol):
             if message["type"] == "http.response.start":
                 if self._write_timer is not None:
                     self._write_timer.cancel()
-                self._write_timer = self.loop.call_later(self.owner.write_seconds, self._write_expired, cycle)
+                self._write_timer = self.loop.call_later(self.owner.limits.write_seconds, self._write_expired, cycle)
             await send(message)
 
         cycle.send = timed_send
@@ -178,34 +269,26 @@ class _GuardedProtocol(H11Protocol):
 
 class HttpServer:
     """An ASGI ``app`` served by uvicorn (h11) on ``host:port`` (0: a free port, see :attr:`server_address`) with
-    the guards of the module docstring. The socket is bound at construction (``OSError`` if it cannot be; see
-    :func:`listen_error`). :meth:`serve_forever` serves in this thread (until Ctrl-C or :meth:`shutdown`),
-    :meth:`start` in a background one; use as a context manager for the latter.
+    the guards of the module docstring, their values from ``limits`` (:class:`ServerLimits`; keyword ``overrides``
+    replace single fields of it, as ``webshop-serve`` gives its own). The socket is bound at construction
+    (``OSError`` if it cannot be; see :func:`listen_error`). :meth:`serve_forever` serves in this thread (until Ctrl-C
+    or :meth:`shutdown`), :meth:`start` in a background one; use as a context manager for the latter.
 
     Subclasses give :meth:`busy_answer` and :meth:`bad_request` (their error shape) and wrap each request in
     :meth:`admit` and :func:`read_body`."""
 
-    def __init__(self, app: Any, host: str, port: int, *, max_connections: int, max_requests: int,
-                 max_body_bytes: int, idle_seconds: float, head_seconds: float, body_seconds: float,
-                 write_seconds: float, verbose: bool = False):
-        for name, count in (("max_connections", max_connections), ("max_requests", max_requests),
-                            ("max_body_bytes", max_body_bytes)):
-            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                raise ValueError(f"{name}={count!r} must be a positive integer")
-        for name, seconds in (("idle_seconds", idle_seconds), ("head_seconds", head_seconds),
-                              ("body_seconds", body_seconds), ("write_seconds", write_seconds)):
-            if not (isinstance(seconds, (int, float)) and 0 < seconds < math.inf):
-                raise ValueError(f"{name}={seconds!r} must be a positive number of seconds")
-        self.max_connections, self.max_requests, self.max_body_bytes = max_connections, max_requests, max_body_bytes
-        self.idle_seconds, self.head_seconds = idle_seconds, head_seconds
-        self.body_seconds, self.write_seconds, self.verbose = body_seconds, write_seconds, verbose
+    def __init__(self, app: Any, host: str, port: int, limits: ServerLimits | None = None, *, verbose: bool = False,
+                 **overrides: Any):
+        limits = limits or ServerLimits()
+        self.limits = replace(limits, **overrides) if overrides else limits
+        self.verbose = verbose
         self.requests = 0  # being read or answered now (only the event loop's thread changes it)
         protocol = type("GuardedProtocol", (_GuardedProtocol,), {"owner": self})
         self.config = Config(app, http=protocol, loop="asyncio", lifespan="off", interface="asgi3",
                              proxy_headers=False, log_config=LOGGING_CONFIG if verbose else None,
                              log_level=logging.INFO if verbose else logging.ERROR, access_log=verbose,
-                             timeout_keep_alive=idle_seconds,  # type: ignore[arg-type] - a float works
-                             h11_max_incomplete_event_size=MAX_HEAD_BYTES, backlog=BACKLOG,
+                             timeout_keep_alive=self.limits.idle_seconds,  # type: ignore[arg-type] - a float works
+                             h11_max_incomplete_event_size=self.limits.max_head_bytes, backlog=self.limits.backlog,
                              timeout_graceful_shutdown=5, server_header=False)
         self.server = Server(self.config)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -213,18 +296,37 @@ class HttpServer:
         try:
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self.socket.bind((host, port))
-            self.socket.listen(BACKLOG)
+            self.socket.listen(self.limits.backlog)
         except OSError:
             self.socket.close()
             raise
         self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
         self._thread: threading.Thread | None = None
 
+    # The limits webshop-serve (envs/webshop/server.py) reads under these names.
+
+    @property
+    def max_connections(self) -> int:
+        return self.limits.max_connections
+
+    @property
+    def max_requests(self) -> int:
+        return self.limits.max_requests
+
+    @property
+    def max_body_bytes(self) -> int:
+        return self.limits.max_body_bytes
+
+    @property
+    def body_seconds(self) -> float:
+        return self.limits.body_seconds
+
     # ----- what subclasses answer -----------------------------------------------------------------------------------
 
     def busy_answer(self) -> tuple[int, str, bytes]:
-        """Status, content type and body of the answer to a connection over :attr:`max_connections`."""
-        return 503, "text/plain", f"{self.max_connections} connections are open (the server's limit); retry".encode()
+        """Status, content type and body of the answer to a connection over ``limits.max_connections``."""
+        message = f"{self.limits.max_connections} connections are open (the server's limit); retry"
+        return 503, "text/plain", message.encode()
 
     def bad_request(self) -> tuple[str, bytes]:
         """Content type and body of the 400 for a request h11 cannot parse."""
@@ -235,8 +337,8 @@ class HttpServer:
     @contextlib.contextmanager
     def admit(self) -> Iterator[bool]:
         """``with server.admit() as admitted:`` around a request's reading and answering; ``admitted`` is false when
-        :attr:`max_requests` are under way already (answer a 503). Call on the event loop only."""
-        if self.requests >= self.max_requests:
+        ``limits.max_requests`` are under way already (answer a 503). Call on the event loop only."""
+        if self.requests >= self.limits.max_requests:
             yield False
             return
         self.requests += 1
@@ -343,5 +445,5 @@ def raise_open_files_limit(wanted: int) -> int:
     return soft
 
 
-__all__ = ["BodyError", "ClientDisconnect", "HttpServer", "listen_error", "port", "raise_open_files_limit",
-           "read_body"]
+__all__ = ["BodyError", "ClientDisconnect", "HttpServer", "ServerLimits", "listen_error", "port",
+           "raise_open_files_limit", "read_body"]

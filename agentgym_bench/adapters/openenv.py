@@ -18,11 +18,13 @@ of seeds (:data:`SPLIT_SEEDS`, from :mod:`agentgym_bench.seeds`): task ``i`` of 
 A seed's content is held out by split (:func:`agentgym_bench.seeds.seed_content_split`), so a ``test`` task never
 shows a room, map or deal that a ``train`` or ``validation`` task can.
 
-Sessions. :func:`make_app` builds the FastAPI app with ``HTTPEnvServer`` and a bounded number of concurrent
-WebSocket sessions (OpenEnv refuses the next one with ``CAPACITY_REACHED``). A client that disconnects, cleanly or
-not, ends its session (OpenEnv closes the env). A session idle for ``session_ttl`` seconds is closed by
-:class:`SessionGuard`, which ends the WebSocket itself: OpenEnv's own idle reaper (0.3 and 0.10) never reaps a
-session whose WebSocket is attached, so an idle client would keep its env and socket forever.
+Sessions. :func:`make_app` builds the FastAPI app with ``HTTPEnvServer`` within the
+:class:`~agentgym_bench.http_body.ServerLimits` it is given: at most ``max_sessions`` concurrent WebSocket sessions
+(OpenEnv refuses the next one with ``CAPACITY_REACHED``), and ``ws_max_bytes`` a message for the uvicorn that serves
+it (the app's ``limits``). A client that disconnects, cleanly or not, ends its session (OpenEnv closes the env). A
+session idle for ``session_ttl`` seconds is closed by :class:`SessionGuard`, which ends the WebSocket itself:
+OpenEnv's own idle reaper (0.3 and 0.10) never reaps a session whose WebSocket is attached, so an idle client would
+keep its env and socket forever.
 
 HTTP. As in OpenEnv, ``POST /reset`` and ``POST /step`` each build a fresh env and close it after the call, so HTTP
 gives the first observation of an episode (``/reset`` with a seed) but cannot play one; ``POST /step`` answers 409
@@ -54,6 +56,7 @@ from agentgym_bench import seeds
 from agentgym_bench.adapters import require
 from agentgym_bench.agent.env import MAX_REPLY_LENGTH, LLMAgentEnv
 from agentgym_bench.errors import UserError
+from agentgym_bench.http_body import ServerLimits
 from agentgym_bench.registration import AGENT_ENVS
 from agentgym_bench.rollout.trajectory import json_safe
 
@@ -244,51 +247,52 @@ def check_env_ids(env_ids: Sequence[str]) -> list[str]:
 
 
 class SessionGuard:
-    """ASGI middleware around OpenEnv's app for WebSocket sessions.
+    """ASGI middleware around OpenEnv's app for WebSocket sessions, holding the server's ``limits``.
 
-    - A WebSocket that sends nothing for ``ttl`` seconds (``None``: no limit) is told the client left; the app
-      then ends the session as for any disconnect (OpenEnv closes the env) and closes the socket, so a client that
-      opens sessions and goes quiet holds neither an env nor a connection past ``ttl``.
+    - A WebSocket that sends nothing for ``limits.session_ttl`` seconds (``None``: no limit) is told the client
+      left; the app then ends the session as for any disconnect (OpenEnv closes the env) and closes the socket, so a
+      client that opens sessions and goes quiet holds neither an env nor a connection past the TTL.
     - OpenEnv 0.3 closes the socket after the client's ``close`` message even when the client has already gone,
       which raises ``WebSocketDisconnect`` out of the app and logs a traceback per normal session end; that one
       exception is dropped here (the session is already cleaned up by then).
     """
 
-    def __init__(self, app: Any, ttl: float | None):
-        self.app, self.ttl = app, ttl
+    def __init__(self, app: Any, limits: ServerLimits):
+        self.app, self.limits = app, limits
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "websocket":
             return await self.app(scope, receive, send)
         from starlette.websockets import WebSocketDisconnect
 
+        ttl = self.limits.session_ttl
+
         async def receive_with_deadline() -> dict:
             try:
-                return await asyncio.wait_for(receive(), self.ttl)
+                return await asyncio.wait_for(receive(), ttl)
             except asyncio.TimeoutError:
                 return {"type": "websocket.disconnect", "code": 1001, "reason": "session idle too long"}
 
         try:
-            await self.app(scope, receive if self.ttl is None else receive_with_deadline, send)
+            await self.app(scope, receive if ttl is None else receive_with_deadline, send)
         except WebSocketDisconnect:
             pass
 
 
-def make_app(env_ids: Sequence[str], *, max_sessions: int, session_ttl: float | None,
+def make_app(env_ids: Sequence[str], *, limits: ServerLimits | None = None,
              env_kwargs: Mapping[str, Any] | None = None) -> Any:
-    """The ASGI app: OpenEnv's routes for :class:`AgentOpenEnv`, at most ``max_sessions`` WebSocket sessions,
-    each closed after ``session_ttl`` idle seconds (``None``: never).
+    """The ASGI app: OpenEnv's routes for :class:`AgentOpenEnv` within ``limits`` (default: ServerLimits'
+    defaults): at most ``limits.max_sessions`` WebSocket sessions, each closed after ``limits.session_ttl`` idle
+    seconds (``None``: never).
 
-    The FastAPI app is ``app.app`` (inside :class:`SessionGuard`); ``app.app.state.env_server`` is OpenEnv's
+    The FastAPI app is ``app.app`` (inside :class:`SessionGuard`); ``app.limits`` are the limits (serve it with
+    ``ws_max_size=app.limits.ws_max_bytes``, as ``openenv-serve`` does); ``app.app.state.env_server`` is OpenEnv's
     ``HTTPEnvServer`` (its ``active_sessions`` counts open sessions).
     """
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
-    if not isinstance(max_sessions, int) or max_sessions < 1:
-        raise UserError(f"max_sessions={max_sessions!r} must be a positive integer")
-    if session_ttl is not None and not session_ttl > 0:
-        raise UserError(f"session_ttl={session_ttl!r} must be positive (or None for no limit)")
+    limits = limits or ServerLimits()
     env_ids = check_env_ids(env_ids)
     kwargs = dict(env_kwargs or {})
     try:
@@ -300,7 +304,7 @@ def make_app(env_ids: Sequence[str], *, max_sessions: int, session_ttl: float | 
                         "client still works): pip uninstall openenv-core && pip install -e '.[openenv]'")
     factory = functools.partial(AgentOpenEnv, env_ids, kwargs)
     server = _http.HTTPEnvServer(factory, AgentAction, AgentObservation, env_name=ENV_NAME, state_cls=AgentState,
-                                 concurrency_config=_types.ConcurrencyConfig(max_concurrent_envs=max_sessions))
+                                 concurrency_config=_types.ConcurrencyConfig(max_concurrent_envs=limits.max_sessions))
     # version: the OpenEnv HTTP API's (OpenEnv's own app says 1.0.0; `openenv validate --url` reads it).
     app = FastAPI(title="agentgym-bench OpenEnv server", version="1.0.0",
                   description=f"Agent envs {env_ids} as OpenEnv environments; episodes run on WS /ws.")
@@ -315,7 +319,7 @@ def make_app(env_ids: Sequence[str], *, max_sessions: int, session_ttl: float | 
         return JSONResponse(status_code=400, content={"detail": str(exc)})
 
     app.state.env_server = server
-    return SessionGuard(app, session_ttl)
+    return SessionGuard(app, limits)
 
 
 class AgentEnvClient(_client.EnvClient):

@@ -49,19 +49,20 @@ or bad field, a number that is not finite or out of range — ``max_tokens: Infi
 longer than the model reads: ``code: "context_length_exceeded"``), 401 for a wrong key (when the server has one),
 404 for another path or a ``model`` other than the one served (``code: "model_not_found"``, as for
 ``GET /v1/models/{id}`` of another id), 405 for a method other than GET and POST, 408 for a body not sent within
-:data:`BODY_SECONDS`, 411 without a ``Content-Length`` (or chunked ``Transfer-Encoding``), 413 for a body over
-:data:`MAX_BODY_BYTES`, 500 when generation fails (or for a bug: the client gets no traceback), 503 for a connection
-over :data:`MAX_CONNECTIONS` or a request over :data:`MAX_REQUESTS`. A request h11 cannot parse (a bad request line,
+``body_seconds``, 411 without a ``Content-Length`` (or chunked ``Transfer-Encoding``), 413 for a body over
+``max_body_bytes``, 500 when generation fails (or for a bug: the client gets no traceback), 503 for a connection
+over ``max_connections`` or a request over ``max_requests``. A request h11 cannot parse (a bad request line,
 header or ``Content-Length``) is a 400 in the same shape. Every request gets an answer; none drops the connection.
 
-Abuse bounds (:mod:`agentgym_bench.http_body`): a body is at most :data:`MAX_BODY_BYTES` (1 MiB), nests at most
-:data:`MAX_DEPTH` levels and must arrive within :data:`BODY_SECONDS`; a request's line and headers are at most
-16 KiB and must arrive within :data:`HEAD_SECONDS` of its first byte (else the connection is closed unanswered); a
-connection that sends nothing for :data:`IDLE_SECONDS` after connecting or after an answer is closed; an answer must
-be written out within :data:`WRITE_SECONDS` (a client that stops reading its answer, streamed or not, is cut off);
-an idle or slow connection is a few kilobytes on the event loop, not a thread, and at most :data:`MAX_CONNECTIONS`
-are open at once (``--max-connections``; another is answered a 503 and closed); at most :data:`MAX_REQUESTS`
-requests are read and answered at once (``--max-requests``; another gets a 503);
+Abuse bounds (:mod:`agentgym_bench.http_body`), the fields of the :class:`~agentgym_bench.http_body.ServerLimits`
+the server is given (each field says its default and the answer over it): a body is at most ``max_body_bytes``,
+nests at most ``max_json_depth`` levels and must arrive within ``body_seconds``; a request's line and headers are at
+most ``max_head_bytes`` and must arrive within ``head_seconds`` of its first byte (else the connection is closed
+unanswered); a connection that sends nothing for ``idle_seconds`` after connecting or after an answer is closed; an
+answer must be written out within ``write_seconds`` (a client that stops reading its answer, streamed or not, is cut
+off); an idle or slow connection is a few kilobytes on the event loop, not a thread, and at most
+``max_connections`` are open at once (``--max-connections``; another is answered a 503 and closed); at most
+``max_requests`` requests are read and answered at once (``--max-requests``; another gets a 503);
 ``max_tokens`` is at most the model's positions; the prompt is rendered and tokenised outside the model's lock, so
 a long prompt does not hold other clients up, and only generation is serialised.
 
@@ -103,25 +104,6 @@ from agentgym_bench.rollout.hf import HFPolicy, logits_argument
 HOST = "127.0.0.1"
 MAX_N = 16
 """Most choices (``n``) one request may ask for."""
-MAX_BODY_BYTES = 1 << 20
-"""Largest request body accepted (413 above)."""
-BODY_SECONDS = 30.0
-"""Time a client has to send its whole body (408 after)."""
-HEAD_SECONDS = 10.0
-"""Time a client has to send a request's line and headers once it has begun (then the connection is closed)."""
-IDLE_SECONDS = 10.0
-"""Time a connection has to begin each request (its first byte), after connecting or after the previous answer
-(then it is closed unanswered, and its slot of :data:`MAX_CONNECTIONS` is free)."""
-WRITE_SECONDS = 60.0
-"""Time an answer has to be written out, all of it, streamed or not (then the connection is closed)."""
-MAX_CONNECTIONS = 4096
-"""Connections open at once, idle and slow ones included (each is a few kilobytes, not a thread); another is
-answered a 503 when accepted and closed."""
-MAX_REQUESTS = 64
-"""Requests read and answered at once, each waiting its turn for the model (a 503 for more): this bounds the memory
-request bodies take to ``MAX_REQUESTS * MAX_BODY_BYTES``."""
-MAX_DEPTH = 64
-"""Deepest nesting of arrays and objects a body may have (a tool's JSON schema is a few levels)."""
 MAX_SEED = 2**63 - 1
 MAX_TOKENS_WITHOUT_LIMIT = 32_768
 """``max_tokens`` cap for a model that does not say how many positions it has."""
@@ -148,10 +130,10 @@ class RequestError(Exception):
         self.status, self.message, self.kind, self.param, self.code = status, message, kind, param, code
 
 
-def parse_body(raw: bytes) -> Any:
-    """A request body as JSON; ``ValueError`` naming what is wrong (nesting too deep and integers of thousands of
-    digits included). ``NaN``, ``Infinity`` and ``1e999`` parse, and the field that holds one is refused by its
-    check (:func:`_number`)."""
+def parse_body(raw: bytes, max_depth: int) -> Any:
+    """A request body as JSON; ``ValueError`` naming what is wrong (nesting deeper than ``max_depth`` levels and
+    integers of thousands of digits included). ``NaN``, ``Infinity`` and ``1e999`` parse, and the field that holds
+    one is refused by its check (:func:`_number`)."""
     try:
         body = json.loads(raw)
     except RecursionError:
@@ -160,8 +142,8 @@ def parse_body(raw: bytes) -> Any:
         raise ValueError(f"the body is not UTF-8: {e}") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"the body is not JSON: {e}") from None
-    if _depth(body) > MAX_DEPTH:  # the chat template recurses into tools and messages: RecursionError long before 1000
-        raise ValueError(f"the body nests arrays and objects too deeply (more than {MAX_DEPTH} levels)")
+    if _depth(body) > max_depth:  # the chat template recurses into tools and messages: RecursionError long before 1000
+        raise ValueError(f"the body nests arrays and objects too deeply (more than {max_depth} levels)")
     return body
 
 
@@ -532,7 +514,7 @@ class ChatHandler:
         tokenizer, positions = self.server.tokenizer, self.server.max_positions
         try:
             limit = positions if positions is not None else MAX_TOKENS_WITHOUT_LIMIT
-            body = parse_body(raw)
+            body = parse_body(raw, self.server.limits.max_json_depth)
             settings = _request_settings(translate(body) if translate else body, next(self.server.seeds), limit,
                                          self.server.vocab_size)
             prompt = tokenizer.apply_chat_template(settings["messages"], tools=settings["tools"] or None,
@@ -736,22 +718,17 @@ def _request_id(headers: Any) -> str:
 
 class ChatServer(http_body.HttpServer):
     """Serve ``model`` / ``tokenizer`` on ``127.0.0.1:port`` (``port=0``: a free port; see :attr:`base_url`), on
-    uvicorn. ``body_seconds`` / ``head_seconds`` / ``idle_seconds`` / ``write_seconds`` / ``max_connections`` /
-    ``max_requests``: :data:`BODY_SECONDS` / :data:`HEAD_SECONDS` / :data:`IDLE_SECONDS` / :data:`WRITE_SECONDS` /
-    :data:`MAX_CONNECTIONS` / :data:`MAX_REQUESTS`. ``handler``: the :class:`ChatHandler` (sub)class answering
-    each request.
+    uvicorn, within ``limits`` (:class:`~agentgym_bench.http_body.ServerLimits`, its defaults when not given: the
+    HTTP guards, ``max_json_depth`` and ``responses_kept``). ``handler``: the :class:`ChatHandler` (sub)class
+    answering each request.
 
     Use as a context manager, or call :meth:`start` and :meth:`stop` (or :meth:`serve_forever` in this thread).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str = "local", port: int = 0,
                  api_key: str | None = None, verbose: bool = False, handler: type[ChatHandler] = ChatHandler,
-                 body_seconds: float = BODY_SECONDS, head_seconds: float = HEAD_SECONDS,
-                 max_connections: int = MAX_CONNECTIONS, max_requests: int = MAX_REQUESTS,
-                 idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS):
-        super().__init__(self._app, HOST, port, max_connections=max_connections, max_requests=max_requests,
-                         max_body_bytes=MAX_BODY_BYTES, idle_seconds=idle_seconds, head_seconds=head_seconds,
-                         body_seconds=body_seconds, write_seconds=write_seconds, verbose=verbose)
+                 limits: http_body.ServerLimits | None = None):
+        super().__init__(self._app, HOST, port, limits, verbose=verbose)
         self.model, self.tokenizer, self.model_name = model, tokenizer, model_name
         self.api_key, self.handler = api_key, handler
         policy = HFPolicy(model, tokenizer)
@@ -761,12 +738,13 @@ class ChatServer(http_body.HttpServer):
         self.lock = threading.Lock()
         self.created = int(time.time())
         self.seeds = itertools.count()
-        self.responses = serve_responses.ResponseStore()  # stored responses, for previous_response_id
-        self._workers = anyio.CapacityLimiter(max_requests)  # worker threads: a request's tokenising and generation
+        self.responses = serve_responses.ResponseStore(self.limits.responses_kept)  # for previous_response_id
+        # worker threads: a request's tokenising and generation
+        self._workers = anyio.CapacityLimiter(self.limits.max_requests)
 
     def busy_answer(self) -> tuple[int, str, bytes]:
-        """OpenAI's error shape for the 503 a connection over :attr:`max_connections` gets."""
-        message = f"{self.max_connections} connections are open (the server's limit); retry"
+        """OpenAI's error shape for the 503 a connection over ``limits.max_connections`` gets."""
+        message = f"{self.limits.max_connections} connections are open (the server's limit); retry"
         return 503, "application/json", json.dumps(error_body(message, "server_error")).encode()
 
     def bad_request(self) -> tuple[str, bytes]:
@@ -788,7 +766,7 @@ class ChatServer(http_body.HttpServer):
                                                       if scope["query_string"] else "")
         with self.admit() as admitted:
             if not admitted:
-                message = f"{self.max_requests} requests are being served (the server's limit); retry"
+                message = f"{self.limits.max_requests} requests are being served (the server's limit); retry"
                 response = _json(503, error_body(message, "server_error"),
                                  {**headers, "retry-after": "1", "connection": "close"})
             else:
@@ -805,7 +783,8 @@ class ChatServer(http_body.HttpServer):
                 handler.do_GET()
             elif method == "POST":
                 try:
-                    raw = await http_body.read_body(request, MAX_BODY_BYTES, self.body_seconds, length_required=True)
+                    raw = await http_body.read_body(request, self.limits.max_body_bytes, self.limits.body_seconds,
+                                                    length_required=True)
                 except http_body.BodyError as e:  # the body was not read through: the connection closes
                     return _json(e.status, error_body(e.message), {**headers, "connection": "close"})
                 except ClientDisconnect:
@@ -845,10 +824,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     parser.add_argument("--api-key-env", default=None,
                         help="environment variable whose value clients must send as the bearer key (default: none)")
-    parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
+    parser.add_argument("--max-connections", type=int, default=http_body.ServerLimits.max_connections,
                         help="connections open at once (idle and slow ones included); another is answered a 503 "
                         "and closed (default: %(default)s)")
-    parser.add_argument("--max-requests", type=int, default=MAX_REQUESTS,
+    parser.add_argument("--max-requests", type=int, default=http_body.ServerLimits.max_requests,
                         help="requests read and answered at once (each waits its turn for the model); another "
                         "gets a 503 (default: %(default)s)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
@@ -862,16 +841,13 @@ def run(args: argparse.Namespace) -> int:
     if args.model is not None and args.model_flag is not None and args.model != args.model_flag:
         raise UserError(f"two models given: {args.model} and --model {args.model_flag}; serve one")
     name = args.model or args.model_flag or "default"
-    for flag, value in (("--max-connections", args.max_connections), ("--max-requests", args.max_requests)):
-        if value < 1:
-            raise UserError(f"{flag} {value} must be at least 1")
+    limits = http_body.ServerLimits().with_flags(max_connections=args.max_connections, max_requests=args.max_requests)
     model, tokenizer = load_model(name, device=args.device)
     key = os.environ.get(args.api_key_env, "") if args.api_key_env else None
-    http_body.raise_open_files_limit(args.max_connections + 256)
+    http_body.raise_open_files_limit(limits.max_connections + 256)
     try:
         server = ChatServer(model, tokenizer, model_name=args.name or name, port=args.port,
-                            api_key=key or None, verbose=args.verbose, max_connections=args.max_connections,
-                            max_requests=args.max_requests)
+                            api_key=key or None, verbose=args.verbose, limits=limits)
     except OSError as err:
         raise http_body.listen_error(HOST, args.port, err) from err
     print(f"serving {name} at {server.base_url} (Ctrl-C to stop)", flush=True)

@@ -14,8 +14,9 @@ the schema); ``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or ``{"type
 ``parallel_tool_calls`` (``false`` keeps a reply's first call only); ``max_output_tokens``, ``temperature``,
 ``top_p`` (the chat route's ranges); ``seed`` (not OpenAI's: send it with the SDK's ``extra_body``; without it a
 request gets the server's next seed, as on the chat route); ``stream``; ``store`` (default true) and
-``previous_response_id``: the server keeps the last :data:`RESPONSES_KEPT` stored responses in memory (their whole
-conversation, so a follow-up sends only its new items); an id not among them is a 404 in OpenAI's shape (``code:
+``previous_response_id``: the server keeps the last
+:attr:`~agentgym_bench.http_body.ServerLimits.responses_kept` stored responses in memory (their whole conversation,
+so a follow-up sends only its new items); an id not among them is a 404 in OpenAI's shape (``code:
 "previous_response_not_found"``), and ``GET /v1/responses/{id}`` of one is a 404 too (``code: "not_found"``).
 
 Accepted although meaningless here (:data:`HARMLESS`): ``user``, ``safety_identifier``, ``prompt_cache_key`` and
@@ -48,9 +49,6 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-RESPONSES_KEPT = 256
-"""Stored responses kept in memory for ``previous_response_id`` and ``GET /v1/responses/{id}``; the oldest is
-forgotten first. Each holds its whole conversation, at most what the model's context reads."""
 HANDLED = frozenset({"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls",
                      "max_output_tokens", "temperature", "top_p", "seed", "stream", "store", "previous_response_id"})
 """The fields a request's answer follows."""
@@ -75,10 +73,12 @@ class FieldError(ValueError):
 
 
 class ResponseStore:
-    """The last :data:`RESPONSES_KEPT` stored responses: each one's ``response`` object and its conversation (the
-    chat messages it answered, without its ``instructions``, and its reply); thread-safe."""
+    """The last ``size`` stored responses (the server's ``ServerLimits.responses_kept``), for
+    ``previous_response_id`` and ``GET /v1/responses/{id}``: each one's ``response`` object and its conversation (the
+    chat messages it answered, without its ``instructions``, and its reply; at most what the model's context reads);
+    the oldest is forgotten first; thread-safe."""
 
-    def __init__(self, size: int = RESPONSES_KEPT):
+    def __init__(self, size: int):
         self.size, self._lock, self._kept = size, threading.Lock(), OrderedDict()
 
     def keep(self, response: dict[str, Any], conversation: list[dict[str, Any]]) -> None:

@@ -22,6 +22,7 @@ from websockets.sync.client import connect  # noqa: E402
 from agentgym_bench.adapters.openenv import AgentEnvClient, AgentOpenEnv, make_app  # noqa: E402
 from agentgym_bench.agent import LLMAgentEnv  # noqa: E402
 from agentgym_bench.errors import UserError  # noqa: E402
+from agentgym_bench.http_body import ServerLimits  # noqa: E402
 from tests.adapters.conftest import serving  # noqa: E402
 from tests.adapters.episodes import native_episode, scripted_replies  # noqa: E402
 
@@ -61,7 +62,7 @@ def assert_same_step(result, expected) -> None:
 
 @pytest.fixture(scope="module")
 def server():
-    app = make_app(IDS, max_sessions=16, session_ttl=60)
+    app = make_app(IDS, limits=ServerLimits(max_sessions=16, session_ttl=60))
     with serving(app) as url:
         yield url, app.app.state.env_server
 
@@ -104,7 +105,7 @@ def test_concurrent_sessions_are_isolated(server):
 
 
 def test_sessions_beyond_the_limit_are_refused_and_slots_come_back():
-    app = make_app(["AgentFrozenLake-v0"], max_sessions=2, session_ttl=60)
+    app = make_app(["AgentFrozenLake-v0"], limits=ServerLimits(max_sessions=2, session_ttl=60))
     with serving(app) as url:
         stack = ExitStack()
         first = stack.enter_context(connect(ws_url(url), open_timeout=10))
@@ -161,8 +162,8 @@ def test_a_message_that_is_not_a_json_object_ends_that_session_only(server):
 
 
 def test_oversized_frames_close_that_connection_only():
-    app = make_app(["AgentFrozenLake-v0"], max_sessions=4, session_ttl=60)
-    with serving(app, ws_max_size=1 << 16) as url:
+    app = make_app(["AgentFrozenLake-v0"], limits=ServerLimits(max_sessions=4, session_ttl=60, ws_max_bytes=1 << 16))
+    with serving(app) as url:
         with connect(ws_url(url), open_timeout=10, max_size=None) as ws:
             ws.send(json.dumps({"type": "step", "data": {"reply": "x" * (1 << 17)}}))
             with pytest.raises(ConnectionClosed):
@@ -191,7 +192,7 @@ def test_clients_that_vanish_mid_episode_leave_nothing_behind(server):
 
 def test_idle_sessions_expire_and_memory_stays_bounded():
     """Clients open sessions and never close them: the TTL ends each, so live envs never exceed the limit."""
-    app = make_app(["AgentFrozenLake-v0"], max_sessions=4, session_ttl=0.5)
+    app = make_app(["AgentFrozenLake-v0"], limits=ServerLimits(max_sessions=4, session_ttl=0.5))
     env_server = app.app.state.env_server
     with serving(app) as url:
         baseline = live_agent_envs()
@@ -227,13 +228,13 @@ def test_http_reset_gives_the_first_observation_and_http_step_explains_why_not(s
 
 def test_bad_server_settings_are_user_errors():
     with pytest.raises(UserError, match="unknown env ids"):
-        make_app(["AgentChess-v0"], max_sessions=4, session_ttl=None)
-    with pytest.raises(UserError, match="max_sessions"):
-        make_app(["AgentFrozenLake-v0"], max_sessions=0, session_ttl=None)
-    with pytest.raises(UserError, match="session_ttl"):
-        make_app(["AgentFrozenLake-v0"], max_sessions=4, session_ttl=-1)
+        make_app(["AgentChess-v0"])
+    with pytest.raises(ValueError, match="max_sessions=0"):
+        ServerLimits(max_sessions=0)
+    with pytest.raises(ValueError, match="session_ttl=-1"):
+        ServerLimits(session_ttl=-1)
     with pytest.raises(UserError, match="do not build"):
-        make_app(["AgentFrozenLake-v0"], max_sessions=4, session_ttl=None, env_kwargs={"colour": "blue"})
+        make_app(["AgentFrozenLake-v0"], env_kwargs={"colour": "blue"})
 
 
 def test_environment_in_process_rejects_a_step_before_reset():

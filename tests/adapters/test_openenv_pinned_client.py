@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("openenv.core", reason="the OpenEnv route needs openenv: pip install -e '.[openenv]'")
 
 from agentgym_bench.adapters.openenv import SPLIT_SEEDS, make_app  # noqa: E402
+from agentgym_bench.http_body import ServerLimits  # noqa: E402
 from tests.adapters.conftest import serving  # noqa: E402
 from tests.adapters.episodes import native_episode, scripted_replies  # noqa: E402
 
@@ -49,7 +50,7 @@ with GenericEnvClient(url).sync() as env:
     first = env.reset(seed=plan["seed"], env_id=plan["env_id"])
     out["generic"] = [first.observation["text"], env.step({"reply": plan["replies"][0]}).reward]
 try:
-    make_app(["AgentBandit-v0"], max_sessions=1, session_ttl=None)
+    make_app(["AgentBandit-v0"])
 except UserError as e:
     out["server_error"] = str(e)
 with warnings.catch_warnings(record=True) as caught:
@@ -87,7 +88,7 @@ def test_the_pinned_openenv_core_client_plays_on_the_new_server(pinned_openenv_c
     # A lone surrogate ("\udcff", in one of the garbage replies) ends an OpenEnv session whichever client sends it:
     # the server cannot write the observation that echoes it (docs/integrations.md). Here, valid text only.
     replies = [r.encode("utf-8", "replace").decode() for r in scripted_replies(env_id, seed, rng_seed=seed)]
-    app = make_app([env_id, "AgentBandit-v0"], max_sessions=4, session_ttl=60)
+    app = make_app([env_id, "AgentBandit-v0"], limits=ServerLimits(max_sessions=4, session_ttl=60))
     with serving(app) as url:
         path = os.pathsep.join([str(pinned_openenv_core), str(REPO), os.environ.get("PYTHONPATH", "")])
         plan = json.dumps({"env_id": env_id, "seed": seed, "replies": replies, "index": index})

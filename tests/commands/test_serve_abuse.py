@@ -10,14 +10,15 @@ import time
 
 import pytest
 
-from agentgym_bench.commands.serve import MAX_BODY_BYTES, ChatServer
+from agentgym_bench.commands.serve import ChatServer
+from agentgym_bench.http_body import ServerLimits
 from tests.rollout.test_hf import conversations
 
 
 @pytest.fixture(scope="module")
 def server(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    with ChatServer(model, tokenizer, model_name="tiny", body_seconds=1.0, head_seconds=1.0) as s:
+    with ChatServer(model, tokenizer, model_name="tiny", limits=ServerLimits(body_seconds=1.0, head_seconds=1.0)) as s:
         yield s
 
 
@@ -72,7 +73,7 @@ def test_bad_numbers_and_shapes_are_a_400(server, raw, field):
 
 
 @pytest.mark.parametrize("length, status", [("abc", 400), ("-5", 400), ("²", 400), (str(50 * 10**6), 413),
-                                            (str(MAX_BODY_BYTES + 1), 413)])
+                                            (str(ServerLimits().max_body_bytes + 1), 413)])
 def test_bad_or_huge_content_lengths_are_answered_without_reading_the_body(server, length, status):
     assert post(server, b"", length=length)[0] == status
 
@@ -144,7 +145,7 @@ def test_a_request_head_sent_byte_by_byte_is_cut_off_at_the_head_deadline(server
 
 def test_connections_over_the_cap_get_a_503_and_later_ones_are_served(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    with ChatServer(model, tokenizer, model_name="tiny", max_connections=2) as s:
+    with ChatServer(model, tokenizer, model_name="tiny", limits=ServerLimits(max_connections=2)) as s:
         port = s.server_address[1]
         held = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
         time.sleep(0.5)

@@ -9,6 +9,7 @@ import socket
 import time
 
 from agentgym_bench.commands.serve import ChatServer
+from agentgym_bench.http_body import ServerLimits
 from tests.commands.test_serve_abuse import exchange
 from tests.rollout.test_hf import conversations
 
@@ -29,7 +30,8 @@ def test_silent_connections_are_dropped_at_the_idle_deadline_and_free_the_cap(mo
     """The cap's worth of connections that send nothing: a request gets a 503 while they hold the slots, and is
     served once the idle deadline (1 s here) has closed them."""
     model, tokenizer = model_and_tokenizer
-    with ChatServer(model, tokenizer, model_name="tiny", max_connections=3, idle_seconds=1.0) as s:
+    limits = ServerLimits(max_connections=3, idle_seconds=1.0)
+    with ChatServer(model, tokenizer, model_name="tiny", limits=limits) as s:
         port = s.server_address[1]
         silent = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
         opened = time.monotonic()
@@ -46,7 +48,7 @@ def test_a_slow_but_honest_client_is_served_and_may_keep_its_connection(model_an
     """A client that waits 0.6 s before its first byte and sends its head over 0.6 s more (longer in all than the 1 s
     idle deadline, but each request begun in time) is served, twice on one kept-alive connection."""
     model, tokenizer = model_and_tokenizer
-    with ChatServer(model, tokenizer, model_name="tiny", idle_seconds=1.0, head_seconds=5.0) as s:
+    with ChatServer(model, tokenizer, model_name="tiny", limits=ServerLimits(idle_seconds=1.0, head_seconds=5.0)) as s:
         with socket.create_connection(("127.0.0.1", s.server_address[1]), timeout=10) as sock:
             for _ in range(2):
                 time.sleep(0.6)
@@ -96,7 +98,8 @@ def test_a_client_that_stops_reading_its_streamed_answer_is_cut_off_at_the_write
     each write then ending quickly) holds the only connection until the write deadline
     (1 s here); then the connection is closed before ``[DONE]`` and another client is served."""
     model, tokenizer = model_and_tokenizer
-    with small_buffers(ChatServer(model, tokenizer, model_name="tiny", max_connections=1, write_seconds=1.0)) as s:
+    limits = ServerLimits(max_connections=1, write_seconds=1.0)
+    with small_buffers(ChatServer(model, tokenizer, model_name="tiny", limits=limits)) as s:
         for trickle in (False, True):
             sock, stalled = _stalled_stream(s.server_address[1], trickle)
             with sock:

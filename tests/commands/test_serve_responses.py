@@ -13,7 +13,7 @@ from pydantic import TypeAdapter
 from agentgym_bench.agent.tools import ACTION_TOOL
 from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.commands.serve import ChatServer
-from agentgym_bench.commands.serve_responses import RESPONSES_KEPT, FieldError, ResponseStore
+from agentgym_bench.commands.serve_responses import FieldError, ResponseStore
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.openai_compat import OpenAIPolicy, OpenAIResponsesPolicy
 from agentgym_bench.rollout.specs import SPEC_HELP, parse_spec, policy_from_spec
@@ -121,7 +121,6 @@ def test_an_unknown_or_unstored_response_is_openais_404(server):
 
 
 def test_the_store_keeps_the_last_responses_only():
-    assert RESPONSES_KEPT == ResponseStore().size
     store = ResponseStore(size=2)
     for k in range(3):
         store.keep({"id": f"resp_{k}"}, [{"role": "user", "content": str(k)}])

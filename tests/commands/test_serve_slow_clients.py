@@ -9,6 +9,7 @@ import json
 import time
 
 from agentgym_bench.commands.serve import ChatServer
+from agentgym_bench.http_body import ServerLimits
 from tests.rollout.test_hf import conversations
 from tests.slow_clients import SlowClients, affordable
 
@@ -34,7 +35,8 @@ def test_a_normal_client_is_served_while_another_holds_1000_slow_reconnecting_co
     model, tokenizer = model_and_tokenizer
     count = affordable(1000)
     assert count >= 500, f"the open-files limit allows only {count} connections"
-    with ChatServer(model, tokenizer, model_name="tiny", head_seconds=2.0, idle_seconds=2.0) as server:
+    limits = ServerLimits(head_seconds=2.0, idle_seconds=2.0)
+    with ChatServer(model, tokenizer, model_name="tiny", limits=limits) as server:
         port = server.server_address[1]
         with SlowClients(port, count, interval=1.0, seconds=20.0) as slow:
             slow.wait_open(count, timeout=10)
