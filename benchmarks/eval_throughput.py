@@ -11,7 +11,7 @@ rows padded and batched around it (other matrix shapes), and now and then that f
 counts them rather than assert: a *flip* is the first turn of an episode whose reply differs batched and alone (the
 turns after it read other observations, so they are not counted again); it prints the flips, the share of replies
 (flips / turns played batched) and the share of episodes they touched. Verification re-generates in the
-evaluation's own batches (``agentgym_bench.leaderboard.verify.evaluation_batches``), where this does not arise.
+evaluation's own batches (``agentgym_bench.leaderboard.regenerate.evaluation_batches``), where this does not arise.
 Results: benchmarks/eval_throughput.md.
 """
 

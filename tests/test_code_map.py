@@ -88,7 +88,8 @@ LONG_FILES: dict[str, str] = {
     "agentgym_bench/commands/serve.py":
         "the OpenAI-compatible server: request checks, the chat handler and the server, reworked by issue 62",
     "agentgym_bench/leaderboard/verify.py":
-        "checks, replay and re-generation; to be split by issue 61's kinds protocol",
+        "checks, episode and match replay (with check 6's model-free re-generation) and verify(); a model's "
+        "re-generation is in regenerate.py; to be split further by issue 61's kinds protocol",
     "trainers/config.py":
         "TrainConfig is one dataclass whose field docstrings are the documentation (over 500 lines of them)",
     "trainers/train.py": "the loop with its model loading, optimisers, train step, run set-up and main",

@@ -46,7 +46,8 @@ from agentgym_bench.benchmark.results import EntryResults, Results, loads, summa
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.board import read_index, slugify
-from agentgym_bench.leaderboard.verify import MODEL_FREE, same_reply
+from agentgym_bench.leaderboard.replies import same_reply
+from agentgym_bench.leaderboard.verify import MODEL_FREE
 from agentgym_bench.paths import default_board, repository_root
 from agentgym_bench.rollout.specs import locate_model, model_sha256, sampling_of
 

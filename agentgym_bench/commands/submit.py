@@ -27,7 +27,8 @@ from agentgym_bench.benchmark.results import format_summary, summarize
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.leaderboard import board as boards
 from agentgym_bench.leaderboard.board import check_free, check_model_name, read_index, slugify, submit
-from agentgym_bench.leaderboard.verify import REGENERATION_CAP, check_name, verify
+from agentgym_bench.leaderboard.regenerate import REGENERATION_CAP
+from agentgym_bench.leaderboard.verify import check_name, verify
 from agentgym_bench.paths import default_board, repository_root
 
 

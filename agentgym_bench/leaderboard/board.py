@@ -59,7 +59,8 @@ from typing import Any
 from agentgym_bench.benchmark.results import Results, Summary, summarize
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
-from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, EpisodeText, Verified, check_name, replay_entry
+from agentgym_bench.leaderboard.replies import EpisodeText
+from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, Verified, check_name, replay_entry
 from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board, write_atomic
 
 BOARD_FORMAT = "agentgym-bench-board"

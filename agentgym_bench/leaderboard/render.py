@@ -46,7 +46,8 @@ from agentgym_bench import stats
 from agentgym_bench.benchmark.provenance import local_paths_hidden
 from agentgym_bench.benchmark.results import SCORE_TEXT, Results
 from agentgym_bench.benchmark.suites import Suite
-from agentgym_bench.leaderboard.verify import MODEL_FREE, REPLAYED, EpisodeText
+from agentgym_bench.leaderboard.replies import EpisodeText
+from agentgym_bench.leaderboard.verify import MODEL_FREE, REPLAYED
 from agentgym_bench.paths import is_machine_path
 from agentgym_bench.progress import progress as progress_bar
 

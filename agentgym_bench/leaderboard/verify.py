@@ -1,4 +1,4 @@
-"""Verify a results file before it goes on a board: checks, replay of every episode, and re-generation of replies.
+"""Verify a results file before it goes on a board: the checks, replay of every episode, and :func:`verify`.
 
 :func:`verify` runs, in this order, each failing with a :class:`~agentgym_bench.benchmark.results.ResultsError`
 that names what is wrong:
@@ -27,23 +27,19 @@ that names what is wrong:
    string-identical to the re-generated one (these policies record no tokens); the first that is not rejects the
    file, naming the entry, seed and turn. It costs what evaluating the policy costs (the full agentgym-v1 oracle
    file: 7.5-10 s on one core, against about 1 s for replay alone);
-7. **re-generation of a local model** (:func:`regenerate_all`), for ``hf`` policies where it can run here: the model
-   folder is found (:func:`~agentgym_bench.rollout.specs.locate_model`: a relative path under the repository root
-   ``root``) with the recorded weights hash, sampling was keyed, and every reply of the model records its
-   ``token_ids`` (:func:`regeneration_blocker`). Then every reply must be the decoding of its tokens under the
-   model's tokenizer (:func:`check_decoding`; else the file is **rejected**, naming the turn), so the text replay
-   plays and the tokens re-generation compares are one reply. Every reply of the file is re-generated from the
-   replayed observations with the recorded sampling settings and history window, under the evaluation's keys and
-   in the evaluation's batches (:func:`evaluation_batches`: the same conversations in each ``generate`` call,
-   rebuilt from the file, each with the ``tools`` its replayed env offers in tool format, so the chat template
-   renders the prompt the model read), and compared in text and tokens (:func:`same_reply`), stopping at the first
-   call that differs. Nothing is sampled, so nothing the submitter controls (the file's bytes, its name) decides
-   what is checked; and since a reply's last logit bits depend on the rows batched with it, the same batches make an
-   honest file's replies come back identical on the machine that evaluated it. It costs what the evaluation's
-   generation cost, so it is capped at ``regeneration_cap`` FLOPs (:data:`REGENERATION_CAP`): not attempted when the
-   first turns' prompts alone cost more (:func:`regeneration_cost_blocker`), and stopped when its metered work
-   passes the cap; the file then stays *replayed*, the board saying why. Each call reads only replies that earlier
-   calls re-generated identically, so no content of a file (padding, a claimed budget) moves it across that line.
+7. **re-generation of a local model** (:mod:`agentgym_bench.leaderboard.regenerate`, which has the details), for
+   ``hf`` policies where it can run here: the model folder is found (:func:`~agentgym_bench.rollout.specs.
+   locate_model`: a relative path under the repository root ``root``; on a published board, inside its ``models/``
+   folder) with the recorded weights hash, sampling was keyed, and every reply of the model records its
+   ``token_ids`` (:func:`~agentgym_bench.leaderboard.regenerate.regeneration_blocker`). Then every reply must be the
+   decoding of its tokens under the model's tokenizer (:func:`check_decoding`; else the file is **rejected**, naming
+   the turn), so the text replay plays and the tokens re-generation compares are one reply. Every reply of the file
+   is then re-generated from the replayed observations in the evaluation's batches and compared in text and tokens,
+   stopping at the first call that differs (:func:`~agentgym_bench.leaderboard.regenerate.regenerate_all`). It is
+   capped at ``regeneration_cap`` FLOPs (:data:`~agentgym_bench.leaderboard.regenerate.REGENERATION_CAP`): not
+   attempted when the suite's first prompts alone cost more (:func:`~agentgym_bench.leaderboard.regenerate.
+   regeneration_cost_blocker`), and stopped when its metered work passes the cap; the file then stays *replayed*,
+   the board saying why.
 
 A file that passes 1-5 is *replayed*; one that also passes 6 or 7 is *reproduced*. A failed check 6 rejects the file:
 a model-free policy has no hardware-dependent logits, so a difference means the replies are not that policy's. A
@@ -67,20 +63,25 @@ Submission names (:func:`check_name`) are 1-64 characters of ``[A-Za-z0-9 ._+-]`
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
-from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, TurnRecord, loads, sha256_text
+from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, loads, sha256_text
 from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite, quick_text
-from agentgym_bench.paths import published_board
+from agentgym_bench.leaderboard.regenerate import (
+    REGENERATION_CAP,
+    published_models,
+    regenerate_all,
+    regeneration_blocker,
+    regeneration_cost_blocker,
+)
+from agentgym_bench.leaderboard.replies import EpisodeText, policy_turns, policy_wrote, same_reply
 from agentgym_bench.progress import progress as progress_bar
 
 REWARD_TOLERANCE = 1e-9
@@ -130,33 +131,6 @@ class ReplayMismatch(ResultsError):
 
 class RegenerationMismatch(ReplayMismatch):
     """A recorded reply that the model-free policy the file names does not give (check 6)."""
-
-
-def same_reply(text: str, token_ids: list[int] | None, other_text: str, other_token_ids: list[int] | None) -> bool:
-    """Whether two replies are identical: string-identical, and token for token where both record token ids (the
-    text is what replay plays, the tokens what a model wrote; a reply is the same only if both are)."""
-    if text != other_text:
-        return False
-    return token_ids is None or other_token_ids is None or list(token_ids) == list(other_token_ids)
-
-
-def policy_wrote(opponent: str | None, episode: Any, turn: TurnRecord) -> bool:
-    """Whether the evaluated policy wrote ``turn`` of ``episode``: every turn of a single-agent episode (``opponent``
-    ``None``); of a match, the moves of its seat (both seats' in self-play)."""
-    if opponent is None or opponent == "self":
-        return True
-    return episode.match is not None and turn.agent == episode.match.learner
-
-
-def policy_turns(results: Results) -> Iterator[tuple[str, TurnRecord]]:
-    """``(where, turn)`` of every turn the evaluated policy wrote: every turn of a single-agent episode; of a match,
-    the moves of the policy's seat (both seats' in self-play). ``where`` names the entry, seed and turn or move."""
-    for entry in results.entries:
-        for episode in entry.episodes:
-            unit = "turn" if entry.opponent is None else "move"
-            for t, turn in enumerate(episode.turns):
-                if policy_wrote(entry.opponent, episode, turn):
-                    yield f"entry {entry.name}, seed {episode.seed}, {unit} {t + 1}", turn
 
 
 def check_reply_claims(results: Results) -> None:
@@ -352,17 +326,6 @@ def check_entries(results: Results, suite: Suite) -> None:
 
 def _some(values: list[int], k: int = 5) -> str:
     return "[]" if not values else f"{values[:k]}{' ...' if len(values) > k else ''} ({len(values)})"
-
-
-@dataclass
-class EpisodeText:
-    """The texts of a replayed episode: the system prompt, each turn's observation, the final observation, and the
-    ``tools`` its env offered (``info["tools"]`` of the reset: an agent env in tool format; ``[]`` otherwise)."""
-
-    system_prompt: str
-    observations: list[str]
-    final_observation: str
-    tools: list[dict[str, Any]] = field(default_factory=list)
 
 
 def replay_entry(recorded: EntryResults, *, keep: set[int] | frozenset[int] = frozenset(),
@@ -572,286 +535,6 @@ def _compare_match(where: str, episode: Any, result: Any, opponent: str) -> None
         raise ReplayMismatch(f"{where}: the final observation differs from the recorded one (hash)")
 
 
-def model_folder(model: str | None, root: str | os.PathLike | None = None,
-                 models: str | os.PathLike | None = None) -> tuple[str | None, str | None]:
-    """``(folder, None)``: the local model folder a file's ``metadata.policy.model`` names, found without reading
-    anything a file could point elsewhere; or ``(None, why not)``.
-
-    The name is never expanded (``~``, ``$``). On a published board (``models``: its ``models/`` folder) it must be a
-    path relative to the repository root ``root`` that stays, symbolic links resolved, inside ``models``. Elsewhere (a
-    private board, the machine's own) it is looked up as ``eval`` records it
-    (:func:`~agentgym_bench.rollout.specs.locate_model`: relative to ``root``, a name under the home's ``models/``,
-    or an absolute path). Either way the folder must be a Hugging Face model folder (``config.json``) before its
-    weights are hashed."""
-    from agentgym_bench.paths import is_machine_path
-    from agentgym_bench.rollout.specs import locate_model
-
-    if not model:
-        return None, "no model is recorded"
-    if "~" in model or "$" in model:
-        return None, f"model {model} names a path with ~ or $, which is not expanded here"
-    if models is not None:
-        inside = Path(models).resolve()
-        if is_machine_path(model):
-            return None, f"model {model} is a path of the machine that evaluated it"
-        folder = (Path(root if root is not None else Path.cwd()) / model).resolve()
-        if not folder.is_relative_to(inside) or folder == inside:
-            return None, f"model {model} is not in this board's models/ folder, so its weights are not published here"
-        path = str(folder) if folder.is_dir() else None
-    else:
-        path = locate_model(model, root)
-    if path is None:
-        return None, f"model {model} is not on this machine"
-    if not Path(path, "config.json").is_file():
-        return None, f"model {model} is not a Hugging Face model folder here (no config.json)"
-    return path, None
-
-
-def regeneration_blocker(results: Results, root: str | os.PathLike | None = None,
-                         models: str | os.PathLike | None = None) -> tuple[str | None, str | None]:
-    """``(model folder, None)`` if the file's replies can be re-generated here (check 7), else ``(None, why not)``;
-    ``root`` and ``models``: where the model may be (:func:`model_folder`)."""
-    from agentgym_bench.rollout.specs import model_sha256
-
-    policy = results.metadata["policy"]
-    kind, model = policy["kind"], policy["model"]
-    if kind != "hf":
-        return None, (f"policy kind {kind}: replies are not re-generated here (only model-free policies and local hf "
-                      "model folders are)")
-    if not policy["sampling"]["keyed"]:
-        return None, "sampling was not keyed, so single episodes cannot be re-generated"
-    path, why = model_folder(model, root, models)
-    if path is None:
-        return None, why
-    recorded = policy["model_sha256"]
-    if recorded is None or model_sha256(path) != recorded:
-        return None, f"the weights of model {model} here do not match the recorded model_sha256"
-    untokened = next((where for where, turn in policy_turns(results) if turn.token_ids is None), None)
-    if untokened is not None:
-        return None, (f"{untokened} records no token_ids: a model's replies are re-generated token for token, so a "
-                      "file without them can only be replayed")
-    return path, None
-
-
-@dataclass(frozen=True)
-class Move:
-    """One reply of the evaluated model to re-generate: the prompt it read (its messages and the ``tools`` its env
-    offered, ``[]`` for none), its sampling key, where it is (for messages) and the recorded turn."""
-
-    messages: list[dict[str, str]]
-    key: tuple[int, ...]
-    where: str
-    turn: Any
-    episode: tuple[str, int]
-    tools: list[dict[str, Any]] = field(default_factory=list)
-
-
-def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]]) -> list[list[Move]]:
-    """The model's ``generate`` calls that the evaluation made, rebuilt from the file, each call's moves in its order.
-
-    ``eval`` of a single-agent suite plays every entry at once (:func:`~agentgym_bench.benchmark.evaluate.
-    play_suite`): call ``t`` holds turn ``t`` of every episode that lasted that long, entries in the suite's order,
-    seeds ascending; or, if ``metadata.compute.batching`` is ``"entry"`` (:func:`~agentgym_bench.benchmark.evaluate.
-    evaluate_by_entry`, what the ``eval`` command does), one entry after the other, each as a suite of its own. A
-    two-player suite is played entry by entry (:func:`~agentgym_bench.multiagent.selfplay.
-    play_matches`, all matches in lockstep): call ``j`` of an entry holds move ``j`` of every match where the policy
-    made it (every match in self-play), seeds ascending. A model's reply can depend on the batch around it (other
-    rows change the last bits of its logits), so re-generation makes the same calls, and an honest file's replies
-    come back identical on the machine that evaluated it, whatever the batch."""
-    from agentgym_bench.rollout.engine import tag_hash
-    from agentgym_bench.rollout.trajectory import build_messages
-
-    history = results.metadata["policy"]["history"]
-    calls: list[list[Move]] = []
-    by_name = {e.name: e for e in results.entries}
-    single: dict[int, list[Move]] = {}
-    by_entry = results.metadata["compute"].get("batching") == "entry"
-    for suite_entry in suite.entries:
-        entry = by_name[suite_entry.name]
-        ticks: dict[int, list[Move]] = {}
-        for episode in sorted(entry.episodes, key=lambda ep: ep.seed):
-            text = texts[entry.name][episode.seed]
-            if entry.opponent is not None:
-                for t, move in _policy_moves(entry, episode, text, history):
-                    ticks.setdefault(t, []).append(move)
-                continue
-            replies = [u.reply for u in episode.turns]
-            for t, turn in enumerate(episode.turns):
-                messages = build_messages(text.system_prompt, text.observations[:t], replies[:t],
-                                          text.observations[t], history)
-                single.setdefault(t, []).append(Move(messages, (tag_hash(entry.env_id), episode.seed, 0, t),
-                                                     f"entry {entry.name}, seed {episode.seed}, turn {t + 1}", turn,
-                                                     (entry.name, episode.seed), text.tools))
-        calls += [ticks[t] for t in sorted(ticks)]
-        if by_entry:
-            calls += [single[t] for t in sorted(single)]
-            single = {}
-    return calls + [single[t] for t in sorted(single)]
-
-
-def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]], model: str,
-                   progress: bool = False, cap: float = math.inf) -> str | None:
-    """Re-generate every reply of the file's model in the evaluation's batches (:func:`evaluation_batches`), call by
-    call, and compare; ``None`` if all are identical, else why the file is not *reproduced*.
-
-    ``model``: the folder :func:`regeneration_blocker` found, built as ``eval`` builds it
-    (:func:`~agentgym_bench.benchmark.matches.suite_policy`: the recorded sampling settings, the same chunks of
-    conversations per forward pass), each reply under the key the evaluation used. A prompt longer than the model
-    reads gets an empty reply, as in evaluation. Replies are compared with :func:`same_reply` (text and tokens).
-
-    Re-generation stops at the first call in which a reply differs (the message counts that call's differing
-    replies and names the first), and after the call whose work passes ``cap`` FLOPs (2 x the parameters of the
-    weight files x the prompt and generated tokens of every row the model ran; rows too long to run cost nothing).
-    Call ``t`` reads only replies that calls before it re-generated identically, so the work done before either stop
-    is what the model itself costs on these episodes: nothing a file holds (padded replies, claimed lengths) can make
-    it more.
-    """
-    from agentgym_bench.benchmark.matches import suite_policy
-    from agentgym_bench.rollout.specs import sampling_of
-
-    policy, _ = suite_policy(f"hf:{model}", suite, sampling_of(results.metadata["policy"]))
-    calls = evaluation_batches(results, suite, texts)
-    parameters = parameter_count(model) if cap < math.inf else 0
-    total = sum(len(c) for c in calls)
-    flops, done = 0.0, 0
-    with progress_bar(total, "re-generation", "turn", enabled=progress) as bar:
-        for i, call in enumerate(calls):
-            offered = [_Offers(m.tools) for m in call]  # what generate reads of an env: the tools it offers
-            generations = policy.generate([m.messages for m in call], offered, keys=[m.key for m in call])
-            differing = [move for move, g in zip(call, generations, strict=True)
-                         if not same_reply(g.text, g.token_ids, move.turn.reply, move.turn.token_ids)]
-            if differing:
-                first = differing[0]
-                episodes = len({m.episode for m in differing})
-                return (f"re-generation failed: {len(differing)} of the {len(call)} replies in {episodes} episodes "
-                        f"of generate call {i + 1} of {len(calls)} differ (re-generation stops at the first call that "
-                        f"differs); the first, {first.where}: the re-generated reply differs from the recorded text "
-                        "and token_ids")
-            done += len(call)
-            bar.update(len(call))
-            flops += 2.0 * parameters * sum((g.prompt_tokens or 0) + len(g.token_ids) for g in generations
-                                            if g.token_ids)
-            if flops > cap and i + 1 < len(calls):
-                return (f"re-generation stopped at this verifier's cap of {cap:.1e} FLOPs (submit "
-                        f"--regeneration-cap) after {i + 1} of {len(calls)} generate calls, about {flops:.1e} FLOPs: "
-                        f"{done} of {total} replies re-generated, all identical; re-generate it in full with "
-                        "`agentgym-bench reproduce` on a GPU")
-    return None
-
-
-@dataclass(frozen=True)
-class _Offers:
-    """Stands for a replayed env where a policy is asked for a reply: the ``tools`` it offered
-    (:func:`~agentgym_bench.agent.tools.offered_tools` reads nothing else of an env)."""
-
-    tools: list[dict[str, Any]]
-
-
-def _policy_moves(entry: EntryResults, episode: Any, text: EpisodeText, history: int | None
-                  ) -> list[tuple[int, Move]]:
-    """``(move index, Move)`` of every move of a match that the evaluated policy made (both seats' in self-play):
-    each seat's conversation is its own observations and replies, as in
-    :func:`~agentgym_bench.multiagent.selfplay.play_matches`."""
-    from agentgym_bench.benchmark.matches import match_key_tag, seat_index
-    from agentgym_bench.rollout.trajectory import build_messages
-
-    tag = match_key_tag(entry.env_id, str(entry.opponent))
-    seen: dict[str, list[int]] = {}
-    moves = []
-    for t, turn in enumerate(episode.turns):
-        agent = str(turn.agent)
-        earlier = seen.setdefault(agent, [])
-        if policy_wrote(entry.opponent, episode, turn):
-            messages = build_messages("", [text.observations[i] for i in earlier],
-                                      [episode.turns[i].reply for i in earlier], text.observations[t], history)
-            moves.append((t, Move(messages, (tag, episode.seed, seat_index(agent), len(earlier)),
-                                  f"entry {entry.name}, seed {episode.seed}, move {t + 1}", turn,
-                                  (entry.name, episode.seed))))
-        earlier.append(t)
-    return moves
-
-
-REGENERATION_CAP = 5e13
-"""Most work check 7 takes on, in forward-pass FLOPs: a file whose first turns alone would cost more
-(:func:`regeneration_cost_blocker`) is not re-generated, and re-generation stops once its work passes it
-(:func:`regenerate_all`); either way the file stays *replayed*, the board saying why. The published default model +
-SFT's agentgym-v2 file costs about 2.1e12 in full, its first turns 3.5e11 (docs/leaderboard.md has the measured
-times); a 0.5B-parameter model's first turns alone are about 1.4e14, hours on a CPU."""
-SAFETENSORS_HEADER_BYTES = 16 << 20
-"""Largest ``.safetensors`` header :func:`parameter_count` reads (real ones are kilobytes to a few MB)."""
-
-
-def parameter_count(folder: str | os.PathLike) -> int:
-    """The parameters of the weight files in a model folder (those :func:`~agentgym_bench.rollout.specs.
-    model_sha256` hashes), read without loading them: a ``.safetensors`` file's header lists its tensors' shapes;
-    any other weight file (``.bin``, ``.pt``, ``.gguf``, or a header that cannot be read) counts as its size in bytes
-    / 2, as 16-bit weights (32-bit ones are counted twice over, which errs towards not re-generating)."""
-    from agentgym_bench.rollout.specs import WEIGHT_SUFFIXES
-
-    root = Path(folder)
-    total = 0
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES)):
-        counted = _safetensors_parameters(path) if path.name.endswith(".safetensors") else None
-        total += counted if counted is not None else path.stat().st_size // 2
-    return total
-
-
-def _safetensors_parameters(path: Path) -> int | None:
-    """The element count of every tensor a ``.safetensors`` header lists; ``None`` if the header is not one."""
-    size = path.stat().st_size
-    try:
-        with path.open("rb") as f:
-            length = int.from_bytes(f.read(8), "little")
-            if not 2 <= length <= min(SAFETENSORS_HEADER_BYTES, size - 8):
-                return None
-            header = json.loads(f.read(length))
-        shapes = [t["shape"] for name, t in header.items() if name != "__metadata__"]
-        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for shape in shapes for n in shape):
-            return None
-        return sum(math.prod(shape) for shape in shapes)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
-        return None
-
-
-def first_turn_tokens(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]],
-                      tokenizer: Any) -> int:
-    """The prompt tokens of the first turn of every episode (of a match: each seat's first move), rendered with the
-    model's chat template as ``generate`` renders them. Their number is the suite's, and their text the env's (the
-    first turn reads no reply), so nothing the file holds changes the count; re-generation reads at least these
-    tokens."""
-    total = 0
-    for call in evaluation_batches(results, suite, texts):
-        for move in call:
-            if move.key[-1] != 0:  # the key's last element: the turn (a seat's move) it samples
-                continue
-            prompt = tokenizer.apply_chat_template(move.messages, tools=move.tools or None, add_generation_prompt=True,
-                                                   tokenize=False)
-            total += len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
-    return total
-
-
-def regeneration_cost_blocker(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]],
-                              folder: str, tokenizer: Any, cap: float = REGENERATION_CAP) -> str | None:
-    """Why check 7 is not attempted here, or ``None``: the first turns' prompts alone (:func:`first_turn_tokens`,
-    read once by a forward pass of ``2 x parameters`` FLOPs a token, parameters from the weight files here) are
-    above ``cap`` FLOPs. Everything comes from the suite's episodes and the verifier's copy of the model; nothing the
-    file claims (its replies, ``metadata.compute``) enters. Work past the first turns is metered while it is done
-    (:func:`regenerate_all`)."""
-    parameters = parameter_count(folder)
-    tokens = first_turn_tokens(results, suite, texts, tokenizer)
-    flops = 2.0 * parameters * tokens
-    if flops <= cap:
-        return None
-    return (f"not re-generated here: a model of {parameters:,} parameters reading the {tokens:,} prompt tokens of "
-            f"the first turns alone is about {flops:.1e} FLOPs, above this verifier's re-generation cap of {cap:.1e} "
-            "(submit --regeneration-cap); re-generate it with `agentgym-bench reproduce` on a GPU")
-
-
-def published_models(board: str | os.PathLike | None) -> Path | None:
-    """The ``models/`` folder of a published board (the only place its files' models may be), ``None`` for a
-    private board or none."""
-    return Path(board) / "models" if board is not None and published_board(board) else None
-
 
 def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
            regenerate: bool = True, progress: bool = False, root: str | os.PathLike | None = None,
@@ -866,9 +549,10 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
         root: the repository root a relative model path resolves against (default: the current directory).
         board: the board the file is for (or a function of the suite giving it): on a published board
             (:func:`~agentgym_bench.paths.published_board`) models are looked for in its ``models/`` folder
-            only (:func:`model_folder`); ``None``: no board, as a private one.
-        regeneration_cap: most estimated FLOPs check 7 may take (:data:`REGENERATION_CAP`,
-            :func:`regeneration_cost_blocker`); a file above it stays *replayed*, saying so.
+            only (:func:`~agentgym_bench.leaderboard.regenerate.model_folder`); ``None``: no board, as a private one.
+        regeneration_cap: most estimated FLOPs check 7 may take (:data:`~agentgym_bench.leaderboard.regenerate.
+            REGENERATION_CAP`, :func:`~agentgym_bench.leaderboard.regenerate.regeneration_cost_blocker`); a file
+            above it stays *replayed*, saying so.
     """
     from agentgym_bench.benchmark.evaluate import package_version
     from agentgym_bench.rollout.hf import load_tokenizer

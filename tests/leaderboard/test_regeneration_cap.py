@@ -12,14 +12,8 @@ import pytest
 
 from agentgym_bench.benchmark.results import loads
 from agentgym_bench.cli import main
-from agentgym_bench.leaderboard.verify import (
-    REPLAYED,
-    REPRODUCED,
-    first_turn_tokens,
-    parameter_count,
-    replay_entry,
-    verify,
-)
+from agentgym_bench.leaderboard.regenerate import first_turn_tokens, parameter_count
+from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, replay_entry, verify
 from agentgym_bench.rollout.hf import load_tokenizer
 from tests.leaderboard.test_verify import edit
 

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from agentgym_bench.benchmark.results import ResultsError, loads
-from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, first_turn_tokens, replay_entry, verify
+from agentgym_bench.leaderboard.regenerate import first_turn_tokens
+from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, replay_entry, verify
 from agentgym_bench.rollout.hf import decode_reply, load_tokenizer
 from tests.leaderboard.conftest import play, tree_digest
 from tests.leaderboard.test_board import board, cli_submit  # noqa: F401 - the board fixture
@@ -107,7 +108,7 @@ def test_padded_replies_cannot_buy_their_way_out_of_regeneration(suite, hf_bytes
         texts = {e.name: replay_entry(e, keep={ep.seed for ep in e.episodes}) for e in results.entries}
         costs.append(first_turn_tokens(results, suite, texts, tokenizer))
     assert costs[0] == costs[1]
-    from agentgym_bench.leaderboard.verify import parameter_count
+    from agentgym_bench.leaderboard.regenerate import parameter_count
 
     cap = 2.0 * parameter_count(model_dir) * costs[0] * 1.0001  # the first call's prompts, and a little
     honest, forged = verify(hf_bytes, suite, regeneration_cap=cap), verify(padded, suite, regeneration_cap=cap)
