@@ -52,11 +52,11 @@ from agentgym_bench.errors import UserError
 @dataclass(frozen=True)
 class ServerLimits:
     """Every limit the servers enforce, defined once: ``serve`` (:class:`~agentgym_bench.commands.serve.ChatServer`,
-    its ``/v1/responses`` route included) and ``openenv-serve``
-    (:func:`~agentgym_bench.adapters.openenv.make_app`) each take one, a default instance unless told otherwise, and
-    their command-line flags for a limit fill it (:meth:`with_flags`). ``webshop-serve`` (envs/webshop/server.py)
-    still gives :class:`HttpServer` its own constants for the HTTP fields as keywords; its write deadline and its
-    request cap differ from the defaults here.
+    its ``/v1/responses`` route included), ``openenv-serve`` (:func:`~agentgym_bench.adapters.openenv.make_app`) and
+    ``webshop-serve`` (:class:`~agentgym_bench.envs.webshop.server.WebShopServer`, whose default,
+    :data:`~agentgym_bench.envs.webshop.server.LIMITS`, differs from the defaults here in its write deadline and
+    request cap) each take one, a default instance unless told otherwise, and their command-line flags for a limit
+    fill it (:meth:`with_flags`).
 
     Each field says its unit, its default (the value the servers had as constants), which server enforces it and
     what a client over it gets. The two servers enforce different fields (``serve``'s HTTP guards, ``openenv-serve``'s
@@ -269,18 +269,15 @@ class _GuardedProtocol(H11Protocol):
 
 class HttpServer:
     """An ASGI ``app`` served by uvicorn (h11) on ``host:port`` (0: a free port, see :attr:`server_address`) with
-    the guards of the module docstring, their values from ``limits`` (:class:`ServerLimits`; keyword ``overrides``
-    replace single fields of it, as ``webshop-serve`` gives its own). The socket is bound at construction
-    (``OSError`` if it cannot be; see :func:`listen_error`). :meth:`serve_forever` serves in this thread (until Ctrl-C
-    or :meth:`shutdown`), :meth:`start` in a background one; use as a context manager for the latter.
+    the guards of the module docstring, their values from ``limits`` (:class:`ServerLimits`). The socket is bound at
+    construction (``OSError`` if it cannot be; see :func:`listen_error`). :meth:`serve_forever` serves in this thread
+    (until Ctrl-C or :meth:`shutdown`), :meth:`start` in a background one; use as a context manager for the latter.
 
     Subclasses give :meth:`busy_answer` and :meth:`bad_request` (their error shape) and wrap each request in
     :meth:`admit` and :func:`read_body`."""
 
-    def __init__(self, app: Any, host: str, port: int, limits: ServerLimits | None = None, *, verbose: bool = False,
-                 **overrides: Any):
-        limits = limits or ServerLimits()
-        self.limits = replace(limits, **overrides) if overrides else limits
+    def __init__(self, app: Any, host: str, port: int, limits: ServerLimits | None = None, *, verbose: bool = False):
+        self.limits = limits or ServerLimits()
         self.verbose = verbose
         self.requests = 0  # being read or answered now (only the event loop's thread changes it)
         protocol = type("GuardedProtocol", (_GuardedProtocol,), {"owner": self})
@@ -302,24 +299,6 @@ class HttpServer:
             raise
         self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
         self._thread: threading.Thread | None = None
-
-    # The limits webshop-serve (envs/webshop/server.py) reads under these names.
-
-    @property
-    def max_connections(self) -> int:
-        return self.limits.max_connections
-
-    @property
-    def max_requests(self) -> int:
-        return self.limits.max_requests
-
-    @property
-    def max_body_bytes(self) -> int:
-        return self.limits.max_body_bytes
-
-    @property
-    def body_seconds(self) -> float:
-        return self.limits.body_seconds
 
     # ----- what subclasses answer -----------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """``webshop-serve`` against a hostile client on loopback (issue 51): bad numbers and shapes are a 422, never a 500
 or a dropped connection; bodies are bounded in size and time; forgotten envs expire."""
 
+import dataclasses
 import json
 import socket
 import time
@@ -8,12 +9,13 @@ import time
 import pytest
 
 from agentgym_bench.envs.webshop.client import WebShopClient
-from agentgym_bench.envs.webshop.server import serve_in_thread
+from agentgym_bench.envs.webshop.server import LIMITS, serve_in_thread
+from agentgym_bench.http_body import ServerLimits
 
 
 @pytest.fixture(scope="module")
 def server():
-    with serve_in_thread(host="127.0.0.1", port=0, body_seconds=1.0) as srv:
+    with serve_in_thread(host="127.0.0.1", port=0, limits=dataclasses.replace(LIMITS, body_seconds=1.0)) as srv:
         yield srv
 
 
@@ -89,13 +91,13 @@ def test_a_request_head_sent_byte_by_byte_is_cut_off_at_the_head_deadline():
     deadline (1 s here), although every single read is well within the socket timeout."""
     from tests.commands.test_serve_abuse import closed_within
 
-    with serve_in_thread(host="127.0.0.1", port=0, head_seconds=1.0) as srv:
+    with serve_in_thread(host="127.0.0.1", port=0, limits=dataclasses.replace(LIMITS, head_seconds=1.0)) as srv:
         assert closed_within(srv.server_address[1], 10, drip=b"GET /list_envs HTTP/1.1\r\nX-Slow: " + b"a" * 1000) < 4
         assert WebShopClient(srv.url).ping()
 
 
 def test_connections_over_the_cap_get_a_503_and_later_ones_are_served():
-    with serve_in_thread(host="127.0.0.1", port=0, max_connections=2) as srv:
+    with serve_in_thread(host="127.0.0.1", port=0, limits=dataclasses.replace(LIMITS, max_connections=2)) as srv:
         held = [socket.create_connection(("127.0.0.1", srv.server_address[1])) for _ in range(2)]
         time.sleep(0.5)
         status, answer = exchange(srv, b"GET /list_envs HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -103,3 +105,11 @@ def test_connections_over_the_cap_get_a_503_and_later_ones_are_served():
         for sock in held:
             sock.close()
         assert WebShopClient(srv.url, retries=5).create() == 0  # the client retries a 503
+
+
+def test_its_limits_differ_from_serves_only_in_the_write_deadline_and_the_request_cap():
+    """``webshop-serve``'s :data:`LIMITS` keep the values its constants had: ServerLimits' defaults but for two."""
+    default = ServerLimits()
+    assert {field.name: getattr(LIMITS, field.name) for field in dataclasses.fields(ServerLimits)
+            if getattr(LIMITS, field.name) != getattr(default, field.name)} == {"write_seconds": 30.0,
+                                                                                  "max_requests": 1024}

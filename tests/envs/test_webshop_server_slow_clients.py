@@ -3,10 +3,11 @@ client's episode steps are all answered, promptly."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from agentgym_bench.envs.webshop.client import WebShopClient
-from agentgym_bench.envs.webshop.server import serve_in_thread
+from agentgym_bench.envs.webshop.server import LIMITS, serve_in_thread
 from tests.slow_clients import SlowClients, affordable
 
 
@@ -16,7 +17,8 @@ def test_a_normal_client_plays_while_another_holds_1000_slow_reconnecting_connec
     creates an env, resets it and takes 20 steps, each answered within 5 s."""
     count = affordable(1000)
     assert count >= 500, f"the open-files limit allows only {count} connections"
-    with serve_in_thread(host="127.0.0.1", port=0, head_seconds=2.0, idle_seconds=2.0) as srv:
+    with serve_in_thread(host="127.0.0.1", port=0,
+                         limits=dataclasses.replace(LIMITS, head_seconds=2.0, idle_seconds=2.0)) as srv:
         with SlowClients(srv.server_address[1], count, interval=1.0, seconds=20.0) as slow:
             slow.wait_open(count, timeout=10)
             client = WebShopClient(srv.url, retries=0)

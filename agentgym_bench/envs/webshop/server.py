@@ -12,12 +12,13 @@ a bad parameter or body (an ``env_idx`` that is not ASCII digits, JSON nested to
 envs exist (close some with ``/close``), ``--max-connections`` connections are open or ``--max-requests`` requests
 are under way. The server is a Starlette app on uvicorn (as AgentGym's own FastAPI server), its requests answered in
 worker threads, and shares one catalog and search index among all envs. Against slow clients
-(:mod:`agentgym_bench.http_body`): an idle or slow connection is a few kilobytes on the event loop, not a thread; a
-connection must begin each request (its first byte) within :data:`IDLE_SECONDS` of connecting or of the previous
-answer, else it is closed (a client that keeps its connection while its agent thinks reconnects, as ours and
-AgentGym's do); a request's line and headers must arrive within :data:`HEAD_SECONDS` of its first byte (else the
-connection is closed), its body within :data:`BODY_SECONDS` (else a 408), and an answer must be written out within
-:data:`WRITE_SECONDS` (a client that does not read it is cut off).
+(:mod:`agentgym_bench.http_body`), with the fields of the :class:`~agentgym_bench.http_body.ServerLimits` the server
+is given (:data:`LIMITS` unless told otherwise): an idle or slow connection is a few kilobytes on the event loop, not
+a thread; a connection must begin each request (its first byte) within ``idle_seconds`` of connecting or of the
+previous answer, else it is closed (a client that keeps its connection while its agent thinks reconnects, as ours and
+AgentGym's do); a request's line and headers must arrive within ``head_seconds`` of its first byte (else the
+connection is closed), its body (at most ``max_body_bytes``, else a 413) within ``body_seconds`` (else a 408), and an
+answer must be written out within ``write_seconds`` (a client that does not read it is cut off).
 
 Envs have no owner: there is no authentication, ids are sequential, and any client can step or close any env (as in
 AgentGym's server). An env nobody has used for ``--env-ttl`` seconds (default :data:`ENV_TTL`, an hour) is dropped
@@ -50,21 +51,11 @@ from agentgym_bench.envs.webshop.session import WebShopSession
 from agentgym_bench.errors import UserError
 
 DEFAULT_PORT = 36001
-MAX_BODY_BYTES = 1 << 20
-BODY_SECONDS = 30.0
-"""Time a client has to send a whole request body (408 after)."""
-HEAD_SECONDS = 10.0
-"""Time a client has to send a request's line and headers once it has begun (then the connection is closed)."""
-IDLE_SECONDS = 10.0
-"""Time a connection has to begin each request (its first byte), after connecting or after the previous answer
-(then it is closed unanswered, and its slot of :data:`MAX_CONNECTIONS` is free)."""
-WRITE_SECONDS = 30.0
-"""Time an answer has to be written out, all of it (then the connection is closed)."""
-MAX_CONNECTIONS = 4096
-"""Connections open at once, idle and slow ones included (each is a few kilobytes, not a thread; the client keeps
-one per env); another is answered a 503 when accepted and closed."""
-MAX_REQUESTS = 1024
-"""Requests read and answered at once (a 503 for more): bounds the memory request bodies take."""
+LIMITS = http_body.ServerLimits(write_seconds=30.0, max_requests=1024)
+"""The limits the server enforces (:class:`~agentgym_bench.http_body.ServerLimits`, ``serve``'s defaults but for
+two): its answers are small JSON, not a model's streamed reply, and its requests short store work for up to
+thousands of envs at once, not turns waiting on one model, so it gives an answer 30 s to be written out (``serve``
+60 s) and reads and answers up to 1024 requests at once (``serve`` 64)."""
 WORKER_THREADS = 32
 """Threads answering requests (the store's work is Python, one core's worth under the GIL)."""
 ENV_TTL = 3600.0
@@ -91,26 +82,17 @@ class WebShopServer(http_body.HttpServer):
         seed: seeds the goal drawn when ``/create`` or ``/reset`` gets no ``session_id``.
         verbose: log each request to stderr.
         env_ttl: seconds an env may go unused before it is dropped (when envs are created or listed).
-        body_seconds: time a client has to send a request body (:data:`BODY_SECONDS`).
-        head_seconds: time a client has to send a request's line and headers (:data:`HEAD_SECONDS`).
-        idle_seconds: time a connection has to begin each request (:data:`IDLE_SECONDS`).
-        write_seconds: time an answer has to be written out (:data:`WRITE_SECONDS`).
-        max_connections: connections open at once (:data:`MAX_CONNECTIONS`); more get a 503.
-        max_requests: requests read and answered at once (:data:`MAX_REQUESTS`); more get a 503.
+        limits: the deadlines, sizes and caps enforced (:class:`~agentgym_bench.http_body.ServerLimits`; its
+            connection and request caps answered a 503).
     """
 
     def __init__(self, address: tuple[str, int], catalog: Catalog, *, max_envs: int = 8000, seed: int = 0,
-                 verbose: bool = False, env_ttl: float = ENV_TTL, body_seconds: float = BODY_SECONDS,
-                 head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS,
-                 idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS,
-                 max_requests: int = MAX_REQUESTS):
+                 verbose: bool = False, env_ttl: float = ENV_TTL, limits: http_body.ServerLimits = LIMITS):
         if not isinstance(max_envs, int) or max_envs < 1:
             raise ValueError(f"max_envs={max_envs!r} must be a positive integer")
         if not env_ttl > 0:
             raise ValueError(f"env_ttl={env_ttl!r} must be a positive number of seconds")
-        super().__init__(self._app, *address, max_connections=max_connections, max_requests=max_requests,
-                         max_body_bytes=MAX_BODY_BYTES, idle_seconds=idle_seconds, head_seconds=head_seconds,
-                         body_seconds=body_seconds, write_seconds=write_seconds, verbose=verbose)
+        super().__init__(self._app, *address, limits, verbose=verbose)
         self.catalog, self.max_envs, self.env_ttl = catalog, max_envs, env_ttl
         self.envs: dict[int, tuple[WebShopSession, threading.Lock]] = {}
         self.used: dict[int, float] = {}  # env id -> when a request last named it (time.monotonic)
@@ -120,8 +102,8 @@ class WebShopServer(http_body.HttpServer):
         self._workers = anyio.CapacityLimiter(WORKER_THREADS)
 
     def busy_answer(self) -> tuple[int, str, bytes]:
-        """The 503 a connection over :attr:`max_connections` gets, as ``{"detail": ...}``."""
-        detail = f"{self.max_connections} connections are open (the --max-connections limit); retry"
+        """The 503 a connection over ``limits.max_connections`` gets, as ``{"detail": ...}``."""
+        detail = f"{self.limits.max_connections} connections are open (the --max-connections limit); retry"
         return 503, "application/json", json.dumps({"detail": detail}).encode()
 
     def bad_request(self) -> tuple[str, bytes]:
@@ -136,7 +118,7 @@ class WebShopServer(http_body.HttpServer):
             if admitted:
                 answer = await self._answer(Request(scope, receive))
             else:
-                detail = f"{self.max_requests} requests are being served (the --max-requests limit); retry"
+                detail = f"{self.limits.max_requests} requests are being served (the --max-requests limit); retry"
                 answer = 503, {"detail": detail}, {"retry-after": "1", "connection": "close"}
             if answer is not None:
                 status, payload, headers = answer
@@ -162,8 +144,8 @@ class WebShopServer(http_body.HttpServer):
             return 500, {"detail": f"internal error: {type(err).__name__}"}, {}
 
     async def _body(self, request: Request) -> dict[str, Any]:
-        """The JSON object a POST carries (``{}`` for none), read within :attr:`body_seconds`."""
-        raw = await http_body.read_body(request, self.max_body_bytes, self.body_seconds)
+        """The JSON object a POST carries (``{}`` for none), read within ``limits.body_seconds``."""
+        raw = await http_body.read_body(request, self.limits.max_body_bytes, self.limits.body_seconds)
         if not raw.strip():
             return {}
         try:
@@ -272,15 +254,11 @@ class WebShopServer(http_body.HttpServer):
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, *, catalog: Catalog | None = None, max_envs: int = 8000,
-                seed: int = 0, verbose: bool = False, env_ttl: float = ENV_TTL, body_seconds: float = BODY_SECONDS,
-                head_seconds: float = HEAD_SECONDS, max_connections: int = MAX_CONNECTIONS,
-                idle_seconds: float = IDLE_SECONDS, write_seconds: float = WRITE_SECONDS,
-                max_requests: int = MAX_REQUESTS) -> WebShopServer:
+                seed: int = 0, verbose: bool = False, env_ttl: float = ENV_TTL,
+                limits: http_body.ServerLimits = LIMITS) -> WebShopServer:
     """A bound, not yet serving :class:`WebShopServer` (call ``serve_forever``, or ``start`` for a thread)."""
     return WebShopServer((host, port), catalog or load_catalog(), max_envs=max_envs, seed=seed, verbose=verbose,
-                         env_ttl=env_ttl, body_seconds=body_seconds, head_seconds=head_seconds,
-                         max_connections=max_connections, idle_seconds=idle_seconds, write_seconds=write_seconds,
-                         max_requests=max_requests)
+                         env_ttl=env_ttl, limits=limits)
 
 
 @contextlib.contextmanager
@@ -301,10 +279,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed for goals drawn when no session_id is given")
     parser.add_argument("--env-ttl", type=float, default=ENV_TTL,
                         help="seconds an env may go unused before the server drops it (default %(default)g)")
-    parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS,
+    parser.add_argument("--max-connections", type=int, default=LIMITS.max_connections,
                         help="connections open at once (idle and slow ones included); another is answered a 503 "
                         "and closed (default %(default)s)")
-    parser.add_argument("--max-requests", type=int, default=MAX_REQUESTS,
+    parser.add_argument("--max-requests", type=int, default=LIMITS.max_requests,
                         help="requests read and answered at once; another gets a 503 (default %(default)s)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
 
@@ -315,17 +293,14 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--catalog {args.catalog}: no such file")
     if args.max_envs < 1:
         raise UserError(f"--max-envs {args.max_envs} must be at least 1")
-    for flag, value in (("--max-connections", args.max_connections), ("--max-requests", args.max_requests)):
-        if value < 1:
-            raise UserError(f"{flag} {value} must be at least 1")
+    limits = LIMITS.with_flags(max_connections=args.max_connections, max_requests=args.max_requests)
     if not args.env_ttl > 0:
         raise UserError(f"--env-ttl {args.env_ttl} must be a positive number of seconds")
     catalog = load_catalog(args.catalog)
-    http_body.raise_open_files_limit(args.max_connections + 256)
+    http_body.raise_open_files_limit(limits.max_connections + 256)
     try:
         server = make_server(args.host, args.port, catalog=catalog, max_envs=args.max_envs, seed=args.seed,
-                             verbose=args.verbose, env_ttl=args.env_ttl, max_connections=args.max_connections,
-                             max_requests=args.max_requests)
+                             verbose=args.verbose, env_ttl=args.env_ttl, limits=limits)
     except OSError as err:
         raise http_body.listen_error(args.host, args.port, err) from err
     print(f"WebShop server listening on {server.url} ({len(catalog.products)} products, {len(catalog.goals)} goals)",
