@@ -175,6 +175,7 @@ def test_smoke_recipe_from_the_published_checkpoint_end_to_end(tmp_path, capsys)
     assert f"from the published checkpoint {checkpoint} (sha256 checked)" in out
     assert "the two-player suite is skipped" in out and not (tmp_path / "work" / "leaderboard-ma").exists()
     assert "expected: about" in out and "per env (yours - committed" in out
+    assert "RL runs, validation success at each evaluation" in out and "  starpo: 0: " in out
     assert not (tmp_path / "work" / "warmstart").exists() and not (tmp_path / "work" / "default-model").exists()
     names = {r["name"]: r for r in read_index(tmp_path / "work" / "leaderboard")["submissions"]}
     assert len(names) == 6 and names["default model + SFT"]["model_sha256"] == read_index(
@@ -306,3 +307,19 @@ def test_every_recipe_trains_from_valid_configs(recipe):
     for name, (config, overrides) in RECIPES[recipe].train.items():
         cfg = load_config(resolve_config(config), overrides)
         assert cfg.rollout_batch_size == cfg.train_env_manager.num_env_groups * cfg.train_env_manager.group_size, name
+
+
+def test_the_final_summary_shows_each_rl_runs_learning_curve(tmp_path):
+    import json
+
+    from agentgym_bench.commands.baselines import training_report
+
+    run = tmp_path / "runs" / "starpo"
+    run.mkdir(parents=True)
+    records = [{"step": 0, "val/success": 0.5}, {"step": 1, "rollout/informative_share": 0.25},
+               {"step": 2, "rollout/informative_share": 0.75, "val/success": 0.625}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / "summary.json").write_text(json.dumps({"val": {"gain": 0.125, "ci_low": -0.01, "ci_high": 0.26}}))
+    text = training_report(tmp_path, ["starpo", "gigpo"])
+    assert "  starpo: 0: 0.500, 2: 0.625; gain +0.125 [-0.010, +0.260]; groups with reward spread 0.50" in text
+    assert "curves.png" in text and "  gigpo: no finished run in" in text
