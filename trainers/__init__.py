@@ -10,7 +10,8 @@ The math is pure masked-tensor functions, shared by every trainer and documented
 
 The loop (docs/trainers.md) is ``trainers.train.main(config)``, run by ``trainers.cli`` (``agentgym-bench train``):
 
-- ``trainers.config``: the typed config, YAML, overrides; ``trainers.presets``: StarPO, StarPO-S, GiGPO as overrides;
+- ``trainers.config``: the typed config; ``trainers.config_loading``: YAML files and ``key=value`` overrides into
+  a config dataclass (both trainers' one loader); ``trainers.presets``: StarPO, StarPO-S, GiGPO as overrides;
 - ``trainers.rollouts``: generation backends, playing and evaluating (env groups and seeds are the rollout engine's);
 - ``trainers.matches``: two-player rollouts (``MatchGroups``);
 - ``trainers.dynamic_sampling``: signal-aware sampling, a rollout pool whose env groups are kept by reward variance;

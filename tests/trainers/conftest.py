@@ -36,7 +36,7 @@ def tiny_model(tmp_path_factory) -> Path:
 
 def tiny_config_dict(model: Path, output_dir: Path, preset: str, **overrides: Any) -> dict[str, Any]:
     """4 groups x 4 episodes of FrozenLake, 8-token replies, history 0, 3 iterations."""
-    from trainers.config import _merge
+    from trainers.config_loading import merge
 
     base = {
         "preset": preset, "pretrain": str(model), "output_dir": str(output_dir), "seed": 1,
@@ -49,4 +49,4 @@ def tiny_config_dict(model: Path, output_dir: Path, preset: str, **overrides: An
         "val_env_manager": {"num_env_groups": 8, "group_size": 1, "env_kwargs": TINY_ENV_KWARGS,
                             "history_length": 0},
     }
-    return _merge(base, overrides)
+    return merge(base, overrides)

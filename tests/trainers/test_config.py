@@ -5,7 +5,8 @@ import dataclasses
 import pytest
 
 from agentgym_bench.errors import UserError
-from trainers.config import ConfigError, TrainConfig, config_from_dict, load_config, parse_overrides
+from trainers.config import ConfigError, TrainConfig, config_from_dict, load_config
+from trainers.config_loading import parse_overrides
 from trainers.presets import GIGPO, PRESETS, STARPO, STARPO_S
 
 
