@@ -16,14 +16,15 @@ import sys
 
 from agentgym_bench.errors import UserError
 
-# name -> (module, one-line help)
+# name -> (module, one-line help); "module:NAME" when the module holds several commands (NAME: an object with
+# configure_parser and run, as a command module has)
 COMMANDS: dict[str, tuple[str, str]] = {
     "envs": ("agentgym_bench.commands.envs", "list the registered environment ids"),
     "play": ("agentgym_bench.commands.play", "play an environment in the terminal"),
     "demo": ("agentgym_bench.commands.demo", "oracle and random agents on every env, with scores"),
     "webshop-serve": ("agentgym_bench.envs.webshop.server", "serve the bundled WebShop store over HTTP"),
     "init-model": ("trainers.default_model", "build the small local default model"),
-    "warmstart": ("trainers.warmstart", "supervised warm start on oracle demonstrations"),
+    "warmstart": ("trainers.cli:WARMSTART", "supervised warm start on oracle demonstrations from a YAML config"),
     "train": ("trainers.cli", "train with StarPO, StarPO-S or GiGPO from a YAML config"),
     "compare-runs": ("trainers.compare", "compare two training settings, paired on the validation episodes"),
     "serve": ("agentgym_bench.commands.serve", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
@@ -81,14 +82,16 @@ def main(argv: list[str] | None = None) -> int:
     name = argv[0]
     module_name, help_text = COMMANDS[name]
     try:
+        module_name, _, attribute = module_name.partition(":")
         module = importlib.import_module(module_name)
+        command = getattr(module, attribute) if attribute else module
         command_parser = argparse.ArgumentParser(prog=f"agentgym-bench {name}", description=help_text)
-        module.configure_parser(command_parser)
+        command.configure_parser(command_parser)
         # commands build their description and epilog from their module docstring: show it without reST markup
         command_parser.description = plain_text(command_parser.description)
         command_parser.epilog = plain_text(command_parser.epilog)
         args = command_parser.parse_intermixed_args(argv[1:])  # options may sit between positionals
-        return int(module.run(args) or 0)
+        return int(command.run(args) or 0)
     except UserError as err:
         if debug:
             raise
