@@ -172,10 +172,8 @@ def run_warmstart(args: argparse.Namespace) -> int:
     if args.print_config:
         print(_yaml_text(config.to_dict()), end="")
         return 0
-    if legacy:
-        print(f"notice: the old flags of agentgym-bench warmstart are kept for this release only; instead write "
-              f"{new_form(args.config, args.overrides, legacy)}", file=sys.stderr)
-    return _warm_start(config)
+    instead = new_form(args.config, args.overrides, legacy) if legacy else None
+    return _warm_start(config, instead)
 
 
 def new_form(config: str | None, overrides: list[str], legacy: dict[str, Any]) -> str:
@@ -253,7 +251,9 @@ def parse_demonstrators(values: list[str], envs: list[str]) -> dict[str, str]:
     return out
 
 
-def _warm_start(config: SFTConfig) -> int:
+def _warm_start(config: SFTConfig, instead: str | None) -> int:
+    """Run ``config``; ``instead``: the ``key=value`` form of the old flags given, said once every check passed (a
+    refused command prints one line)."""
     from trainers import warmstart
     from trainers.launch import launch, under_torchrun
 
@@ -264,6 +264,9 @@ def _warm_start(config: SFTConfig) -> int:
     if not under_torchrun():
         warmstart.default_model_ready(config)  # before the processes start, which would race to build it
     resolve_model(config.model)  # a bad name: one line here, not a traceback from each process
+    if instead is not None:
+        print(f"notice: the old flags of agentgym-bench warmstart are kept for this release only; instead write "
+              f"{instead}", file=sys.stderr)
     report = launch(warmstart.main, config, processes, config.num_threads, "warmstart")
     if not report:  # a torchrun process other than the first
         return 0
