@@ -1,7 +1,8 @@
 """``agentgym-bench``: the command line.
 
 Each subcommand lives in the module that owns its work; that module defines ``configure_parser(parser)`` and
-``run(args) -> int``. This file only lists them, so ``--help`` works without importing torch or transformers, and
+``run(args) -> int`` (a module with several commands, ``trainers/cli.py``, an object of both per command, named
+``module:NAME``). This file only lists them, so ``--help`` works without importing torch or transformers, and
 turns a :class:`~agentgym_bench.errors.UserError` into one line, ``agentgym-bench: error: ...``, and exit code 2.
 ``agentgym-bench --debug COMMAND ...`` (or ``AGENTGYM_BENCH_DEBUG=1``) shows the traceback instead.
 """
