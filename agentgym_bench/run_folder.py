@@ -1,8 +1,9 @@
-"""A trainer's run folder (``output_dir`` of ``agentgym-bench train``): its layout, which checkpoint is the last, and
-reading and writing its files. The trainers write it (``trainers/train.py``, ``trainers/checkpoint.py``); the
-benchmark reads it (``hf:RUN`` evaluates its last checkpoint, ``eval --trained-by RUN`` records its config and
-curves), as do ``compare-runs`` and the main job. It sits at the bottom of the library, beside ``paths.py``, so that
-every floor reads it without importing the trainers (or torch).
+"""A trainer's run folder (``output_dir`` of ``agentgym-bench train``, ``output`` of ``agentgym-bench warmstart``): its
+layout, which checkpoint is the last, and reading and writing its files. The trainers write it (``trainers/train.py``,
+``trainers/warmstart.py``, ``trainers/checkpoint.py``); the benchmark reads it (``hf:RUN`` evaluates its last
+checkpoint, ``eval --trained-by RUN`` records its config and curves), as do ``compare-runs`` and the main job. It sits
+at the bottom of the library, beside ``paths.py``, so that every floor reads it without importing the trainers (or
+torch).
 
 Layout::
 
@@ -13,6 +14,10 @@ Layout::
     checkpoint-N/        after iteration N (``trainers/checkpoint.py`` describes what it holds): ``actor/``, a
                          Hugging Face folder, ``trainer_state.pt`` (:data:`STATE`), ...
     checkpoint-N.tmp/    a checkpoint being written, renamed to ``checkpoint-N`` when complete
+
+The warm start's run folder has the same ``config.yaml``, ``metrics.jsonl`` and ``checkpoint-N/`` (with ``actor/``
+and ``trainer_state.pt``) while it trains; once done, its checkpoints are removed and the folder is the model (a
+Hugging Face folder, ``config.json``, plus ``warmstart.json``), so :func:`is_run_folder` no longer calls it a run.
 
 The one checkpoint rule: a checkpoint is written whole into ``checkpoint-N.tmp`` and then renamed, so every folder
 named ``checkpoint-N`` is complete (a run killed mid-save leaves only a ``.tmp``). Resuming, pruning, evaluating
