@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark.evaluate import Played, play_episodes
+from agentgym_bench.benchmark.episodes import Played, play_episodes
 from agentgym_bench.paths import expand, model_dir
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import EnvGroups
