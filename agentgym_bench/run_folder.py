@@ -96,6 +96,26 @@ def read_summary(run: str | Path) -> dict[str, Any] | None:
         raise UserError(f"{path} is not JSON ({error})") from None
 
 
+def learning_line(run: str | Path) -> str:
+    """One line on what a finished RL run did: its own validation success at every evaluation (the learning curve,
+    the first point before training), the gain with its paired interval, the share of training groups with any
+    reward spread (the signal RL learns from) and where its curves are drawn; or that it has not finished."""
+    summary = read_summary(run)
+    if summary is None:
+        return f"no finished run in {run}"
+    points, shares = [], []
+    for line in Path(run, METRICS).read_text().splitlines():
+        record = json.loads(line)
+        if "val/success" in record:
+            points.append(f"{record['step']}: {record['val/success']:.3f}")
+        if "rollout/informative_share" in record:
+            shares.append(record["rollout/informative_share"])
+    val = summary["val"]
+    signal = f"; groups with reward spread {sum(shares) / len(shares):.2f}" if shares else ""
+    return (f"{', '.join(points)}; gain {val['gain']:+.3f} [{val['ci_low']:+.3f}, {val['ci_high']:+.3f}]{signal}; "
+            f"curves: {Path(run, CURVES)}")
+
+
 def write_summary(run: Path, summary: dict[str, Any]) -> None:
     """Write the run's ``summary.json``."""
     (run / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")

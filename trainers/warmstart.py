@@ -58,7 +58,7 @@ import torch
 import torch.distributed as dist
 
 from agentgym_bench import run_folder
-from agentgym_bench.benchmark.evaluate import Played, play_episodes
+from agentgym_bench.benchmark.episodes import Played, play_episodes
 from agentgym_bench.paths import expand, model_dir, resolve_model
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.registration import is_graded

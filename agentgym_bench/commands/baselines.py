@@ -35,7 +35,6 @@ again.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import signal
@@ -540,29 +539,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def training_report(work: Path, names: list[str]) -> str:
-    """What each RL run did, from its run folder (``<work>/runs/<name>``): its own validation success at every
-    evaluation (the learning curve, the first point before training), the gain with its paired interval, the share of
-    training groups with any reward spread (the signal RL learns from) and where its curves are drawn."""
-    lines = ["RL runs, validation success at each evaluation (the trainer's own validation episodes; the first point "
-             "is the start model):"]
-    for name in names:
-        run = work / "runs" / name
-        summary = run_folder.read_summary(run)
-        if summary is None:
-            lines.append(f"  {name}: no finished run in {run}")
-            continue
-        points, shares = [], []
-        for line in (run / run_folder.METRICS).read_text().splitlines():
-            record = json.loads(line)
-            if "val/success" in record:
-                points.append(f"{record['step']}: {record['val/success']:.3f}")
-            if "rollout/informative_share" in record:
-                shares.append(record["rollout/informative_share"])
-        val = summary["val"]
-        signal = f"; groups with reward spread {sum(shares) / len(shares):.2f}" if shares else ""
-        lines.append(f"  {name}: {', '.join(points)}; gain {val['gain']:+.3f} [{val['ci_low']:+.3f}, "
-                     f"{val['ci_high']:+.3f}]{signal}; curves: {run / run_folder.CURVES}")
-    return "\n".join(lines)
+    """What each RL run did (``<work>/runs/<name>``, :func:`agentgym_bench.run_folder.learning_line`)."""
+    return "\n".join(["RL runs, validation success at each evaluation (the trainer's own validation episodes; the "
+                      "first point is the start model):"] +
+                     [f"  {name}: {run_folder.learning_line(work / 'runs' / name)}" for name in names])
 
 
 def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset()) -> str:
