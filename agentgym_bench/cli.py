@@ -1,7 +1,8 @@
 """``agentgym-bench``: the command line.
 
 Each subcommand lives in the module that owns its work; that module defines ``configure_parser(parser)`` and
-``run(args) -> int``. This file only lists them, so ``--help`` works without importing torch or transformers, and
+``run(args) -> int`` (a module with several commands, ``trainers/cli.py``, an object of both per command, named
+``module:NAME``). This file only lists them, so ``--help`` works without importing torch or transformers, and
 turns a :class:`~agentgym_bench.errors.UserError` into one line, ``agentgym-bench: error: ...``, and exit code 2.
 ``agentgym-bench --debug COMMAND ...`` (or ``AGENTGYM_BENCH_DEBUG=1``) shows the traceback instead.
 """
@@ -16,14 +17,15 @@ import sys
 
 from agentgym_bench.errors import UserError
 
-# name -> (module, one-line help)
+# name -> (module, one-line help); "module:NAME" when the module holds several commands (NAME: an object with
+# configure_parser and run, as a command module has)
 COMMANDS: dict[str, tuple[str, str]] = {
     "envs": ("agentgym_bench.commands.envs", "list the registered environment ids"),
     "play": ("agentgym_bench.commands.play", "play an environment in the terminal"),
     "demo": ("agentgym_bench.commands.demo", "oracle and random agents on every env, with scores"),
     "webshop-serve": ("agentgym_bench.envs.webshop.server", "serve the bundled WebShop store over HTTP"),
     "init-model": ("trainers.default_model", "build the small local default model"),
-    "warmstart": ("trainers.warmstart", "supervised warm start on oracle demonstrations"),
+    "warmstart": ("trainers.cli:WARMSTART", "supervised warm start on oracle demonstrations from a YAML config"),
     "train": ("trainers.cli", "train with StarPO, StarPO-S or GiGPO from a YAML config"),
     "compare-runs": ("trainers.compare", "compare two training settings, paired on the validation episodes"),
     "serve": ("agentgym_bench.commands.serve", "serve a local model over an OpenAI-compatible /v1/chat/completions"),
@@ -81,14 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     name = argv[0]
     module_name, help_text = COMMANDS[name]
     try:
+        module_name, _, attribute = module_name.partition(":")
         module = importlib.import_module(module_name)
+        command = getattr(module, attribute) if attribute else module
         command_parser = argparse.ArgumentParser(prog=f"agentgym-bench {name}", description=help_text)
-        module.configure_parser(command_parser)
+        command.configure_parser(command_parser)
         # commands build their description and epilog from their module docstring: show it without reST markup
         command_parser.description = plain_text(command_parser.description)
         command_parser.epilog = plain_text(command_parser.epilog)
         args = command_parser.parse_intermixed_args(argv[1:])  # options may sit between positionals
-        return int(module.run(args) or 0)
+        return int(command.run(args) or 0)
     except UserError as err:
         if debug:
             raise

@@ -1,8 +1,9 @@
-"""A trainer's run folder (``output_dir`` of ``agentgym-bench train``): its layout, which checkpoint is the last, and
-reading and writing its files. The trainers write it (``trainers/train.py``, ``trainers/checkpoint.py``); the
-benchmark reads it (``hf:RUN`` evaluates its last checkpoint, ``eval --trained-by RUN`` records its config and
-curves), as do ``compare-runs`` and the main job. It sits at the bottom of the library, beside ``paths.py``, so that
-every floor reads it without importing the trainers (or torch).
+"""A trainer's run folder (``output_dir`` of ``agentgym-bench train``, ``output`` of ``agentgym-bench warmstart``): its
+layout, which checkpoint is the last, and reading and writing its files. The trainers write it (``trainers/train.py``,
+``trainers/warmstart.py``, ``trainers/checkpoint.py``); the benchmark reads it (``hf:RUN`` evaluates its last
+checkpoint, ``eval --trained-by RUN`` records its config and curves), as do ``compare-runs`` and the main job. It sits
+at the bottom of the library, beside ``paths.py``, so that every floor reads it without importing the trainers (or
+torch).
 
 Layout::
 
@@ -13,6 +14,10 @@ Layout::
     checkpoint-N/        after iteration N (``trainers/checkpoint.py`` describes what it holds): ``actor/``, a
                          Hugging Face folder, ``trainer_state.pt`` (:data:`STATE`), ...
     checkpoint-N.tmp/    a checkpoint being written, renamed to ``checkpoint-N`` when complete
+
+The warm start's run folder has the same ``config.yaml``, ``metrics.jsonl`` and ``checkpoint-N/`` (with ``actor/``
+and ``trainer_state.pt``) while it trains; once done, its checkpoints are removed and the folder is the model (a
+Hugging Face folder, ``config.json``, plus ``warmstart.json``), so :func:`is_run_folder` no longer calls it a run.
 
 The one checkpoint rule: a checkpoint is written whole into ``checkpoint-N.tmp`` and then renamed, so every folder
 named ``checkpoint-N`` is complete (a run killed mid-save leaves only a ``.tmp``). Resuming, pruning, evaluating
@@ -89,6 +94,26 @@ def read_summary(run: str | Path) -> dict[str, Any] | None:
         return None
     except json.JSONDecodeError as error:
         raise UserError(f"{path} is not JSON ({error})") from None
+
+
+def learning_line(run: str | Path) -> str:
+    """One line on what a finished RL run did: its own validation success at every evaluation (the learning curve,
+    the first point before training), the gain with its paired interval, the share of training groups with any
+    reward spread (the signal RL learns from) and where its curves are drawn; or that it has not finished."""
+    summary = read_summary(run)
+    if summary is None:
+        return f"no finished run in {run}"
+    points, shares = [], []
+    for line in Path(run, METRICS).read_text().splitlines():
+        record = json.loads(line)
+        if "val/success" in record:
+            points.append(f"{record['step']}: {record['val/success']:.3f}")
+        if "rollout/informative_share" in record:
+            shares.append(record["rollout/informative_share"])
+    val = summary["val"]
+    signal = f"; groups with reward spread {sum(shares) / len(shares):.2f}" if shares else ""
+    return (f"{', '.join(points)}; gain {val['gain']:+.3f} [{val['ci_low']:+.3f}, {val['ci_high']:+.3f}]{signal}; "
+            f"curves: {Path(run, CURVES)}")
 
 
 def write_summary(run: Path, summary: dict[str, Any]) -> None:

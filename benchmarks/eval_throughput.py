@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from agentgym_bench.benchmark.evaluate import play_suite
+from agentgym_bench.benchmark.episodes import play_suite_episodes
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.rollout.specs import Sampling, policy_from_spec
 
@@ -48,7 +48,7 @@ def one_at_a_time(policy, suite):
                                      "name": entry.name, "env_id": entry.env_id, "env_kwargs": entry.env_kwargs,
                                      "prompts": list(entry.prompts), "episodes": 1,
                                      "oracle_success": entry.oracle_success}]})
-            trajectories += play_suite(policy, alone, prompt="compact", history=0)[entry.name]
+            trajectories += play_suite_episodes(policy, alone, prompt="compact", history=0)[entry.name]
         out[entry.name] = trajectories
     return out
 
@@ -94,7 +94,7 @@ def main() -> None:
     played: list[int] = []
     for _ in range(args.rounds):
         policy, _ = policy_from_spec(f"hf:{model}", sampling)
-        batched, w1, c1 = timed(lambda: play_suite(policy, suite, prompt="compact", history=0))  # noqa: B023
+        batched, w1, c1 = timed(lambda: play_suite_episodes(policy, suite, prompt="compact", history=0))  # noqa: B023
         single, w2, c2 = timed(lambda: one_at_a_time(policy, suite))  # noqa: B023
         turns = sum(len(tr.turns) for v in batched.values() for tr in v)
         turns_single = sum(len(tr.turns) for v in single.values() for tr in v)

@@ -22,7 +22,8 @@ import torch
 from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.tokens import collate, step_token_views
 from trainers.default_model import build_default_model
-from trainers.warmstart import WarmStartConfig, collect_demonstrations, epoch_batches, reply_loss
+from trainers.sft_config import SFTConfig
+from trainers.warmstart import collect_demonstrations, epoch_batches, reply_loss
 
 
 def seconds_per_pass(model, optimizer, batches) -> float:
@@ -45,7 +46,7 @@ def main() -> None:
     torch.set_num_threads(2)
     with tempfile.TemporaryDirectory() as folder:
         model, tokenizer = load_model(build_default_model(folder))
-    demonstrations = collect_demonstrations(WarmStartConfig(envs=("AgentWebShop-v0",), episodes=args.episodes))
+    demonstrations = collect_demonstrations(SFTConfig(envs=("AgentWebShop-v0",), episodes=args.episodes))
     views = [v for t in demonstrations for v in step_token_views(t, tokenizer)]
     lengths = [len(v) for v in views]
     ways = {}

@@ -24,8 +24,8 @@ import torch
 from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.tokens import collate, step_token_views
 from trainers.default_model import build_default_model
+from trainers.sft_config import SFTConfig
 from trainers.warmstart import (
-    WarmStartConfig,
     collect_demonstrations,
     pack_rows,
     reply_loss,
@@ -100,7 +100,7 @@ def main() -> None:
     folder = tempfile.mkdtemp()
     model, tokenizer = load_model(build_default_model(folder))
     episodes = (args.steps + 3) * args.batch_size // 3 + 1  # ~3.2 turns an episode
-    views = [v for t in collect_demonstrations(WarmStartConfig(envs=("AgentSokoban-v0",), episodes=episodes))
+    views = [v for t in collect_demonstrations(SFTConfig(envs=("AgentSokoban-v0",), episodes=episodes))
              for v in step_token_views(t, tokenizer)]
     rows_file = Path(folder) / "rows.pt"
     torch.save(pack_rows(views), rows_file)

@@ -506,9 +506,14 @@ code = cli.main(["init-model", "--path", model, "--layers", "1", "--width", "32"
 if code:
     sys.exit(f"init-model exited with {code}")
 envs = ["AgentSokoban-v0", "AgentFrozenLake-v0", "AgentFrozenLakeNoSlip-v0", "AgentBandit-v0"]
-code = cli.main(["warmstart", "--model", model, "--output", model, "--envs", *envs,
-                 "--episodes", *[f"{env}=32" for env in envs], "--epochs", "12", "--batch-size", "64", "--lr", "1e-2",
-                 "--eval-episodes", "8", "--processes", "1"])
+settings = {"model": model, "output": model, "envs": envs, "episodes": 32, "epochs": 12, "batch_size": 64,
+            "lr": 1e-2, "eval_episodes": 8, "processes": 1}
+try:
+    code = cli.main(["warmstart", *[f"{k}={json.dumps(v)}" for k, v in settings.items()]])
+except SystemExit:  # a checkout from before the warm start's config (issue 61) takes flags only
+    code = cli.main(["warmstart", "--model", model, "--output", model, "--envs", *envs,
+                     "--episodes", *[f"{env}=32" for env in envs], "--epochs", "12", "--batch-size", "64", "--lr",
+                     "1e-2", "--eval-episodes", "8", "--processes", "1"])
 if code:
     sys.exit(f"warmstart exited with {code}")
 

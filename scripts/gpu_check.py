@@ -438,7 +438,7 @@ def free_memory() -> None:
 def train_config(args: argparse.Namespace, model: Path, out: Path, preset: str, **extra: Any) -> dict[str, Any]:
     """A short Sokoban run of ``preset``: RAGEN's prompt, whole conversations of 2 turns, the HF backend, bfloat16
     mixed precision and gradient checkpointing (the GPU recipes' settings), sized for minutes."""
-    from trainers.config import _merge
+    from trainers.config_loading import merge
 
     tiny = args.tiny
     groups, group_size = (4, 2) if tiny else (8, 4)
@@ -457,7 +457,7 @@ def train_config(args: argparse.Namespace, model: Path, out: Path, preset: str, 
         "learning_rate": 1e-6, "critic_learning_rate": 1e-5,
         "num_threads": 1 if args.device == "cpu" else None,  # CPU cores shared with other work: 1 is fastest
     }
-    return _merge(config, extra)
+    return merge(config, extra)
 
 
 def train(config: dict[str, Any], meter: Meter, name: str) -> None:

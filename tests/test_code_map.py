@@ -67,9 +67,6 @@ def load_code_shape() -> ModuleType:
 shape = load_code_shape()
 
 ALLOWED_IMPORTS: dict[tuple[str, str], str] = {
-    ("agentgym_bench.commands.baselines", "trainers.warmstart"):
-        "up: the main job runs `agentgym-bench warmstart` and needs two of its constants (CHECKPOINT_SUFFIX: where a "
-        "stopped warm start's checkpoint lies; DEFAULT_PROCESSES); to move below commands/ (issue 61)",
     ("agentgym_bench.benchmark.matches", "agentgym_bench.multiagent.selfplay"):
         "sideways: a two-player suite's matches are played by self-play (play_matches, the scripted opponents)",
     ("agentgym_bench.benchmark.overlap", "agentgym_bench.multiagent.bargain"):
@@ -87,14 +84,9 @@ MAX_FUNCTION_LINES = 80
 LONG_FILES: dict[str, str] = {
     "agentgym_bench/commands/serve.py":
         "the OpenAI-compatible server: request checks, the chat handler and the server, reworked by issue 62",
-    "agentgym_bench/leaderboard/verify.py":
-        "checks, episode and match replay (with check 6's model-free re-generation) and verify(); a model's "
-        "re-generation is in regenerate.py; to be split further by issue 61's kinds protocol",
     "trainers/config.py":
         "TrainConfig is one dataclass whose field docstrings are the documentation (over 500 lines of them)",
     "trainers/train.py": "the loop with its model loading, optimisers, train step, run set-up and main",
-    "trainers/warmstart.py":
-        "warm start's demonstrations, fitting, data-parallel processes, row cache and command line in one module",
 }
 """File -> why it may be over :data:`MAX_FILE_LINES` lines."""
 
@@ -109,7 +101,7 @@ HEAVY = frozenset({"datasets", "fastapi", "gem", "matplotlib", "openenv", "peft"
                    "trl", "vllm"})
 """Top-level packages slow to import (the module docstring has the measurements)."""
 
-LIGHT_FUNCTION_IMPORTS = 97
+LIGHT_FUNCTION_IMPORTS = 59
 """The ratchet: import statements inside functions that name modules of the repository bringing no :data:`HEAVY`
 package. Lower it when you remove one (the test says so when the count falls below it); never raise it: import the
 module at the top of the file instead."""
@@ -369,10 +361,6 @@ def test_every_rule_fails_on_a_planted_copy_of_the_tree(tmp_path, code_map):
           'import board\n    return board\n')
     plant("agentgym_bench/leaderboard/board.py", '"""\n', '"""\n\n\ndef _planted():\n    from agentgym_bench.envs '
           'import bandit\n    return bandit\n')
-    # The one allowed up import goes: its allowance is stale.
-    plant("agentgym_bench/commands/baselines.py",
-          "from trainers.warmstart import CHECKPOINT_SUFFIX, DEFAULT_PROCESSES",
-          "CHECKPOINT_SUFFIX, DEFAULT_PROCESSES = '.x', 2")
     # A long file with a long function, in no docstring.
     body = "".join(f"    x = {i}\n" for i in range(80))
     (tmp_path / "agentgym_bench/envs/planted.py").write_text(
@@ -387,8 +375,6 @@ def test_every_rule_fails_on_a_planted_copy_of_the_tree(tmp_path, code_map):
 
     layers = "\n".join(problems["layers"])
     assert "agentgym_bench.envs.bandit -> agentgym_bench.leaderboard.board runs up (1 envs -> 5 leaderboard)" in layers
-    assert "ALLOWED_IMPORTS lists agentgym_bench.commands.baselines -> trainers.warmstart, which no longer runs up" \
-        in layers
     assert any("agentgym_bench.envs.bandit" in p and "agentgym_bench.leaderboard.board" in p
                for p in problems["cycles"])
     assert "agentgym_bench/envs/planted.py has 601 lines, over 600: split it, or list it in LONG_FILES with its " \
@@ -397,7 +383,8 @@ def test_every_rule_fails_on_a_planted_copy_of_the_tree(tmp_path, code_map):
            "its reason" in problems["sizes"]
     docs = "\n".join(problems["docstrings"])
     assert "agentgym_bench/envs/__init__.py: its docstring does not name planted.py" in docs
-    assert "agentgym_bench/benchmark/__init__.py: its docstring does not name data/, evaluate.py, matches.py" in docs
+    assert "agentgym_bench/benchmark/__init__.py: its docstring does not name data/, episodes.py, evaluate.py, " \
+           "kinds.py, matches.py" in docs
     assert "agentgym_bench/benchmark/__init__.py: its docstring names what does not exist: :mod:`.gone`, gone/, " \
            "nowhere.py, trainers.nowhere, trainers.train.nothing" in docs
     assert problems["ratchet"] == [f"{LIGHT_FUNCTION_IMPORTS + 2} imports inside functions of modules that bring no "

@@ -1,4 +1,4 @@
-"""Reference RL trainers for LLM agents: StarPO, StarPO-S and GiGPO.
+"""The reference trainers for LLM agents, one runtime under two: RL (StarPO, StarPO-S, GiGPO) and the warm start (SFT).
 
 The math is pure masked-tensor functions, shared by every trainer and documented in docs/trainers-math.md:
 
@@ -8,9 +8,11 @@ The math is pure masked-tensor functions, shared by every trainer and documented
   entropy and log-probs from logits, KL estimators.
 - ``trainers.masked``: masked mean / variance / whitening, explained variance.
 
-The loop (docs/trainers.md) is ``trainers.train.main(config)``, run by ``trainers.cli`` (``agentgym-bench train``):
+The loop (docs/trainers.md) is ``trainers.train.main(config)``, run by ``trainers.cli`` (``agentgym-bench train`` and
+``agentgym-bench warmstart``):
 
-- ``trainers.config``: the typed config, YAML, overrides; ``trainers.presets``: StarPO, StarPO-S, GiGPO as overrides;
+- ``trainers.config``: the typed config; ``trainers.config_loading``: YAML files and ``key=value`` overrides into
+  a config dataclass (both trainers' one loader); ``trainers.presets``: StarPO, StarPO-S, GiGPO as overrides;
 - ``trainers.rollouts``: generation backends, playing and evaluating (env groups and seeds are the rollout engine's);
 - ``trainers.matches``: two-player rollouts (``MatchGroups``);
 - ``trainers.dynamic_sampling``: signal-aware sampling, a rollout pool whose env groups are kept by reward variance;
@@ -21,10 +23,13 @@ The loop (docs/trainers.md) is ``trainers.train.main(config)``, run by ``trainer
 - ``trainers.metrics``: JSON lines, the Echo Trap rule, plots;
 - ``trainers.checkpoint``: checkpoints a killed run resumes from;
 - ``trainers.distributed``: torchrun/DDP; ``trainers.fsdp``: the sharded strategy (FSDP2); ``trainers.lora``: LoRA
-  through peft.
+  through peft;
+- ``trainers.launch``: how both trainers' processes start (one, torchrun's, or the warm start's own ``processes``).
 
 Beside the loop: ``trainers.compare`` (``agentgym-bench compare-runs``: is one training setting better than another,
 over several training seeds). The model RL starts from is made here too: ``trainers.default_model``
-(``agentgym-bench init-model``: the small local model) and ``trainers.warmstart`` (``agentgym-bench warmstart``:
-supervised imitation of the oracles).
+(``agentgym-bench init-model``: the small local model) and the second trainer, the warm start (supervised imitation of
+the oracles, ``agentgym-bench warmstart``, also run by ``trainers.cli``, on the same launcher, run folder and
+checkpoint rule): ``trainers.warmstart`` (demonstrations, fine-tuning, evaluation) and ``trainers.sft_config`` (its
+config, the bundled ``configs/warmstart-*.yaml`` its recipes' stages).
 """

@@ -23,8 +23,16 @@ is written to ``checkpoint-N.tmp`` and renamed when complete, so a run killed mi
 previous checkpoint intact; only complete folders are found by :func:`find_checkpoint` (the run folder's one rule,
 :func:`agentgym_bench.run_folder.checkpoints`).
 
-The warm start (``trainers/warmstart.py``) keeps its training state in one file instead (:func:`save_file`,
-:func:`load_file`): model, optimiser, schedule and sampler states under a key of its settings, written atomically.
+The warm start (``trainers/warmstart.py``) writes its checkpoints by the same rule into its own run folder
+(:func:`save_sft`, :func:`load_sft`)::
+
+    checkpoint-N/        after optimiser step N
+      actor/             Hugging Face folder: model + tokenizer
+      trainer_state.pt   the settings' key, optimiser and schedule states, the shuffling generator's state at the
+                         start of the epoch, torch's RNG state, every step's loss, the epoch, elapsed time
+      config.yaml        the run's config
+
+Only the latest is kept, and a checkpoint of other settings (its key) is not taken up: it is removed.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ import torch
 from agentgym_bench import run_folder
 from agentgym_bench.paths import write_atomic
 from trainers import fsdp, lora
-from trainers.config import ConfigError
+from trainers.config_loading import ConfigError
 
 
 def find_checkpoint(output_dir: Path, resume_from_checkpoint: str | None) -> Path | None:
@@ -101,12 +109,18 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
             "optimizers": optimizer_states,
             "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
         }, tmp / run_folder.STATE)
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
-        for old in run_folder.checkpoints(output_dir)[: -config.save_total_limit]:
-            shutil.rmtree(old, ignore_errors=True)
+        _complete(output_dir, tmp, final, config.save_total_limit)
     dist.barrier()
     return final
+
+
+def _complete(output_dir: Path, tmp: Path, final: Path, keep: int) -> None:
+    """The checkpoint rule's last step: the finished ``tmp`` renamed to ``final``, then only the ``keep`` latest
+    complete checkpoints of ``output_dir`` kept."""
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    for old in run_folder.checkpoints(output_dir)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def write_model(module: torch.nn.Module, whole: dict[str, torch.Tensor], folder: Path) -> None:
@@ -150,25 +164,52 @@ def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: di
 
 
 def save_file(path: Path, state: dict[str, Any]) -> None:
-    """Write a one-file training state to ``path`` atomically (a temporary file, then a rename): ``state["key"]``
-    names the settings it belongs to (:func:`load_file`)."""
+    """Write ``state`` (``torch.save``) to the file ``path`` atomically (a temporary file, then a rename): the warm
+    start's cache of its demonstrations' rows (``trainers.warmstart.demonstration_rows``)."""
     buffer = io.BytesIO()
     torch.save(state, buffer)
     write_atomic(path, buffer.getvalue())
 
 
-def load_file(path: Path, key: dict[str, Any], who: str) -> dict[str, Any] | None:
-    """The training state in ``path`` if it was written with the same ``key``, else ``None`` (with a note on stderr
-    from ``who``, the command)."""
-    if not path.exists():
+def save_sft(output_dir: Path, step: int, model: Any, tokenizer: Any, config: Any, state: dict[str, Any]) -> Path:
+    """Write the warm start's ``checkpoint-{step}`` (module docstring; ``state`` holds ``key`` and the training
+    state) into ``.tmp``, rename it when complete and remove the one before."""
+    final = run_folder.checkpoint_path(output_dir, step)
+    tmp = run_folder.checkpoint_path(output_dir, step, partial=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    model.save_pretrained(tmp / run_folder.ACTOR)
+    tokenizer.save_pretrained(tmp / run_folder.ACTOR)
+    torch.save(state, tmp / run_folder.STATE)
+    config.save(tmp / run_folder.CONFIG)
+    _complete(output_dir, tmp, final, keep=1)
+    return final
+
+
+def load_sft(output_dir: Path, key: dict[str, Any], who: str | None) -> tuple[Path, dict[str, Any]] | None:
+    """``(checkpoint, training state)`` of the latest checkpoint in ``output_dir`` if it was written with the same
+    ``key``, else ``None``; with ``who`` (the command), a note on stderr saying which. Reads only: a run that does
+    not take a checkpoint up removes them (:func:`remove_checkpoints`), so that its own are the only ones."""
+    found = run_folder.checkpoints(output_dir)
+    if not found:
         return None
     try:
-        saved = torch.load(path, weights_only=False)
+        saved = torch.load(found[-1] / run_folder.STATE, weights_only=False)
     except Exception as error:  # e.g. written by another torch version
-        print(f"{who}: ignoring the unreadable checkpoint {path} ({error}); starting afresh", file=sys.stderr)
+        saved, why = None, f"it cannot be read ({error})"
+    else:
+        why = "it was written with other settings"
+    if saved is None or saved.get("key") != key:
+        if who is not None:
+            print(f"{who}: ignoring {found[-1]}: {why}; starting afresh", file=sys.stderr)
         return None
-    if saved.get("key") != key:
-        print(f"{who}: ignoring {path}: it was written with other settings; starting afresh", file=sys.stderr)
-        return None
-    print(f"{who}: resuming from {path} after step {len(saved['losses'])}", file=sys.stderr)
-    return saved
+    if who is not None:
+        print(f"{who}: resuming from {found[-1]} after step {len(saved['losses'])}", file=sys.stderr)
+    return found[-1], saved
+
+
+def remove_checkpoints(output_dir: Path) -> None:
+    """Remove every checkpoint of ``output_dir``, complete or partial."""
+    for path in output_dir.glob("checkpoint-*"):
+        if run_folder.CHECKPOINT.match(path.name.removesuffix(".tmp")) and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)

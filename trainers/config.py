@@ -16,11 +16,12 @@ ROLL's documented example configs load unchanged (``tests/trainers/test_roll_con
 that mean nothing here (:data:`IGNORED_KEYS`: worker placement, trackers, env manager classes) are dropped with a
 one-line notice on stderr, never silently.
 
-Precedence: dataclass defaults (= StarPO without its reward KL, which ``add_token_level_kl`` turns on) < ``preset``
-(:mod:`trainers.presets`) < the YAML file < ``key=value`` overrides. Unknown keys are an error that names the
-closest known key; ``__post_init__`` checks every cross-field invariant and says how to fix a violation. Derived
-sizes are properties, never fields. Every error is a :class:`ConfigError` (a
-:class:`~agentgym_bench.errors.UserError`: the command line prints it as one line).
+Loaded by the one loader of both trainers (:mod:`trainers.config_loading`). Precedence: dataclass defaults (=
+StarPO without its reward KL, which ``add_token_level_kl`` turns on) < ``preset`` (:mod:`trainers.presets`) < the YAML
+file < ``key=value`` overrides. Unknown keys are an error that names the closest known key; ``__post_init__`` checks
+every cross-field invariant and says how to fix a violation. Derived sizes are properties, never fields. Every error
+is a :class:`~trainers.config_loading.ConfigError` (a :class:`~agentgym_bench.errors.UserError`: the command line
+prints it as one line).
 """
 
 from __future__ import annotations
@@ -28,20 +29,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
-import re
-import sys
-import types
-import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from agentgym_bench.errors import UserError
 from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
+from trainers import config_loading
 from trainers.advantages import NORM_METHODS
+from trainers.config_loading import ConfigError, check_types, choice, merge, nest, notice, positive_int
 from trainers.dynamic_sampling import SELECTION_RULES
 from trainers.losses import AGG_MODES, KL_ESTIMATORS
 from trainers.metrics import EchoTrapRule
@@ -74,15 +69,6 @@ IGNORED_KEYS = {
 
 VAL_BATCH_SIZE = 64
 """Default validation episodes: 64 seeds, one episode each."""
-
-
-class ConfigError(UserError, ValueError):
-    """A configuration that cannot run; the message says how to fix it."""
-
-
-def notice(message: str) -> None:
-    """One line on stderr about a config key that was read differently or ignored."""
-    print(f"notice: {message}", file=sys.stderr)
 
 
 @dataclass
@@ -416,7 +402,7 @@ class TrainConfig:
     :class:`trainers.metrics.EchoTrapRule`, whose defaults docs/trainers.md justifies."""
 
     def __post_init__(self) -> None:
-        _nest(self, "")
+        nest(self)
         self.adam_betas = tuple(self.adam_betas)
         self._check()
 
@@ -498,28 +484,28 @@ class TrainConfig:
     # -- checks ----------------------------------------------------------------------------------------------------
 
     def _check(self) -> None:
-        _check_types(self, "")
-        _choice("adv_estimator", self.adv_estimator, ADV_ESTIMATORS)
-        _choice("train_reward", self.train_reward, ("env", "success"))
-        _choice("reward_normalization.grouping", self.reward_normalization.grouping, GROUPINGS)
-        _choice("reward_normalization.method", self.reward_normalization.method, NORM_METHODS)
-        _choice("rollout_filter_type", self.rollout_filter_type, ("std", "std_rev"))
+        check_types(self)
+        choice("adv_estimator", self.adv_estimator, ADV_ESTIMATORS)
+        choice("train_reward", self.train_reward, ("env", "success"))
+        choice("reward_normalization.grouping", self.reward_normalization.grouping, GROUPINGS)
+        choice("reward_normalization.method", self.reward_normalization.method, NORM_METHODS)
+        choice("rollout_filter_type", self.rollout_filter_type, ("std", "std_rev"))
         self._check_dynamic_sampling()
-        _choice("batch_adjust_mode", self.batch_adjust_mode, BATCH_ADJUST_MODES)
-        _choice("loss_agg_mode", self.loss_agg_mode, AGG_MODES)
-        _choice("kl_penalty", self.kl_penalty, tuple(KL_ESTIMATORS))
-        _choice("kl_loss_type", self.kl_loss_type, tuple(KL_ESTIMATORS))
-        _choice("lr_scheduler_type", self.lr_scheduler_type, SCHEDULERS)
-        _choice("dtype", self.dtype, ("float32", "bfloat16"))
-        _choice("generation_backend", self.generation_backend, ("hf", "vllm"))
-        _choice("strategy", self.strategy, ("ddp", "fsdp2"))
-        _positive_int("lora_rank", self.lora_rank)
+        choice("batch_adjust_mode", self.batch_adjust_mode, BATCH_ADJUST_MODES)
+        choice("loss_agg_mode", self.loss_agg_mode, AGG_MODES)
+        choice("kl_penalty", self.kl_penalty, tuple(KL_ESTIMATORS))
+        choice("kl_loss_type", self.kl_loss_type, tuple(KL_ESTIMATORS))
+        choice("lr_scheduler_type", self.lr_scheduler_type, SCHEDULERS)
+        choice("dtype", self.dtype, ("float32", "bfloat16"))
+        choice("generation_backend", self.generation_backend, ("hf", "vllm"))
+        choice("strategy", self.strategy, ("ddp", "fsdp2"))
+        positive_int("lora_rank", self.lora_rank)
         if self.lora_dropout != 0 and self.lora_target is not None:
             raise ConfigError(f"lora_dropout={self.lora_dropout}: dropout stays off in this trainer (a forward pass "
                               "must be a function of the weights, so the first PPO ratio is 1); use 0")
         for name in ("max_steps", "ppo_epochs", "ppo_mini_batch_size", "micro_batch_size", "rollout_batch_size",
                      "val_batch_size", "max_new_tokens", "eval_steps", "save_total_limit", "kl_horizon"):
-            _positive_int(name, getattr(self, name))
+            positive_int(name, getattr(self, name))
         for name in ("save_steps", "warmup_steps", "train_seed_start", "val_seed_start", "critic_warmup"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r} must be an integer >= 0")
@@ -539,11 +525,11 @@ class TrainConfig:
     def _check_dynamic_sampling(self) -> None:
         """``dynamic_sampling``: values, and what it is not implemented with."""
         sampling = self.dynamic_sampling
-        _positive_int("dynamic_sampling.oversample", sampling.oversample)
+        positive_int("dynamic_sampling.oversample", sampling.oversample)
         if not isinstance(sampling.max_refill_rounds, int) or sampling.max_refill_rounds < 0:
             raise ConfigError(f"dynamic_sampling.max_refill_rounds={sampling.max_refill_rounds!r} must be an integer "
                               ">= 0 (bounded: DAPO's unbounded resampling is not offered)")
-        _choice("dynamic_sampling.select", sampling.select, SELECTION_RULES)
+        choice("dynamic_sampling.select", sampling.select, SELECTION_RULES)
         if not sampling.enabled:
             return
         if self.train_env_manager.group_size < 2:
@@ -571,8 +557,8 @@ class TrainConfig:
 
     def _check_env_manager(self, prefix: str) -> None:
         manager: EnvManager = getattr(self, prefix)
-        _positive_int(f"{prefix}.num_env_groups", manager.num_env_groups)
-        _positive_int(f"{prefix}.group_size", manager.group_size)
+        positive_int(f"{prefix}.num_env_groups", manager.num_env_groups)
+        positive_int(f"{prefix}.group_size", manager.group_size)
         if not manager.tags or not all(isinstance(t, str) for t in manager.tags):
             raise ConfigError(f"{prefix}.tags={manager.tags!r} must be a non-empty list of env ids, e.g. "
                               "[AgentFrozenLake-v0]")
@@ -606,9 +592,9 @@ class TrainConfig:
         from trainers.matches import FIXED_OPPONENTS, OPPONENTS
 
         manager: EnvManager = getattr(self, prefix)
-        _choice(f"{prefix}.opponent", manager.opponent, OPPONENTS)
-        _choice(f"{prefix}.learner_seats", manager.learner_seats, ("alternate", "player_0", "player_1"))
-        _positive_int(f"{prefix}.snapshot_every", manager.snapshot_every)
+        choice(f"{prefix}.opponent", manager.opponent, OPPONENTS)
+        choice(f"{prefix}.learner_seats", manager.learner_seats, ("alternate", "player_0", "player_1"))
+        positive_int(f"{prefix}.snapshot_every", manager.snapshot_every)
         env_id = manager.tags[0]
         if len(manager.tags) != 1 or not (env_id in MULTIAGENT_ENVS or env_id.startswith("TextArena/")):
             raise ConfigError(f"{prefix}.tags={manager.tags} must hold one two-player env id with an opponent: "
@@ -699,7 +685,7 @@ class TrainConfig:
         self._check_async()
         for name in ("generation_batch_size", "num_threads"):
             if getattr(self, name) is not None:
-                _positive_int(name, getattr(self, name))
+                positive_int(name, getattr(self, name))
 
     def _check_async(self) -> None:
         """``async_rollout``: what the rollout worker process supports today."""
@@ -730,74 +716,7 @@ class TrainConfig:
         return data
 
     def save(self, path: str | os.PathLike) -> None:
-        Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
-
-
-def _choice(name: str, value: Any, allowed: Sequence[Any]) -> None:
-    if value not in allowed:
-        raise ConfigError(f"{name}={value!r} is not one of {', '.join(map(str, allowed))}")
-
-
-def _positive_int(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{name}={value!r} must be a positive integer")
-
-
-def _matches(value: Any, annotation: Any) -> bool:
-    """``value`` against a field annotation: int, float (an int is a float), bool, str, ``Any``, ``list[X]``,
-    ``dict[str, X]``, ``tuple[X, ...]`` of fixed length, ``X | None``.
-
-    Raises:
-        ConfigError: an annotation this function does not know (a field added without a check).
-    """
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if annotation is Any:
-        return True
-    if annotation is bool:
-        return isinstance(value, bool)
-    if annotation is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if annotation is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if annotation is str:
-        return isinstance(value, str)
-    if annotation is type(None):
-        return value is None
-    if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, a) for a in args)
-    if origin is list:
-        return isinstance(value, list) and all(_matches(x, args[0]) for x in value)
-    if origin is dict:
-        return isinstance(value, dict) and all(_matches(k, args[0]) and _matches(v, args[1])
-                                               for k, v in value.items())
-    if origin is tuple:
-        return isinstance(value, tuple) and len(value) == len(args) and all(map(_matches, value, args))
-    raise ConfigError(f"no type check for the annotation {annotation!r}")
-
-
-def _annotation_text(annotation: Any) -> str:
-    text = getattr(annotation, "__name__", None) if typing.get_origin(annotation) is None else None
-    return (text or str(annotation).replace("typing.", "")).replace("NoneType", "null").replace("None", "null")
-
-
-def _check_types(obj: Any, prefix: str) -> None:
-    """Each field's value against its annotation, nested dataclasses included."""
-    hints = typing.get_type_hints(type(obj))
-    for f in dataclasses.fields(obj):
-        value, annotation = getattr(obj, f.name), hints[f.name]
-        if dataclasses.is_dataclass(annotation):
-            _check_types(value, f"{prefix}{f.name}.")
-        elif not _matches(value, annotation):
-            raise ConfigError(f"{prefix}{f.name}={value!r} must be {_annotation_text(annotation)}")
-
-
-def _nest(obj: Any, prefix: str) -> None:
-    """Build every dataclass-typed field given as a mapping (``reward_normalization``, ``*_env_manager``)."""
-    hints = typing.get_type_hints(type(obj))
-    for f in dataclasses.fields(obj):
-        cls, value = hints[f.name], getattr(obj, f.name)
-        if dataclasses.is_dataclass(cls) and isinstance(value, Mapping):
-            setattr(obj, f.name, _build(cls, value, f"{prefix}{f.name}."))
+        config_loading.save_yaml(self.to_dict(), path)
 
 
 def _check_env_ids(prefix: str, tags: Sequence[str]) -> None:
@@ -811,85 +730,6 @@ def _check_env_ids(prefix: str, tags: Sequence[str]) -> None:
             hint = f"did you mean {close[0]}? " if close else ""
             raise ConfigError(f"{prefix}.tags: {tag!r} is not a registered env id; {hint}`agentgym-bench envs` "
                               "lists them")
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML 1.1 reads ``1e-4`` as a string; this loader reads it as a float, as a user means it."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+|\.[0-9_]+"
-               r"(?:[eE][-+]?[0-9]+)?|\.inf|\.Inf|\.INF|\.nan|\.NaN|\.NAN)$"),
-    list("-+0123456789."),
-)
-
-
-def _yaml_load(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
-
-
-def _known_keys(cls: type, prefix: str = "") -> list[str]:
-    keys = []
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        keys.append(prefix + f.name)
-        if dataclasses.is_dataclass(hints[f.name]):
-            keys += _known_keys(hints[f.name], f"{prefix}{f.name}.")
-    return keys
-
-
-def _unknown_key(key: str) -> ConfigError:
-    # a ROLL user writing group_size at top level means train_env_manager.group_size
-    close = [k for k in _known_keys(TrainConfig) if k.endswith("." + key)][:1]
-    close = close or difflib.get_close_matches(key, _known_keys(TrainConfig), n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]}?" if close else "; see docs/trainers.md for the keys"
-    return ConfigError(f"unknown config key {key!r}{hint}")
-
-
-def _build(cls: type, data: Mapping[str, Any], prefix: str = "") -> Any:
-    names = {f.name for f in dataclasses.fields(cls)}
-    for key in data:
-        if key not in names:
-            raise _unknown_key(prefix + key)
-    return cls(**data)
-
-
-def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    parts = key.split(".")
-    node = data
-    for part in parts[:-1]:
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
-            raise _unknown_key(key)
-        node = child
-    node[parts[-1]] = value
-
-
-def _merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merge(dict(out[key]), value)
-        else:
-            out[key] = value
-    return out
-
-
-def parse_overrides(overrides: Sequence[str]) -> dict[str, Any]:
-    """``["key=value", "a.b=value"]`` to a nested dict; values are parsed as YAML (``1e-4``, ``true``, ``[a, b]``).
-
-    Raises:
-        ConfigError: an item without ``=``.
-    """
-    data: dict[str, Any] = {}
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"override {item!r} must look like key=value (e.g. learning_rate=1e-4 or "
-                              "train_env_manager.group_size=8)")
-        _set_dotted(data, key.strip(), _yaml_load(raw) if raw.strip() else None)
-    return data
 
 
 def _read_roll_keys(data: dict[str, Any]) -> dict[str, Any]:
@@ -934,51 +774,35 @@ def _validation_defaults(merged: dict[str, Any]) -> dict[str, Any]:
     return {**merged, "val_env_manager": val}
 
 
-def config_from_dict(data: Mapping[str, Any], overrides: Sequence[str] | Mapping[str, Any] = ()) -> TrainConfig:
-    """Defaults < ``preset`` < ``data`` < ``overrides`` (``key=value`` strings or a nested dict).
-
-    ROLL's infrastructure keys are dropped and its tag names mapped, with a notice each (module docstring)."""
+def _prepare(merged: dict[str, Any]) -> dict[str, Any]:
+    """ROLL's infrastructure keys dropped and its tag names mapped (with a notice each), the validation manager's
+    defaults, then the ``preset`` under the rest."""
     from trainers.presets import PRESETS
 
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"a config must be a mapping of keys, not {type(data).__name__}")
-    extra = parse_overrides(overrides) if not isinstance(overrides, Mapping) else dict(overrides)
-    merged = _read_roll_keys(_merge(dict(data), extra))
-    merged = _validation_defaults(merged)
+    merged = _validation_defaults(_read_roll_keys(merged))
     preset = merged.get("preset")
     if preset is not None:
         if preset not in PRESETS:
             raise ConfigError(f"preset={preset!r} is not one of {', '.join(PRESETS)}")
-        merged = _merge(PRESETS[preset], merged)
-    for key in merged:
-        if key not in {f.name for f in dataclasses.fields(TrainConfig)}:
-            raise _unknown_key(key)
+        merged = merge(PRESETS[preset], merged)
     if "adam_betas" in merged:
         merged["adam_betas"] = tuple(merged["adam_betas"])
-    return TrainConfig(**merged)
+    return merged
+
+
+def config_from_dict(data: Mapping[str, Any], overrides: Sequence[str] | Mapping[str, Any] = ()) -> TrainConfig:
+    """Defaults < ``preset`` < ``data`` < ``overrides`` (``key=value`` strings or a nested dict), through the one
+    loader (:func:`trainers.config_loading.config_from_dict`).
+
+    ROLL's infrastructure keys are dropped and its tag names mapped, with a notice each (module docstring)."""
+    return config_loading.config_from_dict(TrainConfig, data, overrides, prepare=_prepare)
 
 
 def load_config(path: str | os.PathLike, overrides: Sequence[str] | Mapping[str, Any] = ()) -> TrainConfig:
-    """Read a YAML config file, then apply ``overrides``.
+    """Read a YAML config file (:func:`trainers.config_loading.read_yaml`), then apply ``overrides``.
 
     Raises:
         ConfigError: the file is missing, empty, not YAML or not a mapping (the message names the file), or the
             config is invalid.
     """
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
-    try:
-        data = _yaml_load(text)
-    except yaml.YAMLError as error:
-        where = getattr(error, "problem_mark", None)
-        line = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ConfigError(f"{path} is not valid YAML{line}: {problem}") from None
-    if data is None:
-        raise ConfigError(f"{path} is empty; start from a bundled config (`agentgym-bench train --list`, "
-                          "`--print-config`) and set the keys you change")
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping of config keys, not {type(data).__name__}")
-    return config_from_dict(data, overrides)
+    return config_from_dict(config_loading.read_yaml(path), overrides)

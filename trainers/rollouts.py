@@ -6,8 +6,8 @@ seeds and each rank's share are the rollout engine's, :class:`agentgym_bench.rol
 - :func:`make_env_groups`: a process's share of an env manager's groups, as the loop and the rollout worker build
   them.
 - :func:`prompt_fits`: the length cap (``sequence_length``) as the engine's per-turn check.
-- :func:`play` / :func:`evaluate`: roll out and gather every rank's trajectories
-  (:func:`agentgym_bench.benchmark.evaluate.play_episodes`, which the warm start and ``demo`` play through too);
+- :func:`play` / :func:`play_validation`: roll out and gather every rank's trajectories
+  (:func:`agentgym_bench.benchmark.episodes.play_episodes`, which the warm start and ``demo`` play through too);
   :func:`rollout_metrics`. The groups are ``EnvGroups`` or, for an env manager with an ``opponent``, two-player matches
   (:class:`trainers.matches.MatchGroups`, the same ``rollout`` interface).
 """
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from agentgym_bench.benchmark.evaluate import Played, play_episodes
+from agentgym_bench.benchmark.episodes import Played, play_episodes
 from agentgym_bench.rollout.engine import EnvGroups, even_partition
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.tokens import TokenInTokenOut, encode, render
@@ -203,8 +203,8 @@ def pass_at_k(trajectories: list[Trajectory]) -> float:
     return float(np.mean(list(groups.values())))
 
 
-def evaluate(groups: EnvGroups, sampler: Sampler, config: TrainConfig, dist: Dist,
-             seed: int, prompt_fits: Any = None) -> tuple[dict[str, float], list[bool]]:
+def play_validation(groups: EnvGroups, sampler: Sampler, config: TrainConfig, dist: Dist,
+                    seed: int, prompt_fits: Any = None) -> tuple[dict[str, float], list[bool]]:
     """Play the validation seeds (the same ones every time, sampling noise reseeded from ``seed``), under the same
     length cap as training (``prompt_fits``)."""
     with sampler.evaluation(seed) as policy, sampler.generation_context():

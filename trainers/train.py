@@ -65,10 +65,10 @@ from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
 from trainers.ppo import Batch, compute_advantages, ppo_update, score_samples
 from trainers.rollouts import (
     Sampler,
-    evaluate,
     make_env_groups,
     pass_at_k,
     play,
+    play_validation,
     prompt_fits,
     rollout_metrics,
     seed_from,
@@ -537,8 +537,8 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     if step % config.eval_steps == 0 or step == config.max_steps:
         tock = time.perf_counter()
         with generating(run):
-            val, run.result.last_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed,
-                                                 run.prompt_fits)
+            val, run.result.last_eval = play_validation(run.val_groups, run.sampler, config, dist, run.val_seed,
+                                                        run.prompt_fits)
         record.update(val)
         record["time/eval"] = time.perf_counter() - tock
     record["time/step"] = time.perf_counter() - tick
@@ -621,8 +621,8 @@ def main(config: TrainConfig) -> TrainResult:
             run.worker = start_worker(run)
         if run.start == 0:
             with generating(run):
-                val, run.result.first_eval = evaluate(run.val_groups, run.sampler, config, dist, run.val_seed,
-                                                      run.prompt_fits)
+                val, run.result.first_eval = play_validation(run.val_groups, run.sampler, config, dist,
+                                                             run.val_seed, run.prompt_fits)
             _write(run, {"step": 0, **val, "time/total": time.perf_counter() - run.t0})
         bar = progress_bar(config.max_steps, "train", "it", enabled=config.progress and dist.is_main)
         bar.update(run.start)

@@ -2,7 +2,8 @@
 
 A reference-trainer run folder holds ``config.yaml`` (the resolved config), ``metrics.jsonl`` (one line per
 iteration and evaluation) and, once finished, ``summary.json``; a warm-start folder holds ``warmstart.json`` (its
-config and timings); a board's published model folder holds weights only, and its record is its board entry's
+config and timings; it is the warm start's run folder, so it holds a ``config.yaml`` and ``metrics.jsonl`` too, and
+``warmstart.json`` decides); a board's published model folder holds weights only, and its record is its board entry's
 (:func:`published_entry`). :func:`training_record` reads any of the three; for a trainer run it keeps the curves a
 reader of the board would look at (:func:`training_curves`).
 
@@ -60,6 +61,8 @@ def local_paths_hidden(value: Any) -> Any:
 
 def _training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     path = Path(folder)
+    if (path / "warmstart.json").is_file():  # a finished warm start's run folder, which has a config.yaml too
+        return warmstart_record(json.loads((path / "warmstart.json").read_text()))
     if (path / run_folder.CONFIG).is_file():
         config = run_folder.read_config(path)
         summary = run_folder.read_summary(path) or {}
@@ -72,8 +75,6 @@ def _training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]
         if (path / run_folder.METRICS).is_file():
             trainer["curves"] = training_curves(path / run_folder.METRICS)
         return trainer, compute
-    if (path / "warmstart.json").is_file():
-        return warmstart_record(json.loads((path / "warmstart.json").read_text()))
     entry = published_entry(path)
     if entry is not None:  # a board's published model: weights only, its record is its board entry's
         trainer = {"algorithm": str(entry.get("trainer") or "unknown"), "config": entry["trainer_config"]}

@@ -8,7 +8,8 @@ than :data:`MAX_FILE_BYTES` compressed or :data:`MAX_JSON_BYTES` uncompressed.
 What is recorded per episode is what verification needs (``agentgym_bench.leaderboard.verify``): the seed, each
 turn's raw reply, parsed and executed actions, reward and a SHA-256 of the observation the model read, the final
 observation's hash, the return and success. Replaying the replies through a fresh env must reproduce all of them.
-Summaries (success rates, intervals, scores) are never stored: they are recomputed from the episodes.
+Summaries (success rates, intervals, scores) are never stored: they are recomputed from the episodes
+(:mod:`agentgym_bench.benchmark.scores`).
 
 Match entries (multi-agent suites, an entry with an ``opponent``): each episode is a match record — the seed, the
 evaluated policy's seat (``learner``), the ``opponent``, every move of both seats in play order (each turn names its
@@ -33,8 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from agentgym_bench import stats
-from agentgym_bench.benchmark.suites import Suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import write_atomic
 
@@ -110,11 +109,6 @@ class EntryResults:
     def prompt(self) -> str:
         """The prompt template (``""`` for match entries: the game writes its own text)."""
         return str(self.env_kwargs.get("prompt", ""))
-
-    def scored(self) -> np.ndarray:
-        """``(n,)`` what the suite score averages per episode, in the recorded order: success as 0/1, or for a match
-        entry the learner's payoff."""
-        return self.returns() if self.opponent is not None else self.successes()
 
     def successes(self) -> np.ndarray:
         """``(n,)`` 0/1 per episode, in the recorded order."""
@@ -336,89 +330,3 @@ def write_results(results: Results, path: str | os.PathLike) -> Path:
     if p.suffix == ".json":
         payload = gzip.decompress(payload)
     return write_atomic(p, payload)
-
-
-@dataclass(frozen=True)
-class MatchSummary:
-    """What the tables add for a match entry: the opponent, draw and loss rates and the deal rate (Wilson
-    intervals; ``deal`` is ``None`` for games without deals). The win rate is :attr:`EntrySummary.success`."""
-
-    opponent: str
-    draw: stats.Rate
-    loss: stats.Rate
-    deal: stats.Rate | None
-
-
-@dataclass(frozen=True)
-class EntrySummary:
-    """What the tables show for one entry. For a match entry ``success`` is the win rate, ``mean_return`` the
-    learner's mean payoff and ``match`` the rest."""
-
-    name: str
-    prompt: str
-    success: stats.Rate
-    mean_return: tuple[float, float, float]
-    normalised: float
-    match: MatchSummary | None = None
-
-
-@dataclass(frozen=True)
-class Summary:
-    entries: tuple[EntrySummary, ...]
-    score: tuple[float, float, float]
-    """Mean over entries of the scored outcome over its ceiling (success / oracle success; a match entry's mean
-    payoff), with its stratified bootstrap interval."""
-
-
-SCORE_TEXT = {False: "mean over entries of success / oracle success",
-              True: "mean over entries of the policy's mean payoff"}
-"""What the score is, for a single-agent (``False``) and a multi-agent (``True``) suite."""
-
-
-def entry_summary(entry: EntryResults, ceiling: float) -> EntrySummary:
-    """One entry's summary (see :class:`EntrySummary`)."""
-    match = None
-    if entry.opponent is not None:
-        outcomes = [ep.match.outcome for ep in entry.episodes if ep.match is not None]
-        deals = [ep.match.deal for ep in entry.episodes if ep.match is not None]
-        match = MatchSummary(entry.opponent, stats.success_rate([o == "draw" for o in outcomes]),
-                             stats.success_rate([o == "loss" for o in outcomes]),
-                             None if None in deals else stats.success_rate(deals))
-    return EntrySummary(entry.name, entry.prompt, stats.success_rate(entry.successes()),
-                        stats.mean_interval(entry.returns()), float(entry.scored().mean() / ceiling), match)
-
-
-def summarize(results: Results, suite: Suite, *, seed: int = 0) -> Summary:
-    """Per-entry success (Wilson), mean return, normalised outcome (and win/draw/loss/deal for matches), and the suite
-    score with its interval."""
-    ceilings = suite.ceilings
-    entries = tuple(entry_summary(e, ceilings[e.name]) for e in results.entries)
-    score = stats.aggregate_interval({e.name: e.scored() for e in results.entries}, ceilings, seed=seed)
-    return Summary(entries, score)
-
-
-def _rate(r: stats.Rate) -> str:
-    return f"{r.rate:.3f} [{r.low:.3f}, {r.high:.3f}]"
-
-
-def format_summary(summary: Summary) -> str:
-    """A plain-text table of a summary (what ``agentgym-bench eval`` prints)."""
-    width = max(len(e.name) for e in summary.entries)
-    multiagent = summary.entries[0].match is not None
-    if multiagent:
-        lines = [f"{'entry':<{width}}  {'opponent':<8}  {'win [95% CI]':<20}  {'draw [95% CI]':<20}  "
-                 f"{'loss [95% CI]':<20}  {'deal':>5}  payoff [95% CI]"]
-        for e in summary.entries:
-            m = e.match
-            assert m is not None
-            mean, low, high = e.mean_return
-            lines.append(f"{e.name:<{width}}  {m.opponent:<8}  {_rate(e.success)}  {_rate(m.draw)}  {_rate(m.loss)}  "
-                         f"{'-' if m.deal is None else f'{m.deal.rate:.3f}':>5}  {mean:.3f} [{low:.3f}, {high:.3f}]")
-    else:
-        lines = [f"{'entry':<{width}}  {'prompt':<7}  {'success [95% CI]':<22}  {'return':>7}  {'/oracle':>7}"]
-        for e in summary.entries:
-            lines.append(f"{e.name:<{width}}  {e.prompt:<7}  {_rate(e.success)}    "
-                         f"{e.mean_return[0]:>7.3f}  {e.normalised:>7.3f}")
-    score, low, high = summary.score
-    lines.append(f"score ({SCORE_TEXT[multiagent]}): {score:.3f} [{low:.3f}, {high:.3f}]")
-    return "\n".join(lines)

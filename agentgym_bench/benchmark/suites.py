@@ -41,7 +41,8 @@ writes its own text) and no ``oracle_success``::
      "opponent": "scripted", "episodes": 400}
 
 Match ``i`` plays seed ``seed_start + i`` with the evaluated policy on ``player_{i % 2}`` (both seats, balanced). A
-suite holds single-agent entries only or match entries only. The score of a multi-agent suite is the mean over
+suite holds single-agent entries only or match entries only: its kind (:mod:`agentgym_bench.benchmark.kinds`), which
+decides how it is played, recorded, replayed and scored. The score of a multi-agent suite is the mean over
 entries of the policy's mean payoff (:mod:`agentgym_bench.benchmark.results`), so every match entry's ceiling is 1.
 """
 
@@ -149,7 +150,8 @@ class Suite:
 
     @property
     def multiagent(self) -> bool:
-        """The suite's entries are two-player matches."""
+        """The suite's entries are two-player matches (the page's flag; what follows from it is the suite's kind,
+        :func:`~agentgym_bench.benchmark.kinds.kind_of`)."""
         return bool(self.entries) and self.entries[0].opponent is not None
 
 

@@ -2,7 +2,7 @@
 
 The main job of the package. It runs, as separate processes, on at most ``--jobs`` cores at a time (default: the
 number of CPU cores), each process on one torch thread except the warm start (``--from-scratch``), which every later
-step waits for: it takes two of the cores, as two data-parallel processes (``warmstart.DEFAULT_PROCESSES``, at
+step waits for: it takes two of the cores, as two data-parallel processes (its stage configs' ``processes``, at
 most ``--jobs``):
 
 1. the warm start: the **published checkpoint** (the committed board's "default model + SFT" weights,
@@ -20,9 +20,9 @@ most ``--jobs``):
    it is skipped unless asked: that checkpoint never trained on Bargain (it makes no deal: payoff 0 in each of its
    1,200 matches), which, played and re-generated, take about 10 minutes.
 
-Recipes: ``reference`` (the default) is the reference recipe: a warm start with ``agentgym-bench warmstart``'s
-defaults, then a second and a third stage, each from the one before (``SECOND_STAGE``, ``THIRD_STAGE`` in
-agentgym_bench/commands/baselines.py), and the bundled ``trainers/configs/baseline-*.yaml`` as they are
+Recipes: ``reference`` (the default) is the reference recipe: a warm start in three stages, each from the one
+before (the bundled ``trainers/configs/warmstart-1.yaml``, ``-2``, ``-3``: ``agentgym-bench warmstart CONFIG``), and
+the bundled ``trainers/configs/baseline-*.yaml`` as they are
 (docs/results.md, "The recipe"). From the published checkpoint it takes about 20 minutes on 2 cores; with
 ``--from-scratch`` about three hours more (the job prints its estimate at the start and the time left as it goes). The
 committed board in ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each
@@ -35,7 +35,6 @@ again.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import signal
@@ -46,11 +45,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from agentgym_bench import run_folder
 from agentgym_bench.benchmark.provenance import published_entry
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE
 from agentgym_bench.errors import UserError
-from trainers.warmstart import CHECKPOINT_SUFFIX, DEFAULT_PROCESSES
+
+TRAINER_CONFIGS = Path(__file__).resolve().parents[2] / "trainers" / "configs"
+"""The trainers' bundled configs (``trainers/configs/``, shipped beside this package), read here as files: the warm
+start's stages (``warmstart-*.yaml``) say how many processes each takes."""
 
 
 @dataclass(frozen=True)
@@ -58,13 +62,14 @@ class Recipe:
     """What each step of the main job runs.
 
     Attributes:
-        warmstart: the warm start's stages: extra arguments of ``agentgym-bench warmstart`` for each; the first
-            starts from the default model, each later one from the model of the stage before.
+        warmstart: the warm start's stages: a bundled config of ``agentgym-bench warmstart`` for each
+            (``trainers/configs/<name>.yaml``); the first starts from the default model, each later one from the
+            model of the stage before.
         train: algorithm name on the board -> (bundled config, ``key=value`` overrides).
         model_eval: ``agentgym-bench eval`` arguments for the default model and its trained versions.
     """
 
-    warmstart: tuple[tuple[str, ...], ...]
+    warmstart: tuple[str, ...]
     train: dict[str, tuple[str, tuple[str, ...]]]
     model_eval: tuple[str, ...] = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16")
     ma_model_eval: tuple[str, ...] = ("--max-new-tokens", "16")
@@ -89,21 +94,6 @@ BOARD_NAMES = {"oracle": "oracle", "random": "random", "scripted": "scripted", "
                "starpo": "default model + SFT + StarPO", "starpo-s": "default model + SFT + StarPO-S",
                "gigpo": "default model + SFT + GiGPO"}
 """Results file stem -> name on the board."""
-SECOND_STAGE = ("--episodes", "AgentSokoban-v0=12000", "AgentFrozenLake-v0=6000", "AgentFrozenLakeNoSlip-v0=12000",
-                "AgentBandit-v0=1000", "--epochs", "16", "--lr", "1e-3")
-"""The reference warm start's second stage (run 19 of docs/lab/2026-11-24-frozenlake-alone.md): sixteen more passes
-over the lakes' and Bandit's demonstrations with the first 12,000 Sokoban episodes replayed, at half the peak learning
-rate. The lakes need more passes than Sokoban's 180,000 episodes can take in the first stage's time (FrozenLake alone
-reaches the oracle's level only after 16 passes); on the validation suite eight passes scored +0.022 over four, and
-sixteen +0.015 over eight (about 56 minutes on 2 cores)."""
-THIRD_STAGE = ("--envs", "AgentSokoban-v0", "AgentSokobanLarge-v0", "AgentFrozenLake-v0", "AgentFrozenLakeNoSlip-v0",
-               "AgentBandit-v0", "--episodes", "AgentSokobanLarge-v0=40000", "AgentSokoban-v0=36000",
-               "AgentFrozenLake-v0=12000", "AgentFrozenLakeNoSlip-v0=24000", "AgentBandit-v0=1000",
-               "--epochs", "2", "--lr", "1e-3")
-"""The reference warm start's third stage (run 23 of docs/lab/2026-11-24-frozenlake-alone.md): Sokoban 8x8 with two
-boxes, 40,000 episodes, with the other envs' demonstrations replayed so the model keeps them, two passes at half the
-peak learning rate. On the validation suite it scored +0.040 over the second stage (8x8/2 0.005 -> 0.235; no env's
-interval below 0), where smaller replays had cost Sokoban 6x6 or no-slip FrozenLake (about 55 minutes on 2 cores)."""
 REFERENCE_MINUTES = {
     "init-model": 0.1, "warmstart stage 1": 35.0, "warmstart stage 2": 56.0, "warmstart": 55.0,
     "eval oracle": 0.3, "eval random": 0.2, "eval": 0.8, "submit oracle": 0.2, "submit random": 0.1, "submit": 0.8,
@@ -119,11 +109,10 @@ SELECTION = {"warmstart": "the last stage of the recipe's warm start, as the rec
 """What ``eval --selection`` records of the main job's models: the recipe was fixed on validation beforehand, and
 each model is the one its recipe ends with, read once on the test suite."""
 RECIPES: dict[str, Recipe] = {
-    "reference": Recipe(warmstart=((), SECOND_STAGE, THIRD_STAGE),
+    "reference": Recipe(warmstart=("warmstart-1", "warmstart-2", "warmstart-3"),
                         train={name: (config, ()) for name, config in TRAINED.items()},
                         ma_models=("warmstart",), minutes=REFERENCE_MINUTES),
-    "smoke": Recipe(warmstart=(("--episodes", "40", "--epochs", "1", "--eval-episodes", "8"),
-                               ("--episodes", "20", "--epochs", "1", "--eval-episodes", "8")),
+    "smoke": Recipe(warmstart=("warmstart-smoke-1", "warmstart-smoke-2"),
                     train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=8",
                                            "train_env_manager.num_env_groups=4",
                                            "train_env_manager.num_groups_partition=[1,1,1,1]",
@@ -200,15 +189,15 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
 
     With ``checkpoint`` (the published warm start, :func:`published_checkpoint`) the trainers start from it; without,
     from scratch: ``init-model`` and the recipe's warm-start stages make ``<work>/warmstart`` first. Either way the
-    warm start is evaluated as "default model + SFT". The warm start takes ``min(DEFAULT_PROCESSES, max_parallel)``
-    processes of one thread (a warm start on one, ``--jobs 1``, is another model:
-    :data:`trainers.warmstart.DEFAULT_PROCESSES`). The trainers come first in the list (the longest
+    warm start is evaluated as "default model + SFT". Each warm-start stage takes the processes its config names, at
+    most ``max_parallel`` (a warm start on fewer, ``--jobs 1``, is another model). The trainers come first in the
+    list (the longest
     steps start first, :func:`run_jobs` starts ready steps in list order), the evaluations and submissions after;
     each results file is submitted as soon as it is written (submissions queue on the board's lock)."""
     results = work / "results"
     jobs: list[Job] = []
     if checkpoint is None:
-        warm_jobs, warm = warm_start_jobs(recipe, work, min(DEFAULT_PROCESSES, max_parallel))
+        warm_jobs, warm = warm_start_jobs(recipe, work, max_parallel)
         jobs += warm_jobs
         made_by = ["warmstart"]
     else:
@@ -273,22 +262,37 @@ def expected_minutes(recipe: Recipe, name: str) -> float:
     return recipe.minutes.get(name, recipe.minutes.get(name.split()[0], 1.0))
 
 
-def warm_start_jobs(recipe: Recipe, work: Path, processes: int) -> tuple[list[Job], Path]:
-    """``init-model`` and the recipe's warm-start stages, each from the model of the one before; the last one's
-    folder, ``<work>/warmstart`` (the main job's models stay in its work folder, apart from a user's own)."""
+def warm_start_jobs(recipe: Recipe, work: Path, max_parallel: int) -> tuple[list[Job], Path]:
+    """``init-model`` and the recipe's warm-start stages, each from the model of the one before, on the processes
+    its config names (at most ``max_parallel``); the last one's folder, ``<work>/warmstart`` (the main job's models
+    stay in its work folder, apart from a user's own)."""
     default, warm = work / "default-model", work / "warmstart"
     jobs = [Job("init-model", cli("init-model", "--path", str(default)), default / "config.json")]
     start, made_by = default, "init-model"
-    for stage, arguments in enumerate(recipe.warmstart, 1):
+    for stage, config in enumerate(recipe.warmstart, 1):
         last = stage == len(recipe.warmstart)
         output = warm if last else work / f"warmstart-stage{stage}"
         name = "warmstart" if last else f"warmstart stage {stage}"
-        jobs.append(Job(name, cli("warmstart", "--model", str(start), "--output", str(output), "--processes",
-                                  str(processes), "--threads", "1", *arguments), output / "warmstart.json",
-                        after=[made_by], threads=processes,
-                        resumes_from=output.with_name(output.name + CHECKPOINT_SUFFIX)))
+        processes = min(stage_processes(config), max_parallel)
+        jobs.append(Job(name, cli("warmstart", config, f"model={start}", f"output={output}",
+                                  f"processes={processes}"), output / "warmstart.json",
+                        after=[made_by], threads=processes, resumes_from=output))
         start, made_by = output, name
     return jobs, warm
+
+
+def stage_processes(config: str) -> int:
+    """The processes the bundled warm-start config ``config`` names (``trainers/configs/<config>.yaml``).
+
+    Raises:
+        UserError: no such config, or one that does not name its processes (a recipe's stage must: the count is part
+            of the model it makes).
+    """
+    path = TRAINER_CONFIGS / f"{config}.yaml"
+    settings = yaml.safe_load(path.read_text()) if path.is_file() else None
+    if not isinstance(settings, dict) or not isinstance(settings.get("processes"), int):
+        raise UserError(f"{path}: a recipe's warm-start stage must be a bundled config that names its processes")
+    return settings["processes"]
 
 
 def published_checkpoint(committed_root: Path, suite: str) -> Path | None:
@@ -535,29 +539,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def training_report(work: Path, names: list[str]) -> str:
-    """What each RL run did, from its run folder (``<work>/runs/<name>``): its own validation success at every
-    evaluation (the learning curve, the first point before training), the gain with its paired interval, the share of
-    training groups with any reward spread (the signal RL learns from) and where its curves are drawn."""
-    lines = ["RL runs, validation success at each evaluation (the trainer's own validation episodes; the first point "
-             "is the start model):"]
-    for name in names:
-        run = work / "runs" / name
-        summary = run_folder.read_summary(run)
-        if summary is None:
-            lines.append(f"  {name}: no finished run in {run}")
-            continue
-        points, shares = [], []
-        for line in (run / run_folder.METRICS).read_text().splitlines():
-            record = json.loads(line)
-            if "val/success" in record:
-                points.append(f"{record['step']}: {record['val/success']:.3f}")
-            if "rollout/informative_share" in record:
-                shares.append(record["rollout/informative_share"])
-        val = summary["val"]
-        signal = f"; groups with reward spread {sum(shares) / len(shares):.2f}" if shares else ""
-        lines.append(f"  {name}: {', '.join(points)}; gain {val['gain']:+.3f} [{val['ci_low']:+.3f}, "
-                     f"{val['ci_high']:+.3f}]{signal}; curves: {run / run_folder.CURVES}")
-    return "\n".join(lines)
+    """What each RL run did (``<work>/runs/<name>``, :func:`agentgym_bench.run_folder.learning_line`)."""
+    return "\n".join(["RL runs, validation success at each evaluation (the trainer's own validation episodes; the "
+                      "first point is the start model):"] +
+                     [f"  {name}: {run_folder.learning_line(work / 'runs' / name)}" for name in names])
 
 
 def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset()) -> str:

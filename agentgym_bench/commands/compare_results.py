@@ -24,7 +24,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark.results import Results, ResultsError, read_results, summarize
+from agentgym_bench.benchmark.kinds import kind_of
+from agentgym_bench.benchmark.results import Results, ResultsError, read_results
+from agentgym_bench.benchmark.scores import summarize
 from agentgym_bench.benchmark.suites import Suite, load_suite, quick_check, quick_text
 from agentgym_bench.errors import UserError
 
@@ -78,7 +80,7 @@ def comparison_table(suite: Suite, base: Results, other: Results, base_score: fl
         return f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
 
     c = compare(suite, base, other)
-    returns = not suite.multiagent
+    returns = not kind_of(suite).outcome_is_return
     lines = ["| entry | base | this | difference [95% CI] | p |" + (" return: base | this | difference [95% CI] |"
                                                                    if returns else "")]
     lines.append("|---" * (8 if returns else 5) + "|")
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     part = f" ({_played(quick)}: the score is over its entries and episodes only)" if quick else ""
     for path in args.others:
         other, _ = read_checked(path, suite, base)
-        test = "mean payoffs, no p" if suite.multiagent else "McNemar's exact p"
+        test = "McNemar's exact p" if kind_of(suite).paired_test else "mean payoffs, no p"
         print(f"{Path(path).name} against {Path(args.base).name} on the same seeds of {suite.name}{part} "
               f"(this - base; 95% paired bootstrap interval, {test}):")
         print("\n".join(comparison_table(suite, base, other, base_score)) + "\n")

@@ -1,6 +1,6 @@
 """``agentgym-bench demo``: the oracle and a random agent play every env; success and return with 95% intervals.
 
-Episodes are played on validation seeds ``0 .. N-1`` by :func:`agentgym_bench.benchmark.evaluate.play_episodes`
+Episodes are played on validation seeds ``0 .. N-1`` by :func:`agentgym_bench.benchmark.episodes.play_episodes`
 (as the trainers' validation and the warm start's tables are) and scored by :mod:`agentgym_bench.stats`
 (success: Wilson interval; return: normal interval of the mean), the same functions as the benchmark tables.
 """
@@ -12,7 +12,7 @@ import argparse
 import gymnasium as gym
 
 from agentgym_bench import stats
-from agentgym_bench.benchmark.evaluate import play_episodes
+from agentgym_bench.benchmark.episodes import play_episodes
 from agentgym_bench.errors import UserError
 from agentgym_bench.registration import AGENT_ENVS
 from agentgym_bench.rollout.engine import EnvGroups

@@ -43,17 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
-from agentgym_bench.benchmark.evaluate import entry_prompts, evaluate_by_entry
-from agentgym_bench.benchmark.matches import suite_policy
+from agentgym_bench.benchmark.evaluate import evaluate_by_entry
+from agentgym_bench.benchmark.kinds import kind_of, suite_policy
 from agentgym_bench.benchmark.provenance import training_record, with_start
-from agentgym_bench.benchmark.results import (
-    Results,
-    ResultsError,
-    format_summary,
-    read_results,
-    summarize,
-    write_results,
-)
+from agentgym_bench.benchmark.results import Results, ResultsError, read_results, write_results
+from agentgym_bench.benchmark.scores import format_summary, summarize
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, available_suites, load_suite, quick_check, quick_text
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.endpoint import CONTEXT_HINT, check_model, what_to_change
@@ -237,7 +231,7 @@ def setting_differences(done: Results, suite: Suite, metadata: dict[str, Any], p
         if e.name in prompts and e.prompt != prompts[e.name]:
             differs.append(both(f"--prompt of entry {e.name}", shown(e.prompt), shown(prompts[e.name])))
         recorded, wanted = e.env_kwargs.get("action_format", "answer"), action_format or "answer"
-        if e.opponent is None and recorded != wanted:
+        if "action_format" in kind_of(e).options and recorded != wanted:
             differs.append(both(f"--action-format of entry {e.name}", recorded, wanted))
     return differs
 
@@ -326,9 +320,8 @@ def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
         raise UserError("need --max-new-tokens >= 1, --temperature >= 0 and 0 < --top-p <= 1")
     suite, quick = quick_check(load_suite(args.suite), args.episodes, args.entries)
-    if suite.multiagent and args.action_format not in (None, "answer"):
-        raise UserError(f"{suite.name} is a two-player suite: its games read their own replies, there is no "
-                        "--action-format to choose")
+    kind = kind_of(suite)
+    kind.check_options(suite, None, args.action_format, "--action-format")
     trainer, training = training_record(args.trained_by) if args.trained_by else (None, None)
     if trainer is not None:
         trainer = with_start(trainer, args.trained_by)  # what the model it started from was trained on
@@ -345,17 +338,17 @@ def run(args: argparse.Namespace) -> int:
     if record["kind"] == "openai":
         context = check_model(args.policy.split("@", 1)[1], record["model"], timeout=min(args.timeout, 10.0))
     partial = partial_path(out)
-    prompts = {} if suite.multiagent else entry_prompts(suite, args.prompt)
+    prompts = kind.prompts(suite, args.prompt)
     metadata = {"policy": {**record, "history": args.history}, "trainer": trainer,
                 **({"quick_check": quick} if quick else {})}
     done = resumed(partial, suite, metadata, prompts, args.action_format)
-    if record["kind"] == "openai" and not suite.multiagent:
+    if record["kind"] == "openai" and prompts:  # each entry's first prompt (a game that writes its own has none)
         probe_first_prompts(policy, suite, prompts, args.action_format, context=context,
                             max_new_tokens=args.max_new_tokens)
     if not out.parent.exists():
         out.parent.mkdir(parents=True)
         print(f"made the folder {out.parent} for --out {out}")
-    what = "matches" if suite.multiagent else "episodes"
+    what = kind.name
     print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} {what}"
           f"{' (a quick check: not submittable)' if quick else ''}")
     if done is not None:

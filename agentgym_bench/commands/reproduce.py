@@ -40,13 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench import stats
-from agentgym_bench.benchmark.evaluate import evaluate, evaluate_by_entry
-from agentgym_bench.benchmark.matches import suite_policy
-from agentgym_bench.benchmark.results import EntryResults, Results, loads, summarize
+from agentgym_bench.benchmark.evaluate import evaluate_by_entry, evaluate_suite
+from agentgym_bench.benchmark.kinds import kind_of, suite_policy
+from agentgym_bench.benchmark.replay import same_reply
+from agentgym_bench.benchmark.results import EntryResults, Results, loads
+from agentgym_bench.benchmark.scores import summarize
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.board import read_index, slugify
-from agentgym_bench.leaderboard.replies import same_reply
 from agentgym_bench.leaderboard.verify import MODEL_FREE
 from agentgym_bench.paths import default_board, repository_root
 from agentgym_bench.rollout.specs import locate_model, model_sha256, sampling_of
@@ -162,20 +163,16 @@ def agreement(suite: Suite, recorded: Results, new: Results) -> list[dict[str, A
     rows = []
     for e in suite.entries:
         x, y = recorded.entry(e.name), new.entry(e.name)
-        mean = stats.mean_interval if e.opponent is not None else _rate
-        rows.append({"entry": e.name, "recorded": mean(x.scored()), "new": mean(y.scored()),
-                     "paired": paired["entries"][e.name], "counts": identical_replies(x, y), "n": len(x.episodes)})
+        kind = kind_of(e)
+        rows.append({"entry": e.name, "recorded": kind.interval(kind.outcomes(x)),
+                     "new": kind.interval(kind.outcomes(y)), "paired": paired["entries"][e.name],
+                     "counts": identical_replies(x, y), "n": len(x.episodes)})
     counts = [sum(r["counts"][i] for r in rows) for i in range(3)]
     rows.append({"entry": "score", "recorded": summarize(recorded, suite).score, "new": summarize(new, suite).score,
                  "paired": paired["suite"], "counts": tuple(counts), "n": sum(r["n"] for r in rows)})
     for r in rows:
         r["agrees"] = r["paired"]["low"] <= 0 <= r["paired"]["high"]
     return rows
-
-
-def _rate(outcomes: Any) -> tuple[float, float, float]:
-    r = stats.success_rate(outcomes)
-    return r.rate, r.low, r.high
 
 
 def _share(same: int, total: int) -> str:
@@ -213,16 +210,15 @@ def run(args: argparse.Namespace) -> int:
     if policy_record["kind"] in ("hf", "vllm"):
         print(weights_note(policy_record, spec.split(":", 1)[1], args.model is not None))
     policy, new_record = suite_policy(spec, suite, sampling_of(policy_record), device=args.device)
-    prompts = None if suite.multiagent else {e.name: e.prompt for e in recorded.entries}
-    formats = None if suite.multiagent else {e.name: e.env_kwargs.get("action_format") for e in recorded.entries}
+    kind = kind_of(suite)
+    choices = {option: {e.name: e.env_kwargs.get(option) for e in recorded.entries} for option in kind.options}
     seeds = "every seed" if args.sample is None else f"the first {args.sample} seeds of every entry"
     print(f"reproducing {record['name']!r} ({spec}, history {policy_record['history']}) on {suite.name} "
           f"v{suite.version}, {seeds}: {suite.episodes} of {full_suite.episodes} episodes")
-    play = evaluate_by_entry if recorded.metadata["compute"].get("batching") == "entry" else evaluate  # its batches
-    new = play(policy, suite, new_record, prompt=prompts, action_format=formats, history=policy_record["history"],
-               progress=True)
+    play = evaluate_by_entry if recorded.metadata["compute"].get("batching") == "entry" else evaluate_suite  # batches
+    new = play(policy, suite, new_record, **choices, history=policy_record["history"], progress=True)
     rows = agreement(suite, recorded, new)
-    print("\n".join(format_rows(rows, "payoff" if suite.multiagent else "success")))
+    print("\n".join(format_rows(rows, kind.outcome)))
     same, total, _ = rows[-1]["counts"]
     agree = all(r["agrees"] for r in rows)
     print(f"scores {'agree' if agree else 'DIFFER'}: {sum(r['agrees'] for r in rows[:-1])} of {len(rows) - 1} entries "

@@ -23,7 +23,7 @@ import argparse
 import math
 from pathlib import Path
 
-from agentgym_bench.benchmark.results import format_summary, summarize
+from agentgym_bench.benchmark.scores import format_summary, summarize
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.leaderboard import board as boards
 from agentgym_bench.leaderboard.board import check_free, check_model_name, read_index, slugify, submit

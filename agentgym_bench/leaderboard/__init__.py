@@ -1,10 +1,9 @@
 """The verified leaderboards: what may go on a board, and what a board shows.
 
-- ``verify.py``: a results file verified before it goes on a board: checks, replay of every episode (re-generating
-  a model-free policy's replies), and ``verify``, which runs them all;
-- ``regenerate.py``: re-generation of a local model's replies from its weights, and its cost cap;
-- ``replies.py``: what the checks, replay and re-generation share: which turns the policy wrote, when two replies are
-  the same, the texts replay recovers;
+- ``verify.py``: a results file verified before it goes on a board: checks, replay of every entry (as its kind
+  replays it, re-generating a model-free policy's replies), and ``verify``, which runs them all;
+- ``regenerate.py``: re-generation of a local model's replies from its weights, in the evaluation's batches, and its
+  cost cap;
 - ``board.py``: a board's folder: the accepted results files, their index, and what is rendered from them;
 - ``render.py``: what a board shows: the Markdown table, the PNG chart, the HTML page and its transcripts;
 - ``weights.py``: published weights: each model entry's weights, shipped beside its board.

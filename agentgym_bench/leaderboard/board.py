@@ -56,10 +56,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark.results import Results, Summary, summarize
+from agentgym_bench.benchmark.replay import EpisodeText
+from agentgym_bench.benchmark.results import Results
+from agentgym_bench.benchmark.scores import Summary, summarize
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
-from agentgym_bench.leaderboard.replies import EpisodeText
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, Verified, check_name, replay_entry
 from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board, write_atomic
 
@@ -303,7 +304,7 @@ def training_json(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 def summary_json(s: Summary) -> dict[str, Any]:
-    """A :class:`~agentgym_bench.benchmark.results.Summary` (per-entry success with its Wilson interval, mean
+    """A :class:`~agentgym_bench.benchmark.scores.Summary` (per-entry success with its Wilson interval, mean
     return with its interval, normalised outcome; for a match entry also the opponent and the draw, loss and deal
     rates; the suite score with its interval) as plain JSON."""
     entries = {}
@@ -406,7 +407,7 @@ def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, ve
 def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace: bool = False,
            summary: Summary | None = None, progress: bool = False) -> dict[str, Any]:
     """Put a verified results file on the board in ``folder`` and re-render it; returns its index record.
-    ``summary``: the file's :func:`~agentgym_bench.benchmark.results.summarize`, if already computed.
+    ``summary``: the file's :func:`~agentgym_bench.benchmark.scores.summarize`, if already computed.
 
     Raises :class:`UserError` (the board untouched) for a bad or taken name, a board of another suite, a model
     named by a machine path on a published board (:func:`check_model_name`), or a copy of another submission

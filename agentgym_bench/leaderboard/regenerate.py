@@ -15,7 +15,8 @@ generated, the cap is checked against the suite's first prompts only (:func:`fir
 :func:`regeneration_cost_blocker`): their number and text are the suite's and the envs', so nothing the file holds
 moves that line; past them, each call reads only replies that earlier calls re-generated identically.
 
-A model-free policy's replies (check 6) are re-generated during replay, in :mod:`agentgym_bench.leaderboard.verify`.
+A model-free policy's replies (check 6) are re-generated during replay (:meth:`~agentgym_bench.benchmark.kinds.Kind.
+replay`, which :mod:`agentgym_bench.leaderboard.verify` asks for).
 """
 
 from __future__ import annotations
@@ -23,15 +24,17 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark.results import EntryResults, Results
+from agentgym_bench.benchmark.kinds import kind_of, policy_turns, suite_policy
+from agentgym_bench.benchmark.replay import EpisodeText, Move, same_reply
+from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.suites import Suite
-from agentgym_bench.leaderboard.replies import EpisodeText, policy_turns, policy_wrote, same_reply
-from agentgym_bench.paths import published_board
+from agentgym_bench.paths import is_machine_path, published_board
 from agentgym_bench.progress import progress as progress_bar
+from agentgym_bench.rollout.specs import WEIGHT_SUFFIXES, locate_model, model_sha256, sampling_of
 
 
 def model_folder(model: str | None, root: str | os.PathLike | None = None,
@@ -45,9 +48,6 @@ def model_folder(model: str | None, root: str | os.PathLike | None = None,
     (:func:`~agentgym_bench.rollout.specs.locate_model`: relative to ``root``, a name under the home's ``models/``,
     or an absolute path). Either way the folder must be a Hugging Face model folder (``config.json``) before its
     weights are hashed."""
-    from agentgym_bench.paths import is_machine_path
-    from agentgym_bench.rollout.specs import locate_model
-
     if not model:
         return None, "no model is recorded"
     if "~" in model or "$" in model:
@@ -73,8 +73,6 @@ def regeneration_blocker(results: Results, root: str | os.PathLike | None = None
                          models: str | os.PathLike | None = None) -> tuple[str | None, str | None]:
     """``(model folder, None)`` if the file's replies can be re-generated here (check 7), else ``(None, why not)``;
     ``root`` and ``models``: where the model may be (:func:`model_folder`)."""
-    from agentgym_bench.rollout.specs import model_sha256
-
     policy = results.metadata["policy"]
     kind, model = policy["kind"], policy["model"]
     if kind != "hf":
@@ -95,60 +93,26 @@ def regeneration_blocker(results: Results, root: str | os.PathLike | None = None
     return path, None
 
 
-@dataclass(frozen=True)
-class Move:
-    """One reply of the evaluated model to re-generate: the prompt it read (its messages and the ``tools`` its env
-    offered, ``[]`` for none), its sampling key, where it is (for messages) and the recorded turn."""
-
-    messages: list[dict[str, str]]
-    key: tuple[int, ...]
-    where: str
-    turn: Any
-    episode: tuple[str, int]
-    tools: list[dict[str, Any]] = field(default_factory=list)
-
-
 def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]]) -> list[list[Move]]:
     """The model's ``generate`` calls that the evaluation made, rebuilt from the file, each call's moves in its order.
 
-    ``eval`` of a single-agent suite plays every entry at once (:func:`~agentgym_bench.benchmark.evaluate.
-    play_suite`): call ``t`` holds turn ``t`` of every episode that lasted that long, entries in the suite's order,
-    seeds ascending; or, if ``metadata.compute.batching`` is ``"entry"`` (:func:`~agentgym_bench.benchmark.evaluate.
+    The suite's kind knows the calls its play makes (:meth:`~agentgym_bench.benchmark.kinds.Kind.calls`). ``eval`` of
+    a single-agent suite plays every entry at once (:func:`~agentgym_bench.benchmark.episodes.play_suite_episodes`):
+    call ``t`` holds turn ``t`` of every episode that lasted that long, entries in the suite's order, seeds ascending;
+    or, if ``metadata.compute.batching`` is ``"entry"`` (:func:`~agentgym_bench.benchmark.evaluate.
     evaluate_by_entry`, what the ``eval`` command does), one entry after the other, each as a suite of its own. A
-    two-player suite is played entry by entry (:func:`~agentgym_bench.multiagent.selfplay.
-    play_matches`, all matches in lockstep): call ``j`` of an entry holds move ``j`` of every match where the policy
-    made it (every match in self-play), seeds ascending. A model's reply can depend on the batch around it (other
-    rows change the last bits of its logits), so re-generation makes the same calls, and an honest file's replies
-    come back identical on the machine that evaluated it, whatever the batch."""
-    from agentgym_bench.rollout.engine import tag_hash
-    from agentgym_bench.rollout.trajectory import build_messages
-
+    two-player suite is played entry by entry (:func:`~agentgym_bench.benchmark.matches.play_suite_matches`, all
+    matches in lockstep): call ``j`` of an entry holds move ``j`` of every match where the policy made it (every
+    match in self-play), seeds ascending. A model's reply can depend on the batch around it (other rows change the
+    last bits of its logits), so re-generation makes the same calls, and an honest file's replies come back
+    identical on the machine that evaluated it, whatever the batch."""
     history = results.metadata["policy"]["history"]
-    calls: list[list[Move]] = []
     by_name = {e.name: e for e in results.entries}
-    single: dict[int, list[Move]] = {}
-    by_entry = results.metadata["compute"].get("batching") == "entry"
-    for suite_entry in suite.entries:
-        entry = by_name[suite_entry.name]
-        ticks: dict[int, list[Move]] = {}
-        for episode in sorted(entry.episodes, key=lambda ep: ep.seed):
-            text = texts[entry.name][episode.seed]
-            if entry.opponent is not None:
-                for t, move in _policy_moves(entry, episode, text, history):
-                    ticks.setdefault(t, []).append(move)
-                continue
-            replies = [u.reply for u in episode.turns]
-            for t, turn in enumerate(episode.turns):
-                messages = build_messages(text.system_prompt, text.observations[:t], replies[:t],
-                                          text.observations[t], history)
-                single.setdefault(t, []).append(Move(messages, (tag_hash(entry.env_id), episode.seed, 0, t),
-                                                     f"entry {entry.name}, seed {episode.seed}, turn {t + 1}", turn,
-                                                     (entry.name, episode.seed), text.tools))
-        calls += [ticks[t] for t in sorted(ticks)]
-        if by_entry:
-            calls += [single[t] for t in sorted(single)]
-            single = {}
-    return calls + [single[t] for t in sorted(single)]
+    entries = [by_name[e.name] for e in suite.entries]
+    kind = kind_of(suite)
+    if results.metadata["compute"].get("batching") == "entry":
+        return [call for entry in entries for call in kind.calls([entry], texts, history)]
+    return kind.calls(entries, texts, history)
 
 
 def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]], model: str,
@@ -157,7 +121,7 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
     call, and compare; ``None`` if all are identical, else why the file is not *reproduced*.
 
     ``model``: the folder :func:`regeneration_blocker` found, built as ``eval`` builds it
-    (:func:`~agentgym_bench.benchmark.matches.suite_policy`: the recorded sampling settings, the same chunks of
+    (:func:`~agentgym_bench.benchmark.kinds.suite_policy`: the recorded sampling settings, the same chunks of
     conversations per forward pass), each reply under the key the evaluation used. A prompt longer than the model
     reads gets an empty reply, as in evaluation. Replies are compared with :func:`same_reply` (text and tokens).
 
@@ -168,9 +132,6 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
     is what the model itself costs on these episodes: nothing a file holds (padded replies, claimed lengths) can make
     it more.
     """
-    from agentgym_bench.benchmark.matches import suite_policy
-    from agentgym_bench.rollout.specs import sampling_of
-
     policy, _ = suite_policy(f"hf:{model}", suite, sampling_of(results.metadata["policy"]))
     calls = evaluation_batches(results, suite, texts)
     parameters = parameter_count(model) if cap < math.inf else 0
@@ -209,30 +170,6 @@ class _Offers:
     tools: list[dict[str, Any]]
 
 
-def _policy_moves(entry: EntryResults, episode: Any, text: EpisodeText, history: int | None
-                  ) -> list[tuple[int, Move]]:
-    """``(move index, Move)`` of every move of a match that the evaluated policy made (both seats' in self-play):
-    each seat's conversation is its own observations and replies, as in
-    :func:`~agentgym_bench.multiagent.selfplay.play_matches`."""
-    from agentgym_bench.benchmark.matches import match_key_tag, seat_index
-    from agentgym_bench.rollout.trajectory import build_messages
-
-    tag = match_key_tag(entry.env_id, str(entry.opponent))
-    seen: dict[str, list[int]] = {}
-    moves = []
-    for t, turn in enumerate(episode.turns):
-        agent = str(turn.agent)
-        earlier = seen.setdefault(agent, [])
-        if policy_wrote(entry.opponent, episode, turn):
-            messages = build_messages("", [text.observations[i] for i in earlier],
-                                      [episode.turns[i].reply for i in earlier], text.observations[t], history)
-            moves.append((t, Move(messages, (tag, episode.seed, seat_index(agent), len(earlier)),
-                                  f"entry {entry.name}, seed {episode.seed}, move {t + 1}", turn,
-                                  (entry.name, episode.seed))))
-        earlier.append(t)
-    return moves
-
-
 REGENERATION_CAP = 5e13
 """Most work check 7 takes on, in forward-pass FLOPs: a file whose first turns alone would cost more
 (:func:`regeneration_cost_blocker`) is not re-generated, and re-generation stops once its work passes it
@@ -248,8 +185,6 @@ def parameter_count(folder: str | os.PathLike) -> int:
     model_sha256` hashes), read without loading them: a ``.safetensors`` file's header lists its tensors' shapes;
     any other weight file (``.bin``, ``.pt``, ``.gguf``, or a header that cannot be read) counts as its size in bytes
     / 2, as 16-bit weights (32-bit ones are counted twice over, which errs towards not re-generating)."""
-    from agentgym_bench.rollout.specs import WEIGHT_SUFFIXES
-
     root = Path(folder)
     total = 0
     for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES)):

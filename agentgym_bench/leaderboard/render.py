@@ -5,8 +5,8 @@ Wilson intervals, the oracle-normalised suite score with its stratified bootstra
 submissions the paired comparison on the same seeds (:func:`comparisons`).
 
 One renderer serves both kinds of suite; what differs is the column set of each entry (:func:`entry_columns`) and
-the per-episode outcome the score averages (success, or a match's payoff for the policy:
-:meth:`~agentgym_bench.benchmark.results.EntryResults.scored`). A multi-agent board shows per entry the mean
+the per-episode outcome the score averages (success, or a match's payoff for the policy: the entry's kind says,
+:meth:`~agentgym_bench.benchmark.kinds.Kind.outcomes`). A multi-agent board shows per entry the mean
 payoff (95% normal interval) and win / draw / loss with the win's Wilson interval and the deal rate.
 
 Both tables also say, per entry, what the model was trained on (:func:`training_summary`, from the results file's
@@ -43,10 +43,11 @@ from typing import Any
 import numpy as np
 
 from agentgym_bench import stats
+from agentgym_bench.benchmark.kinds import kind_of
 from agentgym_bench.benchmark.provenance import local_paths_hidden
-from agentgym_bench.benchmark.results import SCORE_TEXT, Results
+from agentgym_bench.benchmark.replay import EpisodeText
+from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.suites import Suite
-from agentgym_bench.leaderboard.replies import EpisodeText
 from agentgym_bench.leaderboard.verify import MODEL_FREE, REPLAYED
 from agentgym_bench.paths import is_machine_path
 from agentgym_bench.progress import progress as progress_bar
@@ -66,7 +67,7 @@ def entry_outcomes(results: Results, entry: str, *, returns: bool = False) -> np
     ``returns`` the episode's return, in seed order."""
     recorded = results.entry(entry)
     order = np.argsort([ep.seed for ep in recorded.episodes], kind="stable")
-    return (recorded.returns() if returns else recorded.scored())[order]
+    return (recorded.returns() if returns else kind_of(recorded).outcomes(recorded))[order]
 
 
 PAIRED_REPS = 2_000
@@ -77,8 +78,8 @@ k(k-1)/2 comparisons, and a 95% percentile interval is stable to about 0.005 at 
 def compare(suite: Suite, a: Results, b: Results, *, seed: int = 0, reps: int = PAIRED_REPS) -> dict[str, Any]:
     """``b`` against ``a`` on the same seeds: per entry :func:`stats.paired_difference` of the scored outcome
     (success; a match's payoff); for the suite score the difference with a stratified bootstrap interval over the
-    per-episode differences (pairs stay together) and, for success, McNemar's exact test on all episodes pooled
-    (``nan`` for payoffs, which are not binary)."""
+    per-episode differences (pairs stay together) and, where the kind's outcomes are binary (success), McNemar's
+    exact test on all episodes pooled (``nan`` for payoffs, which are not binary)."""
     ceilings = suite.ceilings
     entries, only_a, only_b, differences = {}, 0, 0, {}
     for e in suite.entries:
@@ -90,7 +91,7 @@ def compare(suite: Suite, a: Results, b: Results, *, seed: int = 0, reps: int = 
         differences[e.name] = y - x
     point, low, high = stats.stratified_bootstrap(
         differences, lambda d: stats.normalised_mean(d, ceilings), reps=reps, seed=seed)
-    p = float("nan") if suite.multiagent else stats.mcnemar_exact(only_a, only_b)
+    p = stats.mcnemar_exact(only_a, only_b) if kind_of(suite).paired_test else float("nan")
     return {"suite": {"difference": point, "low": low, "high": high, "p": p,
                       "only_a": only_a, "only_b": only_b}, "entries": entries}
 
@@ -144,13 +145,14 @@ def entry_columns(suite: Suite) -> list[tuple[str, str, Any]]:
 
 def score_legend(suite: Suite) -> str:
     """What the score and the entry columns of ``suite``'s board mean (one paragraph)."""
+    score = kind_of(suite).score_text
     if suite.multiagent:
-        return (f"Score: {SCORE_TEXT[True]} (the share of the pool's worth to it that it obtained, 0 to 1), with a "
+        return (f"Score: {score} (the share of the pool's worth to it that it obtained, 0 to 1), with a "
                 "95% stratified bootstrap interval. Entries: the policy's mean payoff (95% normal interval) against "
                 "the entry's opponent, seats alternating; win / draw / loss rates (the win with its 95% Wilson "
                 "interval: a win is a payoff above the opponent's) and the share of matches that ended in a deal.")
     graded = [e.name for e in suite.entries if e.graded]
-    return (f"Score: {SCORE_TEXT[False]}, with a 95% stratified bootstrap interval. Entries: success rate with its "
+    return (f"Score: {score}, with a 95% stratified bootstrap interval. Entries: success rate with its "
             "95% Wilson interval" + (f"; {', '.join(graded)}: also the mean return (95% normal interval), the "
                                      "graded reward that success counts only at 1" if graded else "") + ". "
             + ceiling_legend(suite))

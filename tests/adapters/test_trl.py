@@ -154,12 +154,13 @@ def test_two_grpo_steps_on_cpu_change_the_model_and_train_on_the_env_rewards(mod
     group more likely and the worse ones less (advantage-weighted change of their log-probability > 0)."""
     import copy
 
-    from trainers.warmstart import WarmStartConfig, collect_demonstrations, finetune
+    from trainers.sft_config import SFTConfig
+    from trainers.warmstart import collect_demonstrations, finetune
 
     torch.set_num_threads(1)
     env_id = "AgentFrozenLakeNoSlip-v0"
     model, tokenizer = load_model(model_dir)
-    config = WarmStartConfig(envs=(env_id,), episodes=600, epochs=3, batch_size=64, history=None)
+    config = SFTConfig(envs=(env_id,), episodes=600, epochs=3, batch_size=64, history=None)
     finetune(model, tokenizer, collect_demonstrations(config), config)
     start = copy.deepcopy(model)
 

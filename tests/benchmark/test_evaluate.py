@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from agentgym_bench.benchmark.evaluate import entry_prompts, evaluate, play_suite
+from agentgym_bench.benchmark.episodes import entry_prompts, play_suite_episodes
+from agentgym_bench.benchmark.evaluate import evaluate_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.specs import Sampling, model_sha256, parse_spec, policy_from_spec
 from tests.benchmark.conftest import suite_of
@@ -11,7 +12,7 @@ from tests.benchmark.conftest import suite_of
 def test_the_oracle_reaches_its_ceiling_and_seeds_are_the_suites():
     suite = suite_of(["frozenlake-noslip", "sokoban-8x8-2box"], 8)
     policy, record = policy_from_spec("oracle")
-    results = evaluate(policy, suite, record, prompt="compact")
+    results = evaluate_suite(policy, suite, record, prompt="compact")
     for entry in results.entries:
         assert [ep.seed for ep in entry.episodes] == list(suite.entry(entry.name).seeds)
         assert entry.successes().mean() == 1.0 and entry.prompt == "compact"
@@ -23,7 +24,7 @@ def test_prompts_per_entry():
     with pytest.raises(ValueError, match="chess"):
         entry_prompts(suite, {"chess": "compact"})
     with pytest.raises(UserError, match="not allowed"):
-        play_suite(policy_from_spec("random")[0], suite, prompt="mine")
+        play_suite_episodes(policy_from_spec("random")[0], suite, prompt="mine")
 
 
 def test_policy_specs():
@@ -41,15 +42,15 @@ def test_keyed_sampling_lets_any_episode_be_regenerated_alone(model_dir):
     sampling = Sampling(temperature=1.0, max_new_tokens=12, seed=5)
     policy, record = policy_from_spec(f"hf:{model_dir}", sampling)
     assert record["model_sha256"] == model_sha256(model_dir) and len(record["model_sha256"]) == 64
-    full = evaluate(policy, suite, record, prompt="compact", history=0)
+    full = evaluate_suite(policy, suite, record, prompt="compact", history=0)
     alone_suite = suite_of(["sokoban-6x6"], 3)  # the first three seeds only, in a batch of three
     again, _ = policy_from_spec(f"hf:{model_dir}", sampling)
-    alone = evaluate(again, alone_suite, record, prompt="compact", history=0)
+    alone = evaluate_suite(again, alone_suite, record, prompt="compact", history=0)
     full_tokens = [[t.token_ids for t in ep.turns] for ep in full.entry("sokoban-6x6").episodes[:3]]
     alone_tokens = [[t.token_ids for t in ep.turns] for ep in alone.entry("sokoban-6x6").episodes]
     assert full_tokens == alone_tokens and all(full_tokens)
     other, _ = policy_from_spec(f"hf:{model_dir}", Sampling(temperature=1.0, max_new_tokens=12, seed=6))
-    different = evaluate(other, alone_suite, record, prompt="compact", history=0)
+    different = evaluate_suite(other, alone_suite, record, prompt="compact", history=0)
     assert [[t.token_ids for t in ep.turns] for ep in different.entry("sokoban-6x6").episodes] != alone_tokens
     assert full.metadata["compute"]["generated_tokens"] == sum(
         len(t.token_ids) for e in full.entries for ep in e.episodes for t in ep.turns)
@@ -65,14 +66,14 @@ def test_a_prompt_the_model_cannot_read_is_an_invalid_turn_not_a_crash(tmp_path)
     short = build_default_model(tmp_path / "short", size=ModelSize(n_layer=1, n_embd=32, n_head=2, n_positions=256))
     suite = suite_of(["webshop", "bandit"], 2)
     policy, record = policy_from_spec(f"hf:{short}", Sampling(max_new_tokens=8))
-    results = evaluate(policy, suite, record)
+    results = evaluate_suite(policy, suite, record)
     webshop = results.entry("webshop")
     # the first page (instructions + search page) is too long; later, shorter pages may be read and answered
     assert all(ep.turns[0].reply == "" and ep.turns[0].token_ids == [] for ep in webshop.episodes)
     assert all(ep.turns[0].executed_actions == [] for ep in webshop.episodes)
     with pytest.raises(ValueError, match="exceeds"):
         strict = HFPolicy(policy.model, policy.tokenizer, max_new_tokens=8)
-        play_suite(strict, suite_of(["webshop"], 1))
+        play_suite_episodes(strict, suite_of(["webshop"], 1))
 
 
 def test_eval_records_how_the_checkpoint_was_chosen(tmp_path, capsys):

@@ -44,10 +44,11 @@ def test_a_run_from_the_published_checkpoint_carries_the_warm_starts_envs(tmp_pa
 
 
 def test_eval_trained_by_a_run_from_a_warm_start_records_both(tmp_path, model_dir, monkeypatch):
-    from trainers.warmstart import WarmStartConfig, warm_start
+    from trainers.sft_config import SFTConfig
+    from trainers.warmstart import warm_start
 
     warm = tmp_path / "warm"  # a real (tiny) warm start: its warmstart.json is the start's record
-    warm_start(WarmStartConfig(model=str(model_dir), output=str(warm), envs=("AgentSokobanLarge-v0",), episodes=4,
+    warm_start(SFTConfig(model=str(model_dir), output=str(warm), envs=("AgentSokobanLarge-v0",), episodes=4,
                                epochs=1, batch_size=8, eval_episodes=2))
     run = run_folder(tmp_path / "run", str(warm))  # an absolute path of this machine, hidden in the record
     monkeypatch.chdir(tmp_path)

@@ -6,9 +6,11 @@ import json
 
 import pytest
 
-from agentgym_bench.benchmark.evaluate import evaluate
-from agentgym_bench.benchmark.matches import match_key_tag, play_entry, suite_policy
-from agentgym_bench.benchmark.results import dumps, loads, summarize
+from agentgym_bench.benchmark.evaluate import evaluate_suite
+from agentgym_bench.benchmark.kinds import suite_policy
+from agentgym_bench.benchmark.matches import match_key_tag, play_entry
+from agentgym_bench.benchmark.results import dumps, loads
+from agentgym_bench.benchmark.scores import summarize
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.specs import Sampling
@@ -83,7 +85,7 @@ def tiny():
 
 def test_scripted_results_hold_every_move_of_both_seats_and_a_consistent_summary(tiny):
     policy, record = suite_policy("scripted", tiny, Sampling())
-    results = loads(dumps(evaluate(policy, tiny, record, history=None)))  # through the schema and back
+    results = loads(dumps(evaluate_suite(policy, tiny, record, history=None)))  # through the schema and back
     assert results.metadata["policy"]["kind"] == "scripted" and results.metadata["compute"]["episodes"] == 18
     for entry, suite_entry in zip(results.entries, tiny.entries, strict=True):
         assert entry.opponent == suite_entry.opponent and "prompt" not in entry.env_kwargs
@@ -113,7 +115,7 @@ def test_the_score_ranks_scripted_above_random(tiny):
     scores = {}
     for spec in ("scripted", "random"):
         policy, record = suite_policy(spec, tiny, Sampling(seed=1))
-        scores[spec] = summarize(evaluate(policy, tiny, record), tiny).score[0]
+        scores[spec] = summarize(evaluate_suite(policy, tiny, record), tiny).score[0]
     assert scores["scripted"] > scores["random"] + 0.1
 
 
@@ -139,7 +141,7 @@ def test_policies_that_do_not_fit_the_suite_are_refused(tiny):
         suite_policy("scripted", suite_of(["bandit"], 2), Sampling())
     policy, record = suite_policy("random", tiny, Sampling())
     with pytest.raises(UserError, match="no prompt template"):
-        evaluate(policy, tiny, record, prompt="compact")
+        evaluate_suite(policy, tiny, record, prompt="compact")
 
 
 def test_eval_command_writes_a_two_player_results_file(tmp_path, capsys):

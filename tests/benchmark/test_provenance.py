@@ -6,7 +6,7 @@ import pytest
 
 from agentgym_bench.benchmark import provenance
 from agentgym_bench.benchmark import results as R
-from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark.evaluate import evaluate_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.specs import policy_from_spec
 from tests.benchmark.conftest import suite_of
@@ -46,7 +46,7 @@ def test_results_with_curves_round_trip_and_bad_curves_are_refused(tmp_path):
     rows = [{"step": i, "reward/success": 0.1 * i, "val/success": 0.2} for i in range(4)]
     trainer, compute = provenance.training_record(write_run(tmp_path / "run", rows))
     policy, record = policy_from_spec("random")
-    results = evaluate(policy, suite_of(None, 2), record, trainer=trainer, training_compute=compute)
+    results = evaluate_suite(policy, suite_of(None, 2), record, trainer=trainer, training_compute=compute)
     back = R.loads(R.dumps(results))
     assert back.metadata["trainer"]["curves"]["reward/success"][3] == [3, pytest.approx(0.3)]
     good = results.to_dict()

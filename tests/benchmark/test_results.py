@@ -4,7 +4,8 @@ import json
 import pytest
 
 from agentgym_bench.benchmark import results as R
-from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark import scores
+from agentgym_bench.benchmark.evaluate import evaluate_suite
 from agentgym_bench.benchmark.suites import load_suite
 from agentgym_bench.rollout.specs import policy_from_spec
 from tests.benchmark.conftest import suite_of
@@ -18,7 +19,7 @@ def small_suite():
 @pytest.fixture(scope="module")
 def random_results(small_suite):
     policy, record = policy_from_spec("random")
-    return evaluate(policy, small_suite, record)
+    return evaluate_suite(policy, small_suite, record)
 
 
 def test_round_trip_is_exact_and_bytes_are_deterministic(random_results, tmp_path):
@@ -81,7 +82,7 @@ def test_nan_infinity_size_and_garbage_are_refused(random_results, monkeypatch):
 
 
 def test_summary(random_results, small_suite):
-    summary = R.summarize(random_results, small_suite)
+    summary = scores.summarize(random_results, small_suite)
     by_name = {e.name: e for e in summary.entries}
     bandit = random_results.entry("bandit").successes()
     assert by_name["bandit"].success.rate == bandit.mean()
@@ -89,4 +90,4 @@ def test_summary(random_results, small_suite):
         random_results.entry("frozenlake").successes().mean() / small_suite.entry("frozenlake").oracle_success)
     score, low, high = summary.score
     assert low <= score <= high
-    assert "score" in R.format_summary(summary)
+    assert "score" in scores.format_summary(summary)

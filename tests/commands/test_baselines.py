@@ -29,9 +29,10 @@ def test_plan_orders_every_step_after_what_it_needs(tmp_path):
     stages = [next(j for j in jobs if j.name == n) for n in ("warmstart stage 1", "warmstart stage 2", "warmstart")]
     assert [s.after for s in stages] == [["init-model"], ["warmstart stage 1"], ["warmstart stage 2"]]
     for before, after in zip(stages, stages[1:], strict=False):  # each stage from the model of the one before
-        assert after.argv[after.argv.index("--model") + 1] == before.argv[before.argv.index("--output") + 1]
-    assert "--epochs" not in stages[0].argv and all("--lr" in s.argv for s in stages[1:])  # defaults, then the rest
-    assert "AgentSokobanLarge-v0" in stages[2].argv  # the third stage adds Sokoban 8x8 with two boxes
+        assert f"model={before.output.parent}" in after.argv and f"output={before.output.parent}" in before.argv
+    # each stage is a bundled config of the warm start, run as it is but for its folders and processes
+    assert [s.argv[4] for s in stages] == ["warmstart-1", "warmstart-2", "warmstart-3"]
+    assert all(s.resumes_from == s.output.parent for s in stages)  # a stopped stage's checkpoint-N/ is in its folder
     for algo in ("starpo", "starpo-s", "gigpo"):
         train = next(j for j in jobs if j.name == f"train {algo}")
         assert train.after == ["warmstart"] and any(a.startswith("pretrain=") for a in train.argv)
@@ -118,11 +119,10 @@ def test_a_two_thread_step_runs_alone_on_two_cores_and_gets_two_threads(tmp_path
     run_jobs(jobs, tmp_path, max_parallel=2, status_every=60)
     assert log.read_text().splitlines() == ["a 1 start", "a 1 end", "wide 2 start", "wide 2 end", "b 1 start",
                                             "b 1 end"]
-    for max_parallel, processes in ((2, "2"), (1, "1"), (8, "2")):  # the warm start: two processes, at most --jobs
+    for max_parallel, processes in ((2, 2), (1, 1), (8, 2)):  # the warm start: its configs' two, at most --jobs
         warm = next(j for j in plan(RECIPES["reference"], tmp_path, tmp_path / "b", "agentgym-v2",
                                     max_parallel=max_parallel) if j.name == "warmstart")
-        assert warm.argv[warm.argv.index("--processes") + 1] == processes and warm.threads == int(processes)
-        assert warm.argv[warm.argv.index("--threads") + 1] == "1"
+        assert warm.argv[-1] == f"processes={processes}" and warm.threads == processes
 
 
 def test_a_failing_step_stops_the_run_with_its_log(tmp_path):
@@ -237,8 +237,7 @@ def test_from_the_published_checkpoint_the_trainers_start_from_it_and_nothing_wa
     scratch = [j.name for j in plan(RECIPES["reference"], tmp_path / "work", tmp_path / "board", "agentgym-v2")]
     warm = next(j for j in plan(RECIPES["reference"], tmp_path / "work", tmp_path / "b", "agentgym-v2")
                 if j.name == "warmstart")
-    assert "init-model" in scratch and warm.argv[warm.argv.index("--output") + 1] == str(tmp_path / "work" /
-                                                                                       "warmstart")
+    assert "init-model" in scratch and f"output={tmp_path / 'work' / 'warmstart'}" in warm.argv
 
 
 def committed_board_with_a_checkpoint(root: Path) -> tuple[Path, Path]:
@@ -307,6 +306,18 @@ def test_every_recipe_trains_from_valid_configs(recipe):
     for name, (config, overrides) in RECIPES[recipe].train.items():
         cfg = load_config(resolve_config(config), overrides)
         assert cfg.rollout_batch_size == cfg.train_env_manager.num_env_groups * cfg.train_env_manager.group_size, name
+
+
+@pytest.mark.parametrize("recipe", sorted(RECIPES))
+def test_every_recipe_warm_starts_from_bundled_stage_configs(recipe):
+    # the stages are files of trainers/configs/, read by the warm start's own loader; each names its processes
+    from trainers.cli import resolve_config
+    from trainers.sft_config import load_sft_config
+
+    for stage, name in enumerate(RECIPES[recipe].warmstart):
+        config = load_sft_config(resolve_config(name, warmstart=True))
+        assert config.processes == 2 and config.num_threads == 1
+        assert config.model == ("default" if stage == 0 else "warmstart")  # run alone: each from the one before
 
 
 def test_the_final_summary_shows_each_rl_runs_learning_curve(tmp_path):

@@ -3,11 +3,12 @@ import re
 import numpy as np
 
 from agentgym_bench.envs.webshop.augment import CODE, copy_variants, instruction_words
-from trainers.warmstart import WarmStartConfig, collect_demonstrations, copy_augmented
+from trainers.sft_config import SFTConfig
+from trainers.warmstart import collect_demonstrations, copy_augmented
 
 
 def first_hit_turns(episodes=3):
-    config = WarmStartConfig(envs=("AgentWebShop-v0",), episodes=episodes, eval_episodes=1,
+    config = SFTConfig(envs=("AgentWebShop-v0",), episodes=episodes, eval_episodes=1,
                              demonstrators={"AgentWebShop-v0": "first-hit"})
     return collect_demonstrations(config)
 

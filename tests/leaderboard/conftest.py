@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark.evaluate import evaluate_suite
 from agentgym_bench.benchmark.results import dumps
 from agentgym_bench.benchmark.suites import load_suite
 from agentgym_bench.rollout.specs import Sampling, policy_from_spec
@@ -42,7 +42,7 @@ def play(spec: str, suite, **kwargs) -> bytes:
     """The bytes of a results file of ``spec`` on ``suite``."""
     sampling = kwargs.pop("sampling", Sampling(seed=7))
     policy, record = policy_from_spec(spec, sampling)
-    return dumps(evaluate(policy, suite, record, **kwargs))
+    return dumps(evaluate_suite(policy, suite, record, **kwargs))
 
 
 @pytest.fixture(scope="session")

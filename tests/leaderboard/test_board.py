@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agentgym_bench.benchmark.results import loads, summarize
+from agentgym_bench.benchmark.results import loads
+from agentgym_bench.benchmark.scores import summarize
 from agentgym_bench.cli import main
 from tests.leaderboard.conftest import TRAINER, tree_digest
 from tests.leaderboard.test_verify import edit

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentgym_bench.benchmark.results import ResultsError, loads, summarize
+from agentgym_bench.benchmark.results import ResultsError, loads
+from agentgym_bench.benchmark.scores import summarize
 from agentgym_bench.benchmark.suites import parse_suite
 from agentgym_bench.cli import main
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, verify
@@ -32,13 +33,13 @@ def ma_suite(ma_suite_file):
 
 
 def play(spec: str, suite, **kwargs) -> bytes:
-    from agentgym_bench.benchmark.evaluate import evaluate
-    from agentgym_bench.benchmark.matches import suite_policy
+    from agentgym_bench.benchmark.evaluate import evaluate_suite
+    from agentgym_bench.benchmark.kinds import suite_policy
     from agentgym_bench.benchmark.results import dumps
     from agentgym_bench.rollout.specs import Sampling
 
     policy, record = suite_policy(spec, suite, kwargs.pop("sampling", Sampling(seed=7)))
-    return dumps(evaluate(policy, suite, record, history=kwargs.pop("history", None)))
+    return dumps(evaluate_suite(policy, suite, record, history=kwargs.pop("history", None)))
 
 
 @pytest.fixture(scope="module")

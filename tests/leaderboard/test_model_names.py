@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark.evaluate import evaluate_suite
 from agentgym_bench.benchmark.results import dumps
 from agentgym_bench.leaderboard.verify import REPRODUCED, verify
 from agentgym_bench.rollout.specs import Sampling, local_model_path, policy_from_spec
@@ -35,7 +35,7 @@ def test_named_models_are_re_generated(home, target, monkeypatch):
     assert record["model"] == target  # recorded as named, not as this machine's absolute path
     expected = home / "run" / "checkpoint-2" / "actor" if target == "run" else home / "models" / "mine"
     assert Path(local_model_path(target)).resolve() == expected.resolve()
-    results = evaluate(policy, suite, record, prompt="compact", history=0)
+    results = evaluate_suite(policy, suite, record, prompt="compact", history=0)
     verified = verify(dumps(results), suite)
     assert verified.mark == REPRODUCED, verified.regeneration
     monkeypatch.setenv("AGENTGYM_BENCH_HOME", str(home / "elsewhere"))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentgym_bench.benchmark.evaluate import evaluate
+from agentgym_bench.benchmark.evaluate import evaluate_suite
 from agentgym_bench.benchmark.results import ResultsError, dumps, loads
 from agentgym_bench.leaderboard.regenerate import evaluation_batches
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, replay_entry, verify
@@ -40,7 +40,7 @@ def test_the_batches_rebuilt_from_a_file_are_the_evaluations_calls(suite, model_
     from the file alone: the same conversations, keys and order in each call."""
     policy, record = policy_from_spec(f"hf:{model_dir}", Sampling(max_new_tokens=16, seed=3))
     recorder = Recorder(policy)
-    raw = dumps(evaluate(recorder, suite, record, prompt="compact", history=1))
+    raw = dumps(evaluate_suite(recorder, suite, record, prompt="compact", history=1))
     assert len(recorder.calls) > 2 and len(recorder.calls[0][0]) == suite.episodes  # turn 1: every episode at once
     assert _rebuilt_calls(raw, suite) == recorder.calls
 
@@ -48,11 +48,11 @@ def test_the_batches_rebuilt_from_a_file_are_the_evaluations_calls(suite, model_
 def test_the_batches_rebuilt_from_a_match_file_are_the_evaluations_calls(ma_suite, model_dir):  # noqa: F811
     """Two-player suites: entry by entry, one call per move of the matches in lockstep (the learner's seat against
     a fixed opponent, every seat in self-play)."""
-    from agentgym_bench.benchmark.matches import suite_policy
+    from agentgym_bench.benchmark.kinds import suite_policy
 
     policy, record = suite_policy(f"hf:{model_dir}", ma_suite, Sampling(max_new_tokens=12, seed=3))
     recorder = Recorder(policy)
-    raw = dumps(evaluate(recorder, ma_suite, record, history=None))
+    raw = dumps(evaluate_suite(recorder, ma_suite, record, history=None))
     assert _rebuilt_calls(raw, ma_suite) == recorder.calls
 
 

@@ -7,11 +7,12 @@ pytest.importorskip("pettingzoo", reason="PettingZoo envs need the multiagent ex
 from agentgym_bench.multiagent import bargain_rules as rules  # noqa: E402
 from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy  # noqa: E402
 from agentgym_bench.seeds import TRAIN_SEED_START  # noqa: E402
-from trainers.warmstart import WarmStartConfig, collect_demonstrations, success_table  # noqa: E402
+from trainers.sft_config import SFTConfig  # noqa: E402
+from trainers.warmstart import collect_demonstrations, success_table  # noqa: E402
 
 
 def _config(**kwargs):
-    return WarmStartConfig(envs=("Bargain-v0",), episodes=20, eval_episodes=300, history=0, **kwargs)
+    return SFTConfig(envs=("Bargain-v0",), episodes=20, eval_episodes=300, history=0, **kwargs)
 
 
 def test_demonstrations_are_both_seats_of_random_matches_on_training_seeds():

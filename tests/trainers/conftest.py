@@ -16,12 +16,13 @@ def build_tiny_model(path: Path) -> Path:
     """A 1-layer, width-32 GPT-2 with the default model's tokenizer (base words only), fine-tuned on 32 noisy-oracle
     FrozenLake episodes with the current observation as prompt (history 0)."""
     from trainers.default_model import ModelSize, build_model, build_tokenizer, build_vocab
-    from trainers.warmstart import WarmStartConfig, collect_demonstrations, finetune
+    from trainers.sft_config import SFTConfig
+    from trainers.warmstart import collect_demonstrations, finetune
 
     tokenizer = build_tokenizer(build_vocab())
     model = build_model(len(tokenizer), pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id,
                         size=ModelSize(n_layer=1, n_embd=32, n_head=2, n_positions=256))
-    config = WarmStartConfig(model=str(path), output=str(path), envs=("AgentFrozenLake-v0",), history=0,
+    config = SFTConfig(model=str(path), output=str(path), envs=("AgentFrozenLake-v0",), history=0,
                              episodes=32, epochs=12, batch_size=64, lr=1e-2, epsilon=0.3, env_kwargs=TINY_ENV_KWARGS)
     finetune(model, tokenizer, collect_demonstrations(config), config)
     model.save_pretrained(path)
@@ -36,7 +37,7 @@ def tiny_model(tmp_path_factory) -> Path:
 
 def tiny_config_dict(model: Path, output_dir: Path, preset: str, **overrides: Any) -> dict[str, Any]:
     """4 groups x 4 episodes of FrozenLake, 8-token replies, history 0, 3 iterations."""
-    from trainers.config import _merge
+    from trainers.config_loading import merge
 
     base = {
         "preset": preset, "pretrain": str(model), "output_dir": str(output_dir), "seed": 1,
@@ -49,4 +50,4 @@ def tiny_config_dict(model: Path, output_dir: Path, preset: str, **overrides: An
         "val_env_manager": {"num_env_groups": 8, "group_size": 1, "env_kwargs": TINY_ENV_KWARGS,
                             "history_length": 0},
     }
-    return _merge(base, overrides)
+    return merge(base, overrides)

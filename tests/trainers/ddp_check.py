@@ -24,7 +24,8 @@ from agentgym_bench.rollout.engine import EnvGroups  # noqa: E402
 from agentgym_bench.rollout.hf import HFPolicy  # noqa: E402
 from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict  # noqa: E402
 from trainers import fsdp  # noqa: E402
-from trainers.config import config_from_dict, parse_overrides  # noqa: E402
+from trainers.config import config_from_dict  # noqa: E402
+from trainers.config_loading import parse_overrides  # noqa: E402
 from trainers.distributed import init_distributed  # noqa: E402
 from trainers.train import load_models, main, make_optimizers, train_step  # noqa: E402
 

@@ -4,18 +4,19 @@ import math
 import pytest
 import torch
 
+from agentgym_bench import run_folder
 from agentgym_bench.seeds import TRAIN_SEED_START
 from tests.killing import kill_once_written
 from tests.rollout.toy_game import TOY_ID, register
+from trainers.cli import parse_demonstrators, parse_episodes
 from trainers.default_model import ModelSize, build_default_model
+from trainers.sft_config import SFTConfig
 from trainers.warmstart import (
+    DEMONSTRATIONS,
     GROUP_BATCHES,
-    WarmStartConfig,
     collect_demonstrations,
     epoch_batches,
     format_report,
-    parse_demonstrators,
-    parse_episodes,
     warm_start,
 )
 
@@ -26,7 +27,7 @@ SMALL = ModelSize(n_layer=2, n_embd=32, n_head=2, n_positions=128)
 def config(tmp_path, model, name, **kw):
     base = dict(model=str(model), output=str(tmp_path / name), envs=(TOY_ID,), episodes=300, epochs=4, lr=5e-3,
                 batch_size=16, eval_episodes=60, max_new_tokens=12, seed=0)
-    return WarmStartConfig(**{**base, **kw})
+    return SFTConfig(**{**base, **kw})
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,15 @@ def test_warm_start_is_reproducible_and_writes_a_loadable_model(tmp_path, small_
         "evaluation"]["warm_start"][TOY_ID]["mean_return"])
     assert TOY_ID in format_report(report)
     AutoModelForCausalLM.from_pretrained(tmp_path / "a")
+    # the run folder, now the model: its config and metrics stay, its checkpoints and rows are gone
+    assert SFTConfig(**run_folder.read_config(tmp_path / "a")) == config(tmp_path, small_model, "a")
+    metrics = (tmp_path / "a" / run_folder.METRICS).read_text()
+    assert metrics == (tmp_path / "b" / run_folder.METRICS).read_text()
+    records = [json.loads(line) for line in metrics.splitlines()]
+    assert [r["step"] for r in records] == [*range(1, report["train"]["steps"] + 1), report["train"]["steps"]]
+    assert records[0]["loss/sft"] == report["train"]["first_loss"] and records[-1]["val/success"] == row["success"]
+    assert not run_folder.checkpoints(tmp_path / "a") and not (tmp_path / "a" / DEMONSTRATIONS).exists()
+    assert not run_folder.is_run_folder(tmp_path / "a")  # a model folder now (hf:a loads it, not a checkpoint)
 
 
 def test_a_llama_model_warm_starts_and_learns_the_format(tmp_path):
@@ -113,7 +123,7 @@ def test_demonstrations_use_training_seeds_and_epsilon(tmp_path, small_model):
 
 
 def test_demonstrations_never_play_webshop_test_goals(tmp_path, small_model):
-    webshop = WarmStartConfig(model=str(small_model), output=str(tmp_path / "w"), envs=("AgentWebShop-v0",),
+    webshop = SFTConfig(model=str(small_model), output=str(tmp_path / "w"), envs=("AgentWebShop-v0",),
                               episodes=2, env_kwargs={"split": "test"})
     with pytest.raises(ValueError, match="test goals are held out"):
         collect_demonstrations(webshop)
@@ -149,15 +159,15 @@ def test_demonstrators_argument():
         with pytest.raises(UserError, match="--demonstrator"):
             parse_demonstrators(values, envs)
     with pytest.raises(ValueError, match="demonstrators="):
-        WarmStartConfig(envs=(TOY_ID,), demonstrators={"AgentWebShop-v0": "first-hit"})
+        SFTConfig(envs=(TOY_ID,), demonstrators={"AgentWebShop-v0": "first-hit"})
 
 
 def test_seed_ranges_that_meet_the_held_out_test_seeds_or_each_other_are_refused():
     with pytest.raises(ValueError, match=r"demonstration seeds of AgentBandit-v0 10000\.\.1000000009 meet "
                                          r"agentgym-v1's retired test seeds 1000000000\.\.1000999999"):
-        WarmStartConfig(envs=("AgentBandit-v0",), episodes=1_000_000_000 - TRAIN_SEED_START + 10)
+        SFTConfig(envs=("AgentBandit-v0",), episodes=1_000_000_000 - TRAIN_SEED_START + 10)
     with pytest.raises(ValueError, match=r"validation seeds 0\.\.10004 meet the demonstration \(training\) seeds"):
-        WarmStartConfig(envs=("AgentBandit-v0",), episodes=100, eval_episodes=TRAIN_SEED_START + 5)
+        SFTConfig(envs=("AgentBandit-v0",), episodes=100, eval_episodes=TRAIN_SEED_START + 5)
 
 
 @pytest.mark.parametrize("kwargs, match", [({"epsilon": 1.5}, "epsilon"), ({"episodes": 0}, "episodes"),
@@ -166,7 +176,7 @@ def test_seed_ranges_that_meet_the_held_out_test_seeds_or_each_other_are_refused
                                             "episodes")])
 def test_bad_config(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        WarmStartConfig(**kwargs)
+        SFTConfig(**kwargs)
 
 
 @pytest.mark.slow
@@ -179,7 +189,7 @@ def test_default_warm_start_is_between_random_and_oracle(tmp_path):
     oracle on the grid envs (Bandit's imitation reaches 0.99, the oracle 1.00).
     """
     model = build_default_model(tmp_path / "default", seed=0)
-    report = warm_start(WarmStartConfig(model=str(model), output=str(tmp_path / "warm")))
+    report = warm_start(SFTConfig(model=str(model), output=str(tmp_path / "warm")))
     evaluation = report["evaluation"]
     assert set(evaluation["oracle"]) == {"AgentSokoban-v0", "AgentFrozenLake-v0", "AgentFrozenLakeNoSlip-v0",
                                          "AgentBandit-v0"}
@@ -215,8 +225,7 @@ from trainers import warmstart
 from tests.rollout.toy_game import register
 register()
 torch.set_num_threads(1)
-warmstart.CHECKPOINT_STEPS = 5
-warmstart.warm_start(warmstart.WarmStartConfig(**eval(sys.argv[1])))
+warmstart.warm_start(warmstart.SFTConfig(**eval(sys.argv[1])))
 """
 
 
@@ -224,43 +233,50 @@ def test_a_warm_start_killed_with_sigkill_resumes_to_the_same_model(tmp_path, sm
                                                                    capsys):
     """The killed run is a fresh process, as a user's would be; the resumed and the uninterrupted runs run here (one
     torch thread everywhere: the checkpoint is only taken up by a run on the same thread count)."""
-    from trainers import warmstart
-
-    monkeypatch.setattr(warmstart, "CHECKPOINT_STEPS", 5)
-    killed = config(tmp_path, small_model, "killed", episodes=200, epochs=3, eval_episodes=4)
+    killed = config(tmp_path, small_model, "killed", episodes=200, epochs=3, eval_episodes=4, save_steps=5)
     kwargs = {k: getattr(killed, k) for k in ("model", "output", "envs", "episodes", "epochs", "lr", "batch_size",
-                                              "eval_episodes", "max_new_tokens", "seed")}
-    checkpoint = tmp_path / f"killed{warmstart.CHECKPOINT_SUFFIX}"
-    kill_once_written(["-c", KILLED_RUN, repr(kwargs)], checkpoint)
-    assert not (tmp_path / "killed").exists(), "the run wrote its model before it could be killed"
-    saved = torch.load(checkpoint, weights_only=False)
+                                              "eval_episodes", "max_new_tokens", "seed", "save_steps")}
+    kill_once_written(["-c", KILLED_RUN, repr(kwargs)], tmp_path / "killed" / "checkpoint-5")
+    assert not (tmp_path / "killed" / "model.safetensors").exists(), "the run wrote its model before it was killed"
+    assert run_folder.is_run_folder(tmp_path / "killed")  # as RL's: config.yaml, metrics.jsonl, checkpoint-N/
+    last = run_folder.checkpoints(tmp_path / "killed")[-1]
+    saved = torch.load(last / run_folder.STATE, weights_only=False)
     assert 0 < len(saved["losses"]) < 3 * math.ceil(saved["key"]["rows"] / 16)  # stopped part-way
-    rows = tmp_path / f"killed{warmstart.DEMONSTRATIONS_SUFFIX}"
+    assert (last / run_folder.ACTOR / "model.safetensors").is_file()  # hf:killed evaluates this checkpoint's model
+    rows = tmp_path / "killed" / DEMONSTRATIONS
     assert rows.is_file()  # the demonstrations' rows, kept for the resumed run
     capsys.readouterr()
     resumed = warm_start(killed)
-    assert f"rows read from {rows}" in capsys.readouterr().err and not rows.exists()
-    straight = warm_start(config(tmp_path, small_model, "straight", episodes=200, epochs=3, eval_episodes=4))
+    err = capsys.readouterr().err
+    assert f"rows read from {rows}" in err and f"resuming from {last}" in err and not rows.exists()
+    straight = warm_start(config(tmp_path, small_model, "straight", episodes=200, epochs=3, eval_episodes=4,
+                                 save_steps=5))
     assert resumed["train"]["resumed"] and "resumed" not in straight["train"]
     assert resumed["train"]["steps"] == straight["train"]["steps"]
     assert resumed["train"]["final_loss"] == straight["train"]["final_loss"]
     assert (tmp_path / "killed" / "model.safetensors").read_bytes() == \
         (tmp_path / "straight" / "model.safetensors").read_bytes()
-    assert not checkpoint.exists()  # removed once the model is written
+    # the killed run's lines after its checkpoint were rewritten: the same metrics as the run never stopped
+    assert (tmp_path / "killed" / run_folder.METRICS).read_text() == \
+        (tmp_path / "straight" / run_folder.METRICS).read_text()
+    assert not run_folder.checkpoints(tmp_path / "killed")  # removed once the model is written
 
 
-def test_a_checkpoint_of_other_settings_is_not_taken_up(tmp_path, small_model, monkeypatch, capsys):
+def test_a_checkpoint_of_other_settings_is_not_taken_up(tmp_path, small_model, capsys):
     from agentgym_bench.rollout.hf import load_model
     from trainers import warmstart
 
-    monkeypatch.setattr(warmstart, "CHECKPOINT_STEPS", 2)
-    first = config(tmp_path, small_model, "m", episodes=30, epochs=1, eval_episodes=4)
+    first = config(tmp_path, small_model, "m", episodes=30, epochs=1, eval_episodes=4, save_steps=1)
     warmstart.finetune(*load_model(str(small_model)), collect_demonstrations(first), first,
-                       checkpoint=tmp_path / f"m{warmstart.CHECKPOINT_SUFFIX}")  # a checkpoint of lr 5e-3 left behind
+                       run=tmp_path / "m")  # a checkpoint of lr 5e-3 left behind, the last of several steps
+    left = run_folder.checkpoints(tmp_path / "m")
+    assert len(left) == 1 and int(left[0].name.split("-")[1]) > 1  # only the latest is kept
     other = warm_start(config(tmp_path, small_model, "m", episodes=30, epochs=1, eval_episodes=4, lr=1e-3))
     fresh = warm_start(config(tmp_path, small_model, "fresh", episodes=30, epochs=1, eval_episodes=4, lr=1e-3))
     assert "other settings" in capsys.readouterr().err
     assert "resumed" not in other["train"] and other["train"]["final_loss"] == fresh["train"]["final_loss"]
+    assert (tmp_path / "m" / "model.safetensors").read_bytes() == \
+        (tmp_path / "fresh" / "model.safetensors").read_bytes()
 
 
 def test_packed_rows_unpack_to_the_same_rows(tmp_path, small_model):
@@ -329,10 +345,9 @@ def test_warmstart_on_two_processes_from_the_command_line(tmp_path, small_model)
     runs = {}
     for processes in (1, 2):
         out = tmp_path / f"p{processes}"
-        subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "warmstart", "--model", str(small_model),
-                        "--output", str(out), "--envs", "AgentFrozenLakeNoSlip-v0", "--episodes", "60",
-                        "--batch-size", "16", "--eval-episodes", "8", "--threads", "1", "--processes",
-                        str(processes)], check=True, timeout=600)
+        subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "warmstart", f"model={small_model}",
+                        f"output={out}", "envs=[AgentFrozenLakeNoSlip-v0]", "episodes=60", "batch_size=16",
+                        "eval_episodes=8", "num_threads=1", f"processes={processes}"], check=True, timeout=600)
         runs[processes] = json.loads((out / "warmstart.json").read_text())["train"]
     assert runs[2]["processes"] == 2 and "processes" not in runs[1]
     assert runs[2]["steps"] == runs[1]["steps"]  # the same steps, each batch split between the processes
