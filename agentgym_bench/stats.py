@@ -94,6 +94,10 @@ class Rate:
     low: float
     high: float
 
+    def __str__(self) -> str:
+        """``rate [low, high]`` to three decimals, as the results tables print it."""
+        return f"{self.rate:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
 
 def success_rate(outcomes: Sequence[bool] | np.ndarray, confidence: float = 0.95) -> Rate:
     """The success rate of ``outcomes`` (one bool per episode) with its Wilson interval."""

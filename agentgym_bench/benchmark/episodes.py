@@ -209,10 +209,6 @@ def episode_calls(entries: Sequence[EntryResults], texts: Mapping[str, Mapping[i
     return [calls[t] for t in sorted(calls)]
 
 
-def _rate(r: stats.Rate) -> str:
-    return f"{r.rate:.3f} [{r.low:.3f}, {r.high:.3f}]"
-
-
 class Episodes:
     """The episode kind (see the module docstring and :class:`~.kinds.Kind`, which documents each member)."""
 
@@ -277,7 +273,7 @@ class Episodes:
         width = max(len(e.name) for e in entries)
         lines = [f"{'entry':<{width}}  {'prompt':<7}  {'success [95% CI]':<22}  {'return':>7}  {'/oracle':>7}"]
         for e in entries:
-            lines.append(f"{e.name:<{width}}  {e.prompt:<7}  {_rate(e.success)}    "
+            lines.append(f"{e.name:<{width}}  {e.prompt:<7}  {e.success}    "
                          f"{e.mean_return[0]:>7.3f}  {e.normalised:>7.3f}")
         return lines
 

@@ -315,10 +315,6 @@ def match_summary(entry: EntryResults) -> MatchSummary:
                         None if None in deals else stats.success_rate(deals))
 
 
-def _rate(r: stats.Rate) -> str:
-    return f"{r.rate:.3f} [{r.low:.3f}, {r.high:.3f}]"
-
-
 class Matches:
     """The match kind (see the module docstring and :class:`~.kinds.Kind`, which documents each member)."""
 
@@ -398,7 +394,7 @@ class Matches:
         for e in entries:
             m = e.match
             mean, low, high = e.mean_return
-            lines.append(f"{e.name:<{width}}  {m.opponent:<8}  {_rate(e.success)}  {_rate(m.draw)}  {_rate(m.loss)}  "
+            lines.append(f"{e.name:<{width}}  {m.opponent:<8}  {e.success}  {m.draw}  {m.loss}  "
                          f"{'-' if m.deal is None else f'{m.deal.rate:.3f}':>5}  {mean:.3f} [{low:.3f}, {high:.3f}]")
         return lines
 
