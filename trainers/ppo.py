@@ -60,8 +60,9 @@ def distinct_rows(*tensors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     distinct row and (b,) each row's position in ``first``, so that ``t[first][inverse]`` equals ``t``."""
     key = torch.cat([t.reshape(len(t), -1).long() for t in tensors], dim=1)
     _, inverse = torch.unique(key, dim=0, return_inverse=True)
-    rows = torch.arange(len(inverse))
-    first = torch.full((int(inverse.max()) + 1,), len(inverse)).scatter_reduce(0, inverse, rows, "amin")
+    rows = torch.arange(len(inverse), device=inverse.device)
+    first = torch.full((int(inverse.max()) + 1,), len(inverse), device=inverse.device)
+    first = first.scatter_reduce(0, inverse, rows, "amin")
     return first, inverse
 
 
@@ -79,26 +80,22 @@ def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_ma
     rollout temperature, as verl does, so the trained policy is the sampled one.
     """
     first, inverse = distinct_rows(input_ids * attention_mask, attention_mask, mask)
-    if len(first) < len(input_ids):
-        logprob, entropy = token_logprobs(model, input_ids[first], attention_mask[first], temperature, with_entropy,
-                                          mask[first])
-        return logprob[inverse], None if entropy is None else entropy[inverse]
+    input_ids, attention_mask, mask = input_ids[first], attention_mask[first], mask[first]  # (u, ...)
     logits = logits_at(model, input_ids, attention_mask, mask).float()  # (M, V)
     if temperature != 1:
         logits = logits / temperature
     logprob = logprobs_from_logits(logits, input_ids[:, 1:][mask])  # (M,)
     full = torch.zeros(mask.shape, dtype=logprob.dtype, device=logprob.device)
     entropy = torch.zeros_like(full).masked_scatter(mask, entropy_from_logits(logits)) if with_entropy else None
-    return full.masked_scatter(mask, logprob), entropy
+    return full.masked_scatter(mask, logprob)[inverse], None if entropy is None else entropy[inverse]
 
 
 def token_values(critic: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """(b, L-1) value of the state before each of tokens 1..L-1 (the critic's output at the previous position);
     identical rows share one forward (:func:`distinct_rows`)."""
     first, inverse = distinct_rows(input_ids * attention_mask, attention_mask)
-    if len(first) < len(input_ids):
-        return token_values(critic, input_ids[first], attention_mask[first])[inverse]
-    return critic(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1, 0].float()
+    values = critic(input_ids=input_ids[first], attention_mask=attention_mask[first]).logits[:, :-1, 0].float()
+    return values[inverse]
 
 
 @dataclass
