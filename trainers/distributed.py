@@ -90,6 +90,11 @@ def init_distributed(device: str, join_single: bool = False) -> Dist:
     return Dist(dist.get_rank(), dist.get_world_size(), resolved, grouped=True)
 
 
-def shutdown_distributed() -> None:
+def shutdown_distributed(*, together: bool = False) -> None:
+    """Leave the process group. ``together`` (a clean finish) waits for every process first: a gloo process that
+    tears down while a peer is still working can abort ("terminate called without an active exception"). After an
+    error the peers may never arrive, so the default leaves at once; idempotent."""
     if dist.is_initialized():
+        if together:
+            dist.barrier()
         dist.destroy_process_group()

@@ -68,7 +68,9 @@ def _run(main: Callable[[C], R], config: C, threads: int) -> R:
     torch.set_num_threads(threads)
     init_distributed("cpu")
     try:
-        return main(config)
+        result = main(config)
+        shutdown_distributed(together=True)
+        return result
     finally:
         shutdown_distributed()
 

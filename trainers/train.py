@@ -636,6 +636,8 @@ def main(config: TrainConfig) -> TrainResult:
         bar.close()
         if dist.is_main:
             _finish(run)
+        if joined:
+            shutdown_distributed(together=True)
         return run.result
     finally:
         if run is not None:
