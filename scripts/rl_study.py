@@ -7,6 +7,10 @@ recipe's iterations (``seed=N``, checkpoints every 50 iterations), then evaluate
 ``NAME-sSEED/`` (the run folder), ``NAME-sSEED.log``, ``val/NAME-sSEED.json.gz``. Run it again after a kill, or to
 add seeds: a finished evaluation is kept, a run folder resumes from its last checkpoint.
 
+``test`` reads the test suite (``agentgym-v2``) once for each finished run's final model, with the main job's
+settings and records (``--trained-by``, ``--selection``), into ``test/NAME-sSEED.json.gz``; a file there is never
+re-read or overwritten: run it only for a recipe the validation study adopted.
+
 ``report`` prints, per recipe, the paired difference of each seed's model against ``--reference`` (a results file of
 the start model, same suite and settings) and the mean over seeds with intervals over the episodes and over the
 seeds, and per ``--pair CONTROL CANDIDATE`` the same for candidate minus control.
@@ -14,6 +18,9 @@ seeds, and per ``--pair CONTROL CANDIDATE`` the same for candidate minus control
     .venv/bin/python scripts/rl_study.py run --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2
     .venv/bin/python scripts/rl_study.py report --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2 \
         --reference runs/rl-signal/val/default-model-sft.json.gz --pair baseline-starpo pilot-starpo-mix8-ds
+    .venv/bin/python scripts/rl_study.py test --recipes pilot-gigpo-mix8 --seeds 0 1 2
+    .venv/bin/python scripts/rl_study.py report --split test --recipes pilot-gigpo-mix8 \
+        --reference leaderboards/agentgym-v2/submissions/default-model-sft.json.gz
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import time
 from pathlib import Path
 
 SUITE = "agentgym-v2-validation"
+TEST_SUITE = "agentgym-v2"
 EVAL = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16", "--seed", "0")
 """The main job's evaluation settings (``commands/baselines.py``) and the pilots' sampling stream."""
 
@@ -56,6 +64,35 @@ def run_one(args: argparse.Namespace, recipe: str, seed: int) -> None:
                                 "--overwrite"],
                        check=True, stdout=log, stderr=subprocess.STDOUT, env=env)
         print(f"{name}: done in {(time.time() - start) / 60:.1f} min", flush=True)
+
+
+def test(args: argparse.Namespace) -> int:
+    """Read the test suite once per finished run: the main job's evaluation of a trained model, so that seed 0's
+    file can go onto the board as it is."""
+    from agentgym_bench.commands.baselines import SELECTION
+    from agentgym_bench.run_folder import SUMMARY
+
+    out, failed = Path(args.out), 0
+    for recipe in args.recipes:
+        for seed in args.seeds:
+            name = f"{Path(recipe).stem}-s{seed}"
+            run_folder, result = out / name, out / "test" / f"{name}.json.gz"
+            if result.exists():
+                print(f"{name}: the test suite was read already ({result}); not read again", flush=True)
+                continue
+            if not (run_folder / SUMMARY).exists():
+                print(f"{name}: not trained to the end yet ({run_folder}); run `rl_study.py run` first", flush=True)
+                failed += 1
+                continue
+            result.parent.mkdir(parents=True, exist_ok=True)
+            print(f"{name}: reading the test suite", flush=True)
+            with open(out / f"{name}.log", "a") as log:
+                subprocess.run(cli() + ["eval", "--policy", f"hf:{run_folder}", "--suite", TEST_SUITE, *EVAL,
+                                        "--trained-by", str(run_folder), "--selection", SELECTION["train"],
+                                        "--out", str(result)],
+                               check=True, stdout=log, stderr=subprocess.STDOUT,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return 1 if failed else 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,7 +168,7 @@ def report(args: argparse.Namespace) -> int:
         reference, suite = read_checked(args.reference, None)
         found = {}
         for recipe in args.recipes:
-            paths = [Path(args.out) / "val" / f"{Path(recipe).stem}-s{seed}.json.gz" for seed in args.seeds]
+            paths = [Path(args.out) / args.split / f"{Path(recipe).stem}-s{seed}.json.gz" for seed in args.seeds]
             missing = [str(p) for p in paths if not p.exists()]
             if missing:
                 print(f"\n{recipe}: not evaluated yet: {', '.join(missing)}")
@@ -157,7 +194,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("run", "report"):
+    for name in ("run", "test", "report"):
         p = sub.add_parser(name)
         p.add_argument("--recipes", nargs="+", required=True, help="bundled recipe names or YAML files")
         p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds (default: 0 1 2)")
@@ -165,6 +202,8 @@ def main() -> int:
     report_parser = sub.choices["report"]
     report_parser.add_argument("--reference", required=True, help="results file of the start model (same suite and "
                                "settings: e.g. runs/rl-signal/val/default-model-sft.json.gz)")
+    report_parser.add_argument("--split", choices=("val", "test"), default="val",
+                               help="which suite's files: val (run's, the default) or test (test's)")
     report_parser.add_argument("--pair", nargs=2, action="append", metavar=("CONTROL", "CANDIDATE"),
                                help="also compare CANDIDATE's seeds with CONTROL's, seed by seed (repeatable)")
     run_parser = sub.choices["run"]
@@ -173,9 +212,7 @@ def main() -> int:
     run_parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default: 2)")
     run_parser.add_argument("overrides", nargs="*", help="config overrides for every run (key=value)")
     args = parser.parse_args()
-    if args.command == "run":
-        return run(args)
-    return report(args)
+    return {"run": run, "test": test, "report": report}[args.command](args)
 
 
 if __name__ == "__main__":

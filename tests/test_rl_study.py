@@ -74,3 +74,25 @@ def test_report_reads_the_folder_run_leaves(tmp_path):
     assert "recipe - control, seed by seed" in done.stdout
     assert "missing: not evaluated yet" in done.stdout
     assert "| score |" in done.stdout
+
+
+def test_the_test_suite_is_read_once_and_only_for_finished_runs(tmp_path):
+    """``test`` never re-reads a model whose test file exists, refuses a run without its summary (unfinished), and
+    ``report --split test`` reads the files it writes."""
+    (tmp_path / "unfinished-s0").mkdir()
+    (tmp_path / "test").mkdir()
+    shutil.copy(SUBMISSIONS / "default-model-sft-gigpo.json.gz", tmp_path / "test" / "read-s0.json.gz")
+    before = (tmp_path / "test" / "read-s0.json.gz").read_bytes()
+    script = [sys.executable, str(ROOT / "scripts" / "rl_study.py")]
+    done = subprocess.run(script + ["test", "--recipes", "read", "unfinished", "--seeds", "0", "--out",
+                                    str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1
+    assert "read-s0: the test suite was read already" in done.stdout
+    assert "unfinished-s0: not trained to the end yet" in done.stdout
+    assert (tmp_path / "test" / "read-s0.json.gz").read_bytes() == before
+    assert not (tmp_path / "test" / "unfinished-s0.json.gz").exists()
+    done = subprocess.run(script + ["report", "--split", "test", "--recipes", "read", "--seeds", "0", "--out",
+                                    str(tmp_path), "--reference", str(SUBMISSIONS / "default-model-sft.json.gz")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "read (seeds 0) - default-model-sft.json.gz" in done.stdout
