@@ -6,6 +6,8 @@
 - ``frozen_lake_oracle.py``: its exact planner for turns of open-loop action sequences;
 - ``sokoban/``: Sokoban: rules, room generation, a solver, the env;
 - ``webshop/``: WebShop: a bundled offline store, its server, and a client for a real WebShop server;
+- ``draw_cache.py``: the rejection-sampling loop for content splits, remembering which draw a held-out seed
+  accepted (shared with Bargain);
 - ``arguments.py``: checks of constructor arguments, shared by the games and the agent wrapper;
 - ``render.py``: tiny numpy drawing helpers for ``render_mode="rgb_array"`` pictures.
 """

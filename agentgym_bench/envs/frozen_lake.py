@@ -75,7 +75,9 @@ class FrozenLakeGame(gym.Env):
     0..9,999: validation maps; the rest: training maps), slippery or not, so the slippery and no-slip envs share
     their test maps. ``reset()`` without a seed keeps the split of the last seeded reset (training maps before any).
     agentgym-v1's retired test seeds (1,000,000,000..1,000,999,999) draw any map, as all seeds did before. A size
-    whose split holds no solvable map (possible at 2x2) raises ``RuntimeError`` at reset.
+    whose split holds no solvable map (possible at 2x2) raises ``RuntimeError`` at reset. A seeded reset of a
+    validation or test seed remembers which draw it accepted (:mod:`agentgym_bench.envs.draw_cache`), so resetting
+    that seed again draws one map, not about ten; the map and the slips that follow are the same either way.
 
     ## Oracle
     :meth:`oracle_turn` plays optimally under the slip model and the agent's budgets: each turn the agent commits to
@@ -134,7 +136,8 @@ class FrozenLakeGame(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         super().reset(seed=seed)
         self.content_split = seed_content_split(seed, self.content_split)
-        self.desc, self.pos = generate_map(self.size, self.p, self.np_random, self.content_split)
+        self.desc, self.pos = generate_map(self.size, self.p, self.np_random, self.content_split,
+                                           remember=seed is not None)
         self._planners = {}
         info = self._info()
         info["instructions"] = self.instructions()

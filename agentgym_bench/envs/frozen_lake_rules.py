@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agentgym_bench.envs.draw_cache import Draws
 from agentgym_bench.seeds import in_split
 
 MAX_MAP_DRAWS = 100_000
@@ -63,11 +64,13 @@ def has_path(desc: tuple[str, ...], start: tuple[int, int], goal: tuple[int, int
     return False
 
 
-def generate_map(size: int, p: float, rng: np.random.Generator,
-                 split: str | None = None) -> tuple[tuple[str, ...], tuple[int, int]]:
+def generate_map(size: int, p: float, rng: np.random.Generator, split: str | None = None,
+                 remember: bool = False) -> tuple[tuple[str, ...], tuple[int, int]]:
     """A random solvable map and its start, RAGEN style: each tile frozen w.p. ``p`` (else a hole), start and goal at
     two distinct uniformly random cells (overwriting the tile there), resampled until a path joins them and the map
     belongs to ``split`` (:func:`map_text`, :func:`agentgym_bench.seeds.content_split`; ``None``: any map).
+    ``remember=True`` (a seeded reset) lets a held-out split's call replay only its accepted draw the next time it
+    starts from the same ``rng`` state (:mod:`agentgym_bench.envs.draw_cache`; same map, same final ``rng`` state).
 
     Returns:
         ``(desc, start)``: the rows (with one ``S`` and one ``G``) and the start position.
@@ -75,7 +78,8 @@ def generate_map(size: int, p: float, rng: np.random.Generator,
     Raises:
         RuntimeError: no such map in :data:`MAX_MAP_DRAWS` draws.
     """
-    for _ in range(MAX_MAP_DRAWS):
+    draws = Draws(rng, ("frozen_lake_rules.generate_map", size, p), split, remember)
+    for _ in draws.attempts(MAX_MAP_DRAWS):
         frozen = rng.random((size, size)) < p
         start_idx, goal_idx = rng.choice(size * size, size=2, replace=False)
         start, goal = divmod(int(start_idx), size), divmod(int(goal_idx), size)
@@ -84,6 +88,7 @@ def generate_map(size: int, p: float, rng: np.random.Generator,
         rows[goal[0]][goal[1]] = "G"
         desc = tuple("".join(row) for row in rows)
         if has_path(desc, start, goal) and in_split(map_text(desc), split):
+            draws.accept()
             return desc, start
     raise RuntimeError(f"no solvable {size}x{size} map of the {split} split with p={p} in {MAX_MAP_DRAWS} draws; "
                        "the content space of this size is too small to split (use a larger size)")

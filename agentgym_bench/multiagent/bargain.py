@@ -188,7 +188,7 @@ class BargainEnv(ParallelEnv):
             self._seeds = np.random.default_rng(seed)
         self.content_split = seed_content_split(seed, self.content_split)
         rng = np.random.default_rng(self._seeds.integers(2**63)) if seed is None else np.random.default_rng(seed)
-        self.counts, values_0, values_1 = rules.sample_deal(rng, self.content_split)
+        self.counts, values_0, values_1 = rules.sample_deal(rng, self.content_split, remember=seed is not None)
         self.values = {AGENTS[0]: values_0, AGENTS[1]: values_1}
         self.history, self.final, self.done, self.truncated = [], None, False, False
         self.agents = list(AGENTS)

@@ -20,11 +20,15 @@ import re
 
 import numpy as np
 
+from agentgym_bench.envs.draw_cache import Draws
 from agentgym_bench.seeds import in_split
 
 ITEMS = ("book", "hat", "ball")
 TOTAL_VALUE = 10
 MAX_COUNT = 4
+MAX_DEAL_DRAWS = 1_000_000
+"""Deals :func:`sample_deal` draws before it gives up: never reached (for any counts most value pairs pass, e.g.
+counts (1, 1, 1) has 66 vectors, and about 1 deal in 10 is of a given held-out split)."""
 
 Bundle = tuple[int, int, int]
 
@@ -49,19 +53,25 @@ def fits(a: Bundle, b: Bundle, counts: Bundle) -> bool:
     return all(x + y <= c for x, y, c in zip(a, b, counts, strict=True))
 
 
-def sample_deal(rng: np.random.Generator, split: str | None = None) -> tuple[Bundle, Bundle, Bundle]:
+def sample_deal(rng: np.random.Generator, split: str | None = None,
+                remember: bool = False) -> tuple[Bundle, Bundle, Bundle]:
     """``(counts, values_0, values_1)``: counts uniform in 1..MAX_COUNT per type; each player's values uniform over
     the integer vectors worth ``TOTAL_VALUE`` in all, redrawn until every type is worth something to someone, the
     two players' values differ (so there is something to bargain about) and the deal belongs to ``split``
-    (:func:`deal_text`, :func:`agentgym_bench.seeds.content_split`; ``None``: any deal). Draws only from ``rng``."""
-    while True:  # ends: for any counts, most value pairs pass (e.g. counts (1, 1, 1) has 66 vectors)
+    (:func:`deal_text`, :func:`agentgym_bench.seeds.content_split`; ``None``: any deal). Draws only from ``rng``.
+    ``remember=True`` (a seeded reset) lets a held-out split's call replay only its accepted draw the next time it
+    starts from the same ``rng`` state (:mod:`agentgym_bench.envs.draw_cache`)."""
+    draws = Draws(rng, ("bargain_rules.sample_deal",), split, remember)
+    for _ in draws.attempts(MAX_DEAL_DRAWS):
         counts: Bundle = tuple(int(c) for c in rng.integers(1, MAX_COUNT + 1, size=3))  # type: ignore[assignment]
         options = value_vectors(counts)
         if len(options) < 2:
             continue
         a, b = (options[int(i)] for i in rng.integers(0, len(options), size=2))
         if a != b and all(x + y > 0 for x, y in zip(a, b, strict=True)) and in_split(deal_text(counts, a, b), split):
+            draws.accept()
             return counts, a, b  # type: ignore[return-value]
+    raise RuntimeError(f"no deal of the {split} split in {MAX_DEAL_DRAWS} draws")
 
 
 def deal_text(counts: Bundle, values_0: Bundle, values_1: Bundle) -> str:

@@ -92,6 +92,9 @@ class SokobanGame(gymnasium.Env):
     of a test room, in any vocabulary, is ever played by a training or validation seed. ``reset()`` without a seed
     keeps the split of the last seeded reset (training layouts before any). agentgym-v1's retired test seeds
     (1,000,000,000..1,000,999,999) draw any layout, as all seeds did before, so that suite's episodes are unchanged.
+    A seeded reset of a validation or test seed remembers which topology it accepted
+    (:mod:`agentgym_bench.envs.draw_cache`), so resetting that seed again generates one topology, not about ten;
+    the room is the same either way.
 
     ## Oracle
     ``oracle_turn(turns_left, actions_left, max_actions_per_turn)`` runs a breadth-first solver (optimal in moves)
@@ -154,7 +157,7 @@ class SokobanGame(gymnasium.Env):
                 raise ValueError(f"options['room'] is {room.height}x{room.width}, but dim_room={self.dim_room}")
         else:
             room = generate_room(self.np_random, *self.dim_room, self.num_boxes, self.search_depth,
-                                 self.content_split)
+                                 self.content_split, remember=seed is not None)
         self.room = room
         self._plans = {}
         info = self._info()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from agentgym_bench.envs.draw_cache import Draws
 from agentgym_bench.seeds import in_split
 
 from .rules import Room
@@ -91,7 +92,7 @@ _DIRECTIONS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 
 
 def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: int, search_depth: int,
-                  split: str | None = None) -> Room:
+                  split: str | None = None, remember: bool = False) -> Room:
     """Draw a solvable room.
 
     Args:
@@ -102,6 +103,9 @@ def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: 
         search_depth: Longest optimal solution, in moves, a generated room may have.
         split: The content split the room's layout must belong to (``"train"``, ``"validation"``, ``"test"``), or
             ``None`` for any layout. A layout of another split counts as a topology tried.
+        remember: Whether a held-out split's call may replay only its accepted topology the next time it starts
+            from the same ``rng`` state (a seeded reset; :mod:`agentgym_bench.envs.draw_cache`): the same room, and
+            ``rng`` left where the full loop leaves it.
 
     Returns:
         A room whose optimal solution takes between ``MIN_MOVES`` and ``search_depth`` moves.
@@ -110,8 +114,11 @@ def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: 
         GenerationError: if ``MAX_TRIES`` topologies, or ``MAX_TOTAL_STATES`` search states, admit no such room.
     """
     explored = tries = 0
-    while tries < MAX_TRIES and explored < MAX_TOTAL_STATES:
-        tries += 1
+    draws = Draws(rng, ("sokoban.generate_room", height, width, num_boxes, search_depth), split, remember)
+    for attempt in draws.attempts(MAX_TRIES):
+        if explored >= MAX_TOTAL_STATES:
+            break
+        tries = attempt
         floor = random_topology(rng, height, width)
         if len(floor) < num_boxes + 2:
             continue
@@ -128,6 +135,7 @@ def generate_room(rng: np.random.Generator, height: int, width: int, num_boxes: 
         for depth in range(MIN_MOVES, len(layers)):
             if draw < depth * len(layers[depth]):
                 boxes, player = divmod(layers[depth][draw // depth], height * width)
+                draws.accept()
                 return Room(height, width, frozenset(floor), frozenset(targets), frozenset(_bits(boxes)), player)
             draw -= depth * len(layers[depth])
     where = "" if split is None else f" of the {split} split"
