@@ -27,6 +27,16 @@ of the project venv)::
 Run::
 
     .venv/bin/python benchmarks/agent_env_throughput.py [--episodes 300] [--rounds 3] [--seed 0]
+
+``--resets`` (no GEM needed) times only ``reset`` of the agent envs whose resets reject draws, with the suites' own
+env kwargs and seeds (:data:`RESET_ENTRIES` of :data:`RESET_SUITES`): per entry and round, training seeds (10,000
+on, as many as the suite entry has episodes; never remembered), then for each suite the held-out seeds with the
+accepted-draw cache off (``CACHE.resize(0)``: every draw paid, as before the cache), cold (emptied, first pass over
+the seeds) and warm (second pass), one env per entry, the cache emptied before each pass that needs it. It prints
+median ms per reset (wall and process CPU) and draws per reset (``agentgym_bench.envs.draw_cache`` counters), and
+the ratios warm/cold and warm/training::
+
+    .venv/bin/python benchmarks/agent_env_throughput.py --resets [--rounds 3] [--episodes N]
 """
 
 from __future__ import annotations
@@ -138,6 +148,73 @@ def measure_ours(env: Any, settings: dict[str, Any], episodes: int, seed: int) -
     return run_episodes(env, replies, observe, episodes, seed, settings["max_turns"])
 
 
+# -- held-out resets: cold and warm accepted-draw cache (project venv only) ------------------------------------------
+
+RESET_SUITES = ("agentgym-v2-validation", "agentgym-v2")
+RESET_ENTRIES = ("sokoban-6x6", "sokoban-8x8-2box", "frozenlake", "frozenlake-noslip")
+"""Suite entries whose resets reject draws (Bargain's deals do too, in the two-player suites: not timed here)."""
+
+
+def time_resets(env: Any, seeds: range) -> dict[str, float]:
+    """Reset ``env`` on each seed in order: ms per reset (wall, process CPU) and draws per reset."""
+    from agentgym_bench.envs.draw_cache import CACHE
+
+    draws = CACHE.stats()["draws"]
+    cpu, wall = time.process_time(), time.perf_counter()
+    for seed in seeds:
+        env.reset(seed=seed)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    n = len(seeds)
+    return {"ms": 1e3 * wall / n, "cpu_ms": 1e3 * cpu / n, "draws": (CACHE.stats()["draws"] - draws) / n}
+
+
+def measure_resets(rounds: int, episodes: int | None) -> None:
+    import gymnasium as gym
+
+    import agentgym_bench  # noqa: F401  (registers the ids)
+    from agentgym_bench.benchmark.suites import load_suite
+    from agentgym_bench.envs.draw_cache import CACHE
+    from agentgym_bench.seeds import TRAIN_SEED_START
+
+    suites = {name: {e.name: e for e in load_suite(name).entries} for name in RESET_SUITES}
+    bound = CACHE.max_entries
+    print(f"reset only, agent envs through gym.make with each suite entry's kwargs; {rounds} rounds, medians; "
+          f"cache bound {bound} keys\n")
+    print(f"{'entry':<18} {'seeds':<34} {'cache':<6} {'ms/reset':>9} {'cpu ms':>7} {'draws':>6}")
+    for entry_name in RESET_ENTRIES:
+        entries = {suite: suites[suite][entry_name] for suite in RESET_SUITES}
+        first = entries[RESET_SUITES[0]]
+        assert all(e.make_kwargs() == first.make_kwargs() for e in entries.values()), entry_name
+        n = first.episodes if episodes is None else min(episodes, first.episodes)
+        seeds = {"training": range(TRAIN_SEED_START, TRAIN_SEED_START + n),
+                 **{suite: range(e.seed_start, e.seed_start + n) for suite, e in entries.items()}}
+        env = gym.make(first.env_id, **first.make_kwargs())
+        for seed in range(TRAIN_SEED_START + 10**6, TRAIN_SEED_START + 10**6 + WARMUP_EPISODES):
+            env.reset(seed=seed)
+        runs: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for _ in range(rounds):
+            runs.setdefault(("training", "-"), []).append(time_resets(env, seeds["training"]))
+            for suite in RESET_SUITES:
+                CACHE.resize(0)
+                runs.setdefault((suite, "off"), []).append(time_resets(env, seeds[suite]))
+                CACHE.resize(bound)
+                CACHE.clear()
+                runs.setdefault((suite, "cold"), []).append(time_resets(env, seeds[suite]))
+                runs.setdefault((suite, "warm"), []).append(time_resets(env, seeds[suite]))
+        med = {key: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for key, rows in runs.items()}
+        for (where, cache), m in med.items():
+            label = f"{where} {seeds[where].start}..{seeds[where].stop - 1}"
+            print(f"{entry_name:<18} {label:<34} {cache:<6} {m['ms']:>9.3f} {m['cpu_ms']:>7.3f} {m['draws']:>6.2f}")
+        train = med["training", "-"]
+        for suite in RESET_SUITES:
+            cold, warm = med[suite, "cold"], med[suite, "warm"]
+            print(f"{'':<18} {suite}: warm/cold {warm['ms'] / cold['ms']:.2f} wall, "
+                  f"{warm['cpu_ms'] / cold['cpu_ms']:.2f} CPU; warm/training {warm['ms'] / train['ms']:.2f} wall, "
+                  f"{warm['cpu_ms'] / train['cpu_ms']:.2f} CPU")
+        print()
+    CACHE.clear()
+
+
 # -- driver ------------------------------------------------------------------------------------------------------
 
 def run_gem_worker(python: Path, *args: str) -> dict[str, Any]:
@@ -159,7 +236,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description="Steps/s of our AgentSokoban-v0 vs GEM's game:Sokoban-v0-easy (same room, boxes, turn limit). "
                     "A step = parse a reply + env step + next observation text; resets included.")
-    parser.add_argument("--episodes", type=int, default=300, help="timed episodes per run and side (default 300)")
+    parser.add_argument("--episodes", type=int, default=None,
+                        help="timed episodes per run and side (default 300); with --resets, seeds per entry and "
+                        "pass (default the suite entry's episodes, 400)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="alternating rounds; each round times ours then GEM (default 3)")
     # agentgym_bench.seeds.TRAIN_SEED_START, written out: the GEM worker runs this file without the package
@@ -169,10 +248,19 @@ def main(argv: list[str] | None = None) -> None:
                         "of the validation split)")
     parser.add_argument("--gem-python", type=Path, default=DEFAULT_GEM_PYTHON,
                         help=f"python of the venv with gem-llm installed (default {DEFAULT_GEM_PYTHON})")
+    parser.add_argument("--resets", action="store_true",
+                        help="time only resets of the suites' rejecting entries: training seeds, then held-out "
+                        "seeds with the accepted-draw cache off, cold and warm (no GEM; --episodes caps the seeds "
+                        "per entry, default all of the suite's)")
     parser.add_argument("--worker", choices=["gem", "gem-settings"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.episodes < 1 or args.rounds < 1:
+    if (args.episodes is not None and args.episodes < 1) or args.rounds < 1:
         parser.error("--episodes and --rounds must be positive")
+    if args.resets:
+        measure_resets(args.rounds, args.episodes)
+        return
+    if args.episodes is None:
+        args.episodes = 300
 
     if args.worker == "gem-settings":
         print(json.dumps(gem_settings()))
