@@ -7,9 +7,11 @@ recipe's iterations (``seed=N``, checkpoints every 50 iterations), then evaluate
 ``NAME-sSEED/`` (the run folder), ``NAME-sSEED.log``, ``val/NAME-sSEED.json.gz``. Run it again after a kill, or to
 add seeds: a finished evaluation is kept, a run folder resumes from its last checkpoint.
 
-``test`` reads the test suite (``agentgym-v2``) once for each finished run's final model, with the main job's
-settings and records (``--trained-by``, ``--selection``), into ``test/NAME-sSEED.json.gz``; a file there is never
-re-read or overwritten: run it only for a recipe the validation study adopted.
+``test`` reads the test suite (``agentgym-v2``) once for each finished run's final model as the board publishes it
+(weights rounded to bfloat16, ``publish-model``; into ``published/models/NAME-sSEED/``, or with ``--board-entry SEED
+NAME`` that seed's into the board's own ``models/`` folder under the entry's name, so its file can be submitted as it
+is), with the main job's settings and records (``--trained-by``, ``--selection``), into ``test/NAME-sSEED.json.gz``;
+a file there is never re-read or overwritten: run it only for a recipe the validation study adopted.
 
 ``report`` prints, per recipe, the paired difference of each seed's model against ``--reference`` (a results file of
 the start model, same suite and settings) and the mean over seeds with intervals over the episodes and over the
@@ -18,7 +20,8 @@ seeds, and per ``--pair CONTROL CANDIDATE`` the same for candidate minus control
     .venv/bin/python scripts/rl_study.py run --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2
     .venv/bin/python scripts/rl_study.py report --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2 \
         --reference runs/rl-signal/val/default-model-sft.json.gz --pair baseline-starpo pilot-starpo-mix8-ds
-    .venv/bin/python scripts/rl_study.py test --recipes pilot-gigpo-mix8 --seeds 0 1 2
+    .venv/bin/python scripts/rl_study.py test --recipes pilot-gigpo-mix8 --seeds 0 1 2 \
+        --board-entry 0 "default model + SFT + GiGPO"
     .venv/bin/python scripts/rl_study.py report --split test --recipes pilot-gigpo-mix8 \
         --reference leaderboards/agentgym-v2/submissions/default-model-sft.json.gz
 """
@@ -70,9 +73,11 @@ def test(args: argparse.Namespace) -> int:
     """Read the test suite once per finished run: the main job's evaluation of a trained model, so that seed 0's
     file can go onto the board as it is."""
     from agentgym_bench.commands.baselines import SELECTION
-    from agentgym_bench.run_folder import SUMMARY
+    from agentgym_bench.leaderboard.weights import publish_model
+    from agentgym_bench.run_folder import SUMMARY, final_actor
 
     out, failed = Path(args.out), 0
+    entry_seed, entry_name = (int(args.board_entry[0]), args.board_entry[1]) if args.board_entry else (None, None)
     for recipe in args.recipes:
         for seed in args.seeds:
             name = f"{Path(recipe).stem}-s{seed}"
@@ -85,9 +90,13 @@ def test(args: argparse.Namespace) -> int:
                 failed += 1
                 continue
             result.parent.mkdir(parents=True, exist_ok=True)
-            print(f"{name}: reading the test suite", flush=True)
+            if seed == entry_seed:
+                published = publish_model(final_actor(run_folder), Path(args.board), entry_name, replace=True)
+            else:
+                published = publish_model(final_actor(run_folder), out / "published", name, replace=True)
+            print(f"{name}: reading the test suite with {published} (bfloat16)", flush=True)
             with open(out / f"{name}.log", "a") as log:
-                subprocess.run(cli() + ["eval", "--policy", f"hf:{run_folder}", "--suite", TEST_SUITE, *EVAL,
+                subprocess.run(cli() + ["eval", "--policy", f"hf:{published}", "--suite", TEST_SUITE, *EVAL,
                                         "--trained-by", str(run_folder), "--selection", SELECTION["train"],
                                         "--out", str(result)],
                                check=True, stdout=log, stderr=subprocess.STDOUT,
@@ -199,6 +208,12 @@ def main() -> int:
         p.add_argument("--recipes", nargs="+", required=True, help="bundled recipe names or YAML files")
         p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds (default: 0 1 2)")
         p.add_argument("--out", default="runs/rl-study", help="where runs and results go (default: runs/rl-study)")
+    test_parser = sub.choices["test"]
+    test_parser.add_argument("--board-entry", nargs=2, metavar=("SEED", "NAME"),
+                             help="publish SEED's model as the board entry NAME (replacing its weights) and read it "
+                                  "from there")
+    test_parser.add_argument("--board", default=str(Path("leaderboards") / TEST_SUITE),
+                             help="the board of --board-entry (default: %(default)s)")
     report_parser = sub.choices["report"]
     report_parser.add_argument("--reference", required=True, help="results file of the start model (same suite and "
                                "settings: e.g. runs/rl-signal/val/default-model-sft.json.gz)")
