@@ -50,7 +50,7 @@ Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
    and advantages are not all zero), then ``agentgym-bench train baseline-starpo_s`` (StarPO-S with its critic on
    those envs) shrunk to 4 groups of 4, 3 iterations, evaluation at the start and at iteration 3 only, no
    checkpoint before the last. Python function calls are recorded (``sys.setprofile``, and
-   ``threading.setprofile`` for threads) from the loop's call of ``trainers.train.run_iteration`` for iteration 2
+   ``threading.setprofile`` for threads) from the loop's call of ``trainers.rl.train.run_iteration`` for iteration 2
    to its call for iteration 3 — one whole loop body, set-up, evaluation and checkpoint excluded; where there is
    no ``run_iteration``, between the progress bar's updates after iterations 1 and 2. Counted: the distinct
    ``.py`` files of ``agentgym_bench/`` and ``trainers/`` with code run in that window. About a minute on 2 cores;
@@ -517,7 +517,10 @@ except SystemExit:  # a checkout from before the warm start's config (issue 61) 
 if code:
     sys.exit(f"warmstart exited with {code}")
 
-import trainers.train as train
+try:
+    import trainers.rl.train as train
+except ModuleNotFoundError:  # a checkout from before trainers/ had subpackages (issue 61)
+    import trainers.train as train
 
 if hasattr(train, "run_iteration"):
     inner = train.run_iteration
@@ -527,7 +530,7 @@ if hasattr(train, "run_iteration"):
         return inner(run, step, *args, **kwargs)
 
     train.run_iteration = run_iteration
-    state["how"] = "from the call of trainers.train.run_iteration for iteration 2 to its call for iteration 3"
+    state["how"] = f"from the call of {train.__name__}.run_iteration for iteration 2 to its call for iteration 3"
 else:
     from agentgym_bench import progress
 
@@ -546,7 +549,7 @@ else:
 
     names = [name for name, value in vars(train).items() if value is progress.progress]
     if not names:
-        sys.exit("trainers.train has neither run_iteration nor agentgym_bench.progress.progress: no loop found")
+        sys.exit(f"{train.__name__} has neither run_iteration nor agentgym_bench.progress.progress: no loop found")
     for name in names:
         setattr(train, name, lambda *args, **kwargs: Bar(progress.progress(*args, **kwargs)))
     state["how"] = "between the progress bar's updates after iterations 1 and 2 (no run_iteration)"

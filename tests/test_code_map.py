@@ -14,7 +14,7 @@ it when its cause goes.
    its ``def`` to its last line) outside :data:`LONG_FILES` and :data:`LONG_FUNCTIONS`.
 4. Each package's docstring (every ``__init__.py`` of ``agentgym_bench/`` and ``trainers/``) names each of its
    modules and subpackages, and everything it names exists. A module is named as ``name.py``, ``:mod:`.name```,
-   or its dotted name (``trainers.train``); a subpackage as ``name/`` or its dotted name. Names that must exist:
+   or its dotted name (``trainers.rl.train``); a subpackage as ``name/`` or its dotted name. Names that must exist:
    ``x.py`` (in the package; with a ``/``, from the package or the repository's root), ``name/`` (the same),
    ``:mod:`` targets (modules), and dotted names under ``agentgym_bench.`` or ``trainers.`` (a module, then one
    name that module defines).
@@ -84,9 +84,9 @@ MAX_FUNCTION_LINES = 80
 LONG_FILES: dict[str, str] = {
     "agentgym_bench/commands/serve.py":
         "the OpenAI-compatible server: request checks, the chat handler and the server, reworked by issue 62",
-    "trainers/config.py":
+    "trainers/rl/config.py":
         "TrainConfig is one dataclass whose field docstrings are the documentation (over 500 lines of them)",
-    "trainers/train.py": "the loop with its model loading, optimisers, train step, run set-up and main",
+    "trainers/rl/train.py": "the loop with its model loading, optimisers, train step, run set-up and main",
 }
 """File -> why it may be over :data:`MAX_FILE_LINES` lines."""
 
@@ -189,7 +189,7 @@ def defined_names(tree: ast.Module) -> set[str]:
 
 
 def resolve_dotted(cm: CodeMap, name: str) -> str | None:
-    """The module a dotted reference is in (``trainers.train.main`` -> ``trainers.train``), None if it names
+    """The module a dotted reference is in (``trainers.rl.train.main`` -> ``trainers.rl.train``), None if it names
     nothing: its longest prefix that is a module, then at most one more name, which that module defines."""
     parts = name.split(".")
     for n in range(len(parts), 0, -1):
@@ -368,7 +368,7 @@ def test_every_rule_fails_on_a_planted_copy_of_the_tree(tmp_path, code_map):
     # A docstring that names a moved module, a file, a folder and dotted names that do not exist.
     (tmp_path / "agentgym_bench/benchmark/__init__.py").write_text(
         '"""- :mod:`.gone`: moved; ``suites.py``, ``nowhere.py``, ``gone/``; ``trainers.nowhere``, '
-        '``trainers.train.nothing``."""\n')
+        '``trainers.rl.train.nothing``."""\n')
 
     planted = CodeMap(tmp_path)
     problems = all_problems(planted)
@@ -386,7 +386,7 @@ def test_every_rule_fails_on_a_planted_copy_of_the_tree(tmp_path, code_map):
     assert "agentgym_bench/benchmark/__init__.py: its docstring does not name data/, episodes.py, evaluate.py, " \
            "kinds.py, matches.py" in docs
     assert "agentgym_bench/benchmark/__init__.py: its docstring names what does not exist: :mod:`.gone`, gone/, " \
-           "nowhere.py, trainers.nowhere, trainers.train.nothing" in docs
+           "nowhere.py, trainers.nowhere, trainers.rl.train.nothing" in docs
     assert problems["ratchet"] == [f"{LIGHT_FUNCTION_IMPORTS + 2} imports inside functions of modules that bring no "
                                    f"heavy package, over the ratchet's {LIGHT_FUNCTION_IMPORTS}: import the module "
                                    "at the top of the file"]

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from trainers.config_loading import ConfigError
+from trainers.runtime.config_loading import ConfigError
 
 INSTALL_HINT = ("lora_target needs the peft package; install the extra with: pip install -e '.[lora]' in a clone of "
                 "agentgym-bench")
@@ -27,7 +27,7 @@ VALUE_HEADS = ["classifier", "score"]  # the token-classification heads of GPT-2
 
 
 def require_peft() -> Any:
-    """Import ``peft``, or raise a :class:`~trainers.config_loading.ConfigError` naming the extra."""
+    """Import ``peft``, or raise a :class:`~trainers.runtime.config_loading.ConfigError` naming the extra."""
     try:
         import peft
     except ImportError:
