@@ -18,7 +18,10 @@ Four subpackages, each named for what it holds, and the command line over them:
 The layering rule, bottom to top: ``algos/`` < ``runtime/`` < ``rl/``, ``sft/`` (one floor) < ``cli.py``. A module
 imports from its own subpackage and from those below it, never from one above; ``rl/`` and ``sft/`` never import each
 other (what both need belongs in ``runtime/`` or ``algos/``); nothing imports ``cli.py``. All of ``trainers/`` sits
-above ``agentgym_bench/``, which imports none of it (its command table names trainer modules by string).
+above ``agentgym_bench/``, which imports none of it (its command table names trainer modules by string). The floors
+are ``scripts/code_shape.py``'s layer table (``TRAINERS_LAYERS``, ``TRAINERS_TOP_MODULE_LAYERS``, layers 8 to 11 above
+the library's 0 to 7), and ``tests/test_code_map.py`` fails on an import against them (module level, inside a
+function or under ``TYPE_CHECKING``) that its ``ALLOWED_IMPORTS`` does not list with a reason; it lists none in here.
 
 This package's own ``__init__`` and its subpackages' import nothing: importing any trainer module loads them.
 """
