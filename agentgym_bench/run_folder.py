@@ -1,9 +1,9 @@
 """A trainer's run folder (``output_dir`` of ``agentgym-bench train``, ``output`` of ``agentgym-bench warmstart``): its
-layout, which checkpoint is the last, and reading and writing its files. The trainers write it (``trainers/train.py``,
-``trainers/warmstart.py``, ``trainers/checkpoint.py``); the benchmark reads it (``hf:RUN`` evaluates its last
-checkpoint, ``eval --trained-by RUN`` records its config and curves), as do ``compare-runs`` and the main job. It sits
-at the bottom of the library, beside ``paths.py``, so that every floor reads it without importing the trainers (or
-torch).
+layout, which checkpoint is the last, and reading and writing its files. The trainers write it
+(``trainers/rl/train.py``, ``trainers/sft/warmstart.py``, ``trainers/runtime/checkpoint.py``); the benchmark reads it
+(``hf:RUN`` evaluates its last checkpoint, ``eval --trained-by RUN`` records its config and curves), as do
+``compare-runs`` and the main job. It sits at the bottom of the library, beside ``paths.py``, so that every floor reads
+it without importing the trainers (or torch).
 
 Layout::
 
@@ -11,7 +11,7 @@ Layout::
     metrics.jsonl        one line per iteration and evaluation (:data:`METRICS`)
     curves.png           the curves (:data:`CURVES`)
     summary.json         once finished: validation success before and after, wall time (:data:`SUMMARY`)
-    checkpoint-N/        after iteration N (``trainers/checkpoint.py`` describes what it holds): ``actor/``, a
+    checkpoint-N/        after iteration N (``trainers/runtime/checkpoint.py`` describes what it holds): ``actor/``, a
                          Hugging Face folder, ``trainer_state.pt`` (:data:`STATE`), ...
     checkpoint-N.tmp/    a checkpoint being written, renamed to ``checkpoint-N`` when complete
 

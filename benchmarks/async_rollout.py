@@ -23,8 +23,8 @@ waits for the worker's first batch, the last validates), iterations an hour, and
 ``learning`` trains ``sync 2 threads``, ``async S=1`` and ``async S=2`` for ``--iterations`` iterations on each
 training seed (the same number of samples for all), validated before, half way and after on the recipe's 1,024
 validation episodes (256 a env), and compares each async setting with the synchronous one on the same episodes with
-``trainers.compare.compare_runs``: the paired bootstrap over episodes and the t interval over the training seeds, for
-the whole validation set and per env. Run folders are kept in ``--work``; a finished run is not trained again and a
+``trainers.rl.compare.compare_runs``: the paired bootstrap over episodes and the t interval over the training seeds,
+for the whole validation set and per env. Run folders are kept in ``--work``; a finished run is not trained again and a
 stopped one resumes from its last checkpoint. Results: benchmarks/async_rollout.md.
 """
 
@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainers.compare import compare_runs
+from trainers.rl.compare import compare_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT = ROOT / "leaderboards" / "agentgym-v2" / "models" / "default-model-sft"

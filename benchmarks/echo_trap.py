@@ -31,9 +31,9 @@ import numpy as np
 
 from agentgym_bench.stats import paired_difference
 from trainers.cli import resolve_config
-from trainers.compare import compare_runs, read_episodes
-from trainers.config import load_config
-from trainers.metrics import EchoTrapRule, read_metrics
+from trainers.rl.compare import compare_runs, read_episodes
+from trainers.rl.config import load_config
+from trainers.runtime.metrics import EchoTrapRule, read_metrics
 
 VARIANTS = ("starpo", "starpo_s_grpo")
 CURVES = [("reward/success", "training success"), ("val/success", "validation success"),
@@ -54,7 +54,7 @@ def variant_overrides(config_name: str, variant: str) -> list[str]:
 
 def run_one(config_name: str, variant: str, seed: int, out: Path, extra: list[str]) -> Path:
     """Train one run unless its ``summary.json`` exists; returns its folder."""
-    from trainers.train import main
+    from trainers.rl.train import main
 
     folder = out / f"{variant}-s{seed}"
     if (folder / "summary.json").exists():

@@ -84,7 +84,7 @@ def main() -> None:
     torch.set_num_threads(1)
     model = args.model
     if model is None:
-        from trainers.default_model import build_default_model
+        from trainers.sft.default_model import build_default_model
 
         model = str(build_default_model(tempfile.mkdtemp() + "/default", seed=0))
     suite = cut(args.suite, args.episodes)

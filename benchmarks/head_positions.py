@@ -2,7 +2,7 @@
 
 - Update: the main job's StarPO step (``baseline-starpo``: one reference scoring pass, then ``ppo_update``, one epoch
   of mini-batches of 128 rows) on the rows of one rollout of its env mix (8 groups x 16, compact prompts, history
-  0: one row per turn). "previous" is ``trainers.ppo.token_logprobs`` as it was before the head ran on reply
+  0: one row per turn). "previous" is ``trainers.rl.ppo.token_logprobs`` as it was before the head ran on reply
   positions only (:func:`previous_token_logprobs`: logits on every position, then the mask); "new" is the code as it
   is. Update tokens/s = the rows' tokens (attention mask) per second of ``ppo_update``, the fastest of
   ``--repeats`` updates in a subprocess (the first one's metrics are compared between the sides).
@@ -39,11 +39,11 @@ MIX = ("AgentSokoban-v0", "AgentFrozenLake-v0", "AgentFrozenLakeNoSlip-v0", "Age
 
 
 def previous_token_logprobs(model, input_ids, attention_mask, temperature, with_entropy, mask):
-    """``trainers.ppo.token_logprobs`` before this change: the head on every position, the softmax on the masked
+    """``trainers.rl.ppo.token_logprobs`` before this change: the head on every position, the softmax on the masked
     ones."""
     import torch
 
-    from trainers.losses import entropy_from_logits, logprobs_from_logits
+    from trainers.algos.losses import entropy_from_logits, logprobs_from_logits
 
     logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
     logits, targets = logits[mask].float(), input_ids[:, 1:][mask]
@@ -66,17 +66,17 @@ def update_worker(args: argparse.Namespace) -> dict:
     import numpy as np
     import torch
 
-    import trainers.ppo
+    import trainers.rl.ppo
     from agentgym_bench.rollout.engine import EnvGroups
     from agentgym_bench.rollout.scripted import NoisyOraclePolicy
     from trainers.cli import resolve_config
-    from trainers.config import load_config
-    from trainers.distributed import Dist
-    from trainers.samples import adjust_batch
-    from trainers.train import build_samples, load_models, make_optimizers
+    from trainers.rl.config import load_config
+    from trainers.rl.samples import adjust_batch
+    from trainers.rl.train import build_samples, load_models, make_optimizers
+    from trainers.runtime.distributed import Dist
 
     if args.side == "previous":
-        trainers.ppo.token_logprobs = previous_token_logprobs
+        trainers.rl.ppo.token_logprobs = previous_token_logprobs
     cpu = Dist(0, 1, torch.device("cpu"))
     config = load_config(resolve_config("baseline-starpo"), {"pretrain": args.model})
     models = load_models(config, cpu)
@@ -90,13 +90,13 @@ def update_worker(args: argparse.Namespace) -> dict:
     samples = samples.select(torch.as_tensor(index))  # a whole number of mini-batches, as the loop makes it
 
     def step(rows):
-        scored = trainers.ppo.score_samples(config, models, rows, cpu, old_logprob=False)
+        scored = trainers.rl.ppo.score_samples(config, models, rows, cpu, old_logprob=False)
         scored["old_logprob"] = scored["ref_logprob"]  # the sampler's, at the reference's weights (first step)
-        batch, _ = trainers.ppo.compute_advantages(config, rows, scored)
+        batch, _ = trainers.rl.ppo.compute_advantages(config, rows, scored)
         return batch
 
     warm = samples.select(torch.arange(mini))
-    trainers.ppo.ppo_update(config, models, optimizers, step(warm), cpu, np.random.default_rng(0))  # warm-up
+    trainers.rl.ppo.ppo_update(config, models, optimizers, step(warm), cpu, np.random.default_rng(0))  # warm-up
     before = rss_mb()
     score_s, update_s, metrics = [], [], None
     for _ in range(args.repeats):
@@ -104,7 +104,7 @@ def update_worker(args: argparse.Namespace) -> dict:
         batch = step(samples)
         score_s.append(time.perf_counter() - start)
         start = time.perf_counter()
-        update = trainers.ppo.ppo_update(config, models, optimizers, batch, cpu, np.random.default_rng(0))
+        update = trainers.rl.ppo.ppo_update(config, models, optimizers, batch, cpu, np.random.default_rng(0))
         update_s.append(time.perf_counter() - start)
         metrics = metrics or update  # the first update's, from the same weights on both sides
     return {"rows": len(samples), "tokens": int(samples.attention_mask.sum()),
@@ -203,7 +203,7 @@ def main() -> None:
         print(json.dumps((update_worker if args.worker == "update" else generation_worker)(args)))
         return
     if args.model is None:
-        from trainers.default_model import build_default_model
+        from trainers.sft.default_model import build_default_model
 
         args.model = str(build_default_model(Path(tempfile.mkdtemp()) / "default"))
     print(f"model {args.model}; {args.rounds} rounds; {args.threads} thread(s)")

@@ -9,7 +9,7 @@ trainer's own ``run_iteration`` (no validation, no checkpoints), and reads each 
 Two sides, alternating in rounds, each (recipe, side, round) in its own subprocess on ``--threads`` torch threads:
 
 - ``every-row``: every row of a batch through the model: the trainer's forwards without
-  :func:`trainers.ppo.distinct_rows` (identity instead), and the sampler's prefill over every prompt
+  :func:`trainers.rl.ppo.distinct_rows` (identity instead), and the sampler's prefill over every prompt
   (``HFPolicy.share_prefill = False``);
 - ``shared``: the code as it is: identical rows (tokens, padding and loss mask) forwarded once in the scoring and
   update passes, identical prompts prefilled once in generation.
@@ -42,17 +42,17 @@ def worker(args: argparse.Namespace) -> dict:
     import torch
 
     import agentgym_bench  # noqa: F401  (registers the envs)
-    import trainers.ppo
+    import trainers.rl.ppo
     from trainers.cli import resolve_config
-    from trainers.config import load_config
-    from trainers.distributed import Dist
-    from trainers.train import build_samples, run_iteration, start_run
+    from trainers.rl.config import load_config
+    from trainers.rl.train import build_samples, run_iteration, start_run
+    from trainers.runtime.distributed import Dist
 
     torch.set_num_threads(args.threads)
     every_row = args.side == "every-row"
-    distinct_rows = trainers.ppo.distinct_rows
+    distinct_rows = trainers.rl.ppo.distinct_rows
     if every_row:
-        trainers.ppo.distinct_rows = lambda *t: (torch.arange(len(t[0])), torch.arange(len(t[0])))
+        trainers.rl.ppo.distinct_rows = lambda *t: (torch.arange(len(t[0])), torch.arange(len(t[0])))
     with tempfile.TemporaryDirectory() as out:
         config = load_config(resolve_config(args.recipe), {
             "pretrain": args.model, "output_dir": out, "eval_steps": 10**6, "save_steps": 0,
@@ -70,9 +70,9 @@ def worker(args: argparse.Namespace) -> dict:
                                                            samples.loss_mask)[0]))
             return samples
 
-        import trainers.train
+        import trainers.rl.train
 
-        trainers.train.build_samples = counting
+        trainers.rl.train.build_samples = counting
         records = [run_iteration(run, step) for step in range(1, args.iterations + 1)]
         run.train_groups.close()
         run.val_groups.close()

@@ -20,7 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from trainers.compare import compare_runs, read_episodes  # noqa: E402
+from trainers.rl.compare import compare_runs, read_episodes  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -111,7 +111,7 @@ def main() -> None:
         if model_dir("warmstart").exists():
             args.model = str(model_dir("warmstart"))
         else:
-            from trainers.default_model import build_default_model
+            from trainers.sft.default_model import build_default_model
 
             args.model = str(build_default_model(Path(tempfile.mkdtemp()) / "default"))
     sides = ["batched", "unshared", "single"] if args.no_share_prefill else ["batched", "single"]

@@ -21,9 +21,9 @@ import torch
 
 from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.tokens import collate, step_token_views
-from trainers.default_model import build_default_model
-from trainers.sft_config import SFTConfig
-from trainers.warmstart import collect_demonstrations, epoch_batches, reply_loss
+from trainers.sft.default_model import build_default_model
+from trainers.sft.sft_config import SFTConfig
+from trainers.sft.warmstart import collect_demonstrations, epoch_batches, reply_loss
 
 
 def seconds_per_pass(model, optimizer, batches) -> float:

@@ -23,9 +23,9 @@ import torch
 
 from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.tokens import collate, step_token_views
-from trainers.default_model import build_default_model
-from trainers.sft_config import SFTConfig
-from trainers.warmstart import (
+from trainers.sft.default_model import build_default_model
+from trainers.sft.sft_config import SFTConfig
+from trainers.sft.warmstart import (
     collect_demonstrations,
     pack_rows,
     reply_loss,

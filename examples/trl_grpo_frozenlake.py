@@ -39,7 +39,7 @@ def main() -> None:
     from agentgym_bench.adapters.trl import EpisodeRollout, checkpointing_off, env_reward, episode_dataset
     from agentgym_bench.rollout.hf import load_model
     from agentgym_bench.seeds import TRAIN_SEED_START
-    from trainers.default_model import build_default_model
+    from trainers.sft.default_model import build_default_model
 
     torch.set_num_threads(1)
     path = args.model

@@ -1,23 +1,23 @@
 """The shape of the code base at one checkout, as Markdown tables: the same figures before and after a redesign.
 
-This file is also the one home of the layer table (``SUBPACKAGE_LAYERS``, ``TOP_MODULE_LAYERS``) and of the
-measurements ``tests/test_code_map.py`` turns into rules (imports and their direction, cycles, file and function
-lengths, imports inside functions, what a module brings when imported); the test loads it by path and keeps the
-allowances.
+This file is also the one home of the layer table (``SUBPACKAGE_LAYERS``, ``TOP_MODULE_LAYERS``, ``TRAINERS_LAYERS``,
+``TRAINERS_TOP_MODULE_LAYERS``) and of the measurements ``tests/test_code_map.py`` turns into rules (imports and their
+direction, cycles, file and function lengths, imports inside functions, what a module brings when imported); the test
+loads it by path and keeps the allowances.
 
 Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
 (CHECKOUT: a checkout's root, default the repository this script sits in; for another revision,
 ``git worktree add /tmp/shape-before REV`` and give that folder.)
 
-1. Files and lines per folder: each subpackage of ``agentgym_bench/`` (with what lies below it), the top-level
-   modules of ``agentgym_bench/``, and ``trainers/``; ``.py`` files only.
+1. Files and lines per folder: each subpackage of ``agentgym_bench/`` and of ``trainers/`` (with what lies below it),
+   and the top-level modules of each; ``.py`` files only.
 2. Imports running back up: every import statement between modules of ``agentgym_bench/`` and ``trainers/``, at
    module level or inside a function (or under ``if TYPE_CHECKING:``, marked), read from the syntax tree, relative
    imports resolved. One edge per (importing module, imported module). ``from P import name`` is an edge to
    ``P.name`` when that is a module, else to ``P``. Imports by string (``importlib``: registration's game table,
    cli's command table) are not seen. The layers, bottom to top, follow the data path (game rules ->
    core env -> LLM-agent wrapper -> rollout engine -> trajectories -> trainer -> checkpoint -> evaluation -> results
-   -> leaderboard), with the library's own floor below and the command lines above:
+   -> leaderboard), with the library's own floor below and the command lines above, and the trainers on top:
 
    0. floor: the top-level modules of ``agentgym_bench/`` that every layer may use (errors, paths, seeds, stats,
       progress, http_body, spaces, run_folder, ...);
@@ -33,10 +33,16 @@ Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
    5. ``leaderboard/``: verifies and renders results files;
    6. ``adapters/``: routes for other trainers over the wrapper;
    7. the command layer: ``commands/``, and ``agentgym_bench/cli.py`` (it lists every command);
-   8. ``trainers/``: the top.
+   8. ``trainers/algos/``: the math, pure masked-tensor functions. ``trainers/__init__.py`` is on this floor too: it
+      runs before any trainer module and imports nothing;
+   9. ``trainers/runtime/``: what both trainers run on (config loading, launch, distributed, FSDP2, LoRA,
+      checkpoints, schedules, metrics);
+   10. ``trainers/rl/`` and ``trainers/sft/``: one floor, the two trainers. Imports between the two are listed as
+       sideways, not as running up;
+   11. ``trainers/cli.py``: the trainers' command line, the top.
 
-   An edge runs up when the importer's layer is below the imported module's. A subpackage not named above is
-   listed as such and left out of this table.
+   An edge runs up when the importer's layer is below the imported module's. A subpackage (or a top-level module of
+   ``trainers/``) not named above is listed as such and left out of this table.
    Import cycles are listed too: groups of modules that import each other, directly or round a loop (imports
    inside functions included, ``import agentgym_bench`` left out). Last, the import statements inside functions:
    all of them, and those of the repository's own modules.
@@ -50,7 +56,7 @@ Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
    and advantages are not all zero), then ``agentgym-bench train baseline-starpo_s`` (StarPO-S with its critic on
    those envs) shrunk to 4 groups of 4, 3 iterations, evaluation at the start and at iteration 3 only, no
    checkpoint before the last. Python function calls are recorded (``sys.setprofile``, and
-   ``threading.setprofile`` for threads) from the loop's call of ``trainers.train.run_iteration`` for iteration 2
+   ``threading.setprofile`` for threads) from the loop's call of ``trainers.rl.train.run_iteration`` for iteration 2
    to its call for iteration 3 — one whole loop body, set-up, evaluation and checkpoint excluded; where there is
    no ``run_iteration``, between the progress bar's updates after iterations 1 and 2. Counted: the distinct
    ``.py`` files of ``agentgym_bench/`` and ``trainers/`` with code run in that window. About a minute on 2 cores;
@@ -77,9 +83,13 @@ PACKAGES = ("agentgym_bench", "trainers")
 SUBPACKAGE_LAYERS = {"envs": 1, "agent": 2, "rollout": 3, "multiagent": 4, "benchmark": 4, "leaderboard": 5,
                      "adapters": 6, "commands": 7}
 TOP_MODULE_LAYERS = {"registration.py": 2, "cli.py": 7, "__init__.py": 4}  # other top-level modules: 0
+TRAINERS_LAYERS = {"algos": 8, "runtime": 9, "rl": 10, "sft": 10}
+TRAINERS_TOP_MODULE_LAYERS = {"__init__.py": 8, "cli.py": 11}  # another top-level module of trainers/: no layer
 LAYER_NAMES = {0: "floor", 1: "envs", 2: "agent", 3: "rollout", 4: "multiagent/benchmark", 5: "leaderboard",
-               6: "adapters", 7: "commands", 8: "trainers"}
-SIDEWAYS = 4
+               6: "adapters", 7: "commands", 8: "trainers/algos", 9: "trainers/runtime", 10: "trainers/rl+sft",
+               11: "trainers/cli"}
+SIDEWAYS = {4: frozenset({"multiagent", "benchmark"}), 10: frozenset({"rl", "sft"})}
+"""The floors shared by two subpackages -> the two: an import between them is sideways."""
 MANY_PARAMETERS = 8
 
 
@@ -97,16 +107,15 @@ def python_files(checkout: Path) -> list[str]:
 def folder_of(rel: str) -> str:
     """The row of table 1 a file counts in."""
     parts = rel.split("/")
-    if parts[0] == "agentgym_bench":
-        return f"agentgym_bench/{parts[1]}/" if len(parts) > 2 else "agentgym_bench/ (top level)"
-    return f"{parts[0]}/"
+    return f"{parts[0]}/{parts[1]}/" if len(parts) > 2 else f"{parts[0]}/ (top level)"
 
 
 def layer_of(rel: str) -> int | None:
-    """The layer of a file (module docstring), None for a subpackage of agentgym_bench not in the layering."""
+    """The layer of a file (module docstring), None for a subpackage of agentgym_bench or trainers, or a top-level
+    module of trainers, not in the layering."""
     parts = rel.split("/")
     if parts[0] == "trainers":
-        return 8
+        return TRAINERS_TOP_MODULE_LAYERS.get(parts[1]) if len(parts) == 2 else TRAINERS_LAYERS.get(parts[1])
     if len(parts) == 2:
         return TOP_MODULE_LAYERS.get(parts[1], 0)
     return SUBPACKAGE_LAYERS.get(parts[1])
@@ -279,20 +288,20 @@ def module_layers(files: list[str]) -> dict[str, int | None]:
 
 
 def subpackage(name: str) -> str:
-    """The subpackage of ``agentgym_bench`` a module is in ("" for a top-level module)."""
+    """The subpackage of ``agentgym_bench`` or ``trainers`` a module is in (for a top-level module its own name)."""
     return (name.split(".") + [""])[1]
 
 
 def direction(importer: str, imported: str, layer: dict[str, int | None]) -> str | None:
     """Where an import runs: ``"up"`` (the importer's layer below the imported module's), ``"sideways"``
-    (multiagent <-> benchmark, one floor), ``"same"`` (within one layer), ``"down"``, or None where either module
-    is not in the layering."""
+    (between the two subpackages of one floor of :data:`SIDEWAYS`: multiagent <-> benchmark, trainers' rl <-> sft),
+    ``"same"`` (within one layer), ``"down"``, or None where either module is not in the layering."""
     la, lb = layer[importer], layer[imported]
     if la is None or lb is None:
         return None
     if la < lb:
         return "up"
-    if la == lb == SIDEWAYS and {subpackage(importer), subpackage(imported)} == {"multiagent", "benchmark"}:
+    if la == lb and {subpackage(importer), subpackage(imported)} == SIDEWAYS.get(la):
         return "sideways"
     return "same" if la == lb else "down"
 
@@ -386,7 +395,7 @@ def imports_table(checkout: Path, files: list[str]) -> str:
     pairs = Counter(f"{row[1]} -> {row[3]}" for row in up)
     out = [table(["edges between modules of agentgym_bench/ and trainers/", "count"], [
         ["running up (importer's layer below the imported one's)", len(up)],
-        ["sideways (multiagent <-> benchmark)", len(sideways)],
+        ["sideways (multiagent <-> benchmark, trainers' rl <-> sft)", len(sideways)],
         ["down", down], ["within one layer", same],
         ["**all**", len(up) + len(sideways) + down + same]])]
     if unlayered:
@@ -394,7 +403,7 @@ def imports_table(checkout: Path, files: list[str]) -> str:
     out += ["", "Running up, by layers:", "", table(["from -> to", "edges"], sorted(pairs.items())), "",
             f"Running up, every edge ({len(up)}; where: line (module level, in a function or TYPE_CHECKING)):", "",
             table(["importer", "its layer", "imported", "its layer", "where"], up), "",
-            f"Sideways, multiagent <-> benchmark ({len(sideways)}):", "",
+            f"Sideways, multiagent <-> benchmark and trainers' rl <-> sft ({len(sideways)}):", "",
             table(["importer", "imported", "where"], sideways)]
     cycles = import_cycles({pair for pair in edges if pair[1] != "agentgym_bench"})
     out += ["", f"Import cycles, imports inside functions included ({len(cycles)}; ``import agentgym_bench``, which "
@@ -517,7 +526,10 @@ except SystemExit:  # a checkout from before the warm start's config (issue 61) 
 if code:
     sys.exit(f"warmstart exited with {code}")
 
-import trainers.train as train
+try:
+    import trainers.rl.train as train
+except ModuleNotFoundError:  # a checkout from before trainers/ had subpackages (issue 61)
+    import trainers.train as train
 
 if hasattr(train, "run_iteration"):
     inner = train.run_iteration
@@ -527,7 +539,7 @@ if hasattr(train, "run_iteration"):
         return inner(run, step, *args, **kwargs)
 
     train.run_iteration = run_iteration
-    state["how"] = "from the call of trainers.train.run_iteration for iteration 2 to its call for iteration 3"
+    state["how"] = f"from the call of {train.__name__}.run_iteration for iteration 2 to its call for iteration 3"
 else:
     from agentgym_bench import progress
 
@@ -546,7 +558,7 @@ else:
 
     names = [name for name, value in vars(train).items() if value is progress.progress]
     if not names:
-        sys.exit("trainers.train has neither run_iteration nor agentgym_bench.progress.progress: no loop found")
+        sys.exit(f"{train.__name__} has neither run_iteration nor agentgym_bench.progress.progress: no loop found")
     for name in names:
         setattr(train, name, lambda *args, **kwargs: Bar(progress.progress(*args, **kwargs)))
     state["how"] = "between the progress bar's updates after iterations 1 and 2 (no run_iteration)"

@@ -190,18 +190,18 @@ class Meter:
     _params: dict[int, int] = field(default_factory=dict)
 
     def install(self) -> None:
-        import trainers.checkpoint
-        import trainers.rollouts
-        import trainers.train
+        import trainers.rl.rollouts
+        import trainers.rl.train
+        import trainers.runtime.checkpoint
         from agentgym_bench.rollout.hf import HFPolicy
 
-        train, rollouts = trainers.train, trainers.rollouts
+        train, rollouts = trainers.rl.train, trainers.rl.rollouts
         original_play = rollouts.play
         train.play = self._wrap("generation", original_play, self._play_tokens, training=True)
         rollouts.play = self._wrap("generation", original_play, self._play_tokens)
         train.score_samples = self._wrap("scoring", train.score_samples, self._score_flops)
         train.ppo_update = self._wrap("update", train.ppo_update, self._update_flops)
-        trainers.checkpoint.save = self._wrap("checkpoint", trainers.checkpoint.save, None)
+        trainers.runtime.checkpoint.save = self._wrap("checkpoint", trainers.runtime.checkpoint.save, None)
         train.load_models = self._wrap("load", train.load_models, self._loaded)
         generate_ids = HFPolicy.generate_ids
         meter = self
@@ -272,7 +272,7 @@ class Meter:
         return tokens, per_token * n * tokens
 
     def _loaded(self, models, *args, **kwargs) -> tuple[int, float]:
-        from trainers import fsdp
+        from trainers.runtime import fsdp
 
         self.sharded = fsdp.is_sharded(models.actor_module)
         return 0, 0.0
@@ -317,7 +317,7 @@ def corpus(tiny: bool) -> list[str]:
     import gymnasium as gym
 
     import agentgym_bench
-    from trainers.default_model import bargain_texts, webshop_texts
+    from trainers.sft.default_model import bargain_texts, webshop_texts
 
     texts: list[str] = []
     seeds = range(3 if tiny else 40)
@@ -438,7 +438,7 @@ def free_memory() -> None:
 def train_config(args: argparse.Namespace, model: Path, out: Path, preset: str, **extra: Any) -> dict[str, Any]:
     """A short Sokoban run of ``preset``: RAGEN's prompt, whole conversations of 2 turns, the HF backend, bfloat16
     mixed precision and gradient checkpointing (the GPU recipes' settings), sized for minutes."""
-    from trainers.config_loading import merge
+    from trainers.runtime.config_loading import merge
 
     tiny = args.tiny
     groups, group_size = (4, 2) if tiny else (8, 4)
@@ -462,8 +462,8 @@ def train_config(args: argparse.Namespace, model: Path, out: Path, preset: str, 
 
 def train(config: dict[str, Any], meter: Meter, name: str) -> None:
     """Run (or resume) the training loop in this process, measured under ``name``."""
-    from trainers.config import config_from_dict
-    from trainers.train import main
+    from trainers.rl.config import config_from_dict
+    from trainers.rl.train import main
 
     meter.current = name
     try:
@@ -715,7 +715,8 @@ def check_imports() -> str:
             missing.append("pyyaml" if name == "yaml" else name)
     expect(not missing, f"missing: {', '.join(missing)} (the GPU image lacks them: bring their wheels in "
            ".gpu-wheels/, scripts/fetch_gpu_wheels.sh)")
-    for name in ("agentgym_bench", "trainers.train", "trainers.fsdp", "trainers.lora", "agentgym_bench.commands.eval"):
+    for name in ("agentgym_bench", "trainers.rl.train", "trainers.runtime.fsdp", "trainers.runtime.lora",
+                 "agentgym_bench.commands.eval"):
         importlib.import_module(name)
     return (f"python {platform.python_version()}, " + ", ".join(f"{k} {importlib.metadata.version(k)}" for k in
             ("torch", "transformers", "peft", "tokenizers", "gymnasium", "pettingzoo", "jsonschema")))

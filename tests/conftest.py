@@ -16,7 +16,7 @@ def _one_torch_thread():
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
     """The default model (untrained), built once per session."""
-    from trainers.default_model import build_default_model
+    from trainers.sft.default_model import build_default_model
 
     return build_default_model(tmp_path_factory.mktemp("model") / "default", seed=0)
 

@@ -5,16 +5,18 @@ The layer table and the measurements are ``scripts/code_shape.py``'s (loaded by 
 here, each with its reason. An allowance that no longer matches anything fails too, so the lists stay true: remove
 it when its cause goes.
 
-1. Imports run down the layers (``code_shape.SUBPACKAGE_LAYERS``, ``TOP_MODULE_LAYERS``): an import running up, or
-   sideways between multiagent/ and benchmark/, at module level, inside a function or under TYPE_CHECKING, is listed
-   in :data:`ALLOWED_IMPORTS` with its reason. Every subpackage of ``agentgym_bench/`` has a layer.
+1. Imports run down the layers (``code_shape.SUBPACKAGE_LAYERS``, ``TOP_MODULE_LAYERS``, and for ``trainers/``
+   ``TRAINERS_LAYERS``, ``TRAINERS_TOP_MODULE_LAYERS``: algos < runtime < rl, sft < cli): an import running up, or
+   sideways between multiagent/ and benchmark/ or between trainers/rl/ and trainers/sft/, at module level, inside a
+   function or under TYPE_CHECKING, is listed in :data:`ALLOWED_IMPORTS` with its reason. Every subpackage of
+   ``agentgym_bench/`` and of ``trainers/``, and every top-level module of ``trainers/``, has a layer.
 2. No import cycles, imports inside functions included (``import agentgym_bench``, which only registers the envs,
    left out).
 3. No file over :data:`MAX_FILE_LINES` lines and no function or method over :data:`MAX_FUNCTION_LINES` lines (from
    its ``def`` to its last line) outside :data:`LONG_FILES` and :data:`LONG_FUNCTIONS`.
 4. Each package's docstring (every ``__init__.py`` of ``agentgym_bench/`` and ``trainers/``) names each of its
    modules and subpackages, and everything it names exists. A module is named as ``name.py``, ``:mod:`.name```,
-   or its dotted name (``trainers.train``); a subpackage as ``name/`` or its dotted name. Names that must exist:
+   or its dotted name (``trainers.rl.train``); a subpackage as ``name/`` or its dotted name. Names that must exist:
    ``x.py`` (in the package; with a ``/``, from the package or the repository's root), ``name/`` (the same),
    ``:mod:`` targets (modules), and dotted names under ``agentgym_bench.`` or ``trainers.`` (a module, then one
    name that module defines).
@@ -84,9 +86,9 @@ MAX_FUNCTION_LINES = 80
 LONG_FILES: dict[str, str] = {
     "agentgym_bench/commands/serve.py":
         "the OpenAI-compatible server: request checks, the chat handler and the server, reworked by issue 62",
-    "trainers/config.py":
+    "trainers/rl/config.py":
         "TrainConfig is one dataclass whose field docstrings are the documentation (over 500 lines of them)",
-    "trainers/train.py": "the loop with its model loading, optimisers, train step, run set-up and main",
+    "trainers/rl/train.py": "the loop with its model loading, optimisers, train step, run set-up and main",
 }
 """File -> why it may be over :data:`MAX_FILE_LINES` lines."""
 
@@ -138,8 +140,15 @@ def layer_problems(edges, layer: dict[str, int | None], allowed=ALLOWED_IMPORTS)
 
 
 def unlayered_problems(files: list[str]) -> list[str]:
-    return [f"{folder} has no layer: add it to code_shape.SUBPACKAGE_LAYERS"
-            for folder in sorted({shape.folder_of(rel) for rel in files if shape.layer_of(rel) is None})]
+    """Subpackages (and top-level modules of trainers/) without a layer, each with the table to add it to."""
+    found = {}
+    for rel in files:
+        if shape.layer_of(rel) is None:
+            top_level = rel.count("/") == 1  # only trainers/ has top-level modules without a default layer
+            table = "SUBPACKAGE_LAYERS" if not rel.startswith("trainers/") else (
+                "TRAINERS_TOP_MODULE_LAYERS" if top_level else "TRAINERS_LAYERS")
+            found[rel if top_level else shape.folder_of(rel)] = table
+    return [f"{where} has no layer: add it to code_shape.{table}" for where, table in sorted(found.items())]
 
 
 def cycle_problems(edges) -> list[str]:
@@ -189,7 +198,7 @@ def defined_names(tree: ast.Module) -> set[str]:
 
 
 def resolve_dotted(cm: CodeMap, name: str) -> str | None:
-    """The module a dotted reference is in (``trainers.train.main`` -> ``trainers.train``), None if it names
+    """The module a dotted reference is in (``trainers.rl.train.main`` -> ``trainers.rl.train``), None if it names
     nothing: its longest prefix that is a module, then at most one more name, which that module defines."""
     parts = name.split(".")
     for n in range(len(parts), 0, -1):
@@ -361,6 +370,11 @@ def test_every_rule_fails_on_a_planted_copy_of_the_tree(tmp_path, code_map):
           'import board\n    return board\n')
     plant("agentgym_bench/leaderboard/board.py", '"""\n', '"""\n\n\ndef _planted():\n    from agentgym_bench.envs '
           'import bandit\n    return bandit\n')
+    # Within trainers/: the math imports the runtime (up), the warm start the RL trainer (sideways), both at module
+    # level (the ratchet counts imports inside functions only); a new top-level module has no layer.
+    plant("trainers/algos/masked.py", '"""\n', '"""\n\nfrom trainers.runtime import schedule  # planted\n')
+    plant("trainers/sft/sft_config.py", '"""\n', '"""\n\nfrom trainers.rl import compare  # planted\n')
+    (tmp_path / "trainers/planted.py").write_text('"""Planted."""\n')
     # A long file with a long function, in no docstring.
     body = "".join(f"    x = {i}\n" for i in range(80))
     (tmp_path / "agentgym_bench/envs/planted.py").write_text(
@@ -368,13 +382,18 @@ def test_every_rule_fails_on_a_planted_copy_of_the_tree(tmp_path, code_map):
     # A docstring that names a moved module, a file, a folder and dotted names that do not exist.
     (tmp_path / "agentgym_bench/benchmark/__init__.py").write_text(
         '"""- :mod:`.gone`: moved; ``suites.py``, ``nowhere.py``, ``gone/``; ``trainers.nowhere``, '
-        '``trainers.train.nothing``."""\n')
+        '``trainers.rl.train.nothing``."""\n')
 
     planted = CodeMap(tmp_path)
     problems = all_problems(planted)
 
     layers = "\n".join(problems["layers"])
     assert "agentgym_bench.envs.bandit -> agentgym_bench.leaderboard.board runs up (1 envs -> 5 leaderboard)" in layers
+    assert "trainers.algos.masked -> trainers.runtime.schedule runs up (8 trainers/algos -> 9 trainers/runtime)" \
+        in layers
+    assert "trainers.sft.sft_config -> trainers.rl.compare runs sideways (10 trainers/rl+sft -> 10 trainers/rl+sft)" \
+        in layers
+    assert "trainers/planted.py has no layer: add it to code_shape.TRAINERS_TOP_MODULE_LAYERS" in layers
     assert any("agentgym_bench.envs.bandit" in p and "agentgym_bench.leaderboard.board" in p
                for p in problems["cycles"])
     assert "agentgym_bench/envs/planted.py has 601 lines, over 600: split it, or list it in LONG_FILES with its " \
@@ -386,7 +405,7 @@ def test_every_rule_fails_on_a_planted_copy_of_the_tree(tmp_path, code_map):
     assert "agentgym_bench/benchmark/__init__.py: its docstring does not name data/, episodes.py, evaluate.py, " \
            "kinds.py, matches.py" in docs
     assert "agentgym_bench/benchmark/__init__.py: its docstring names what does not exist: :mod:`.gone`, gone/, " \
-           "nowhere.py, trainers.nowhere, trainers.train.nothing" in docs
+           "nowhere.py, trainers.nowhere, trainers.rl.train.nothing" in docs
     assert problems["ratchet"] == [f"{LIGHT_FUNCTION_IMPORTS + 2} imports inside functions of modules that bring no "
                                    f"heavy package, over the ratchet's {LIGHT_FUNCTION_IMPORTS}: import the module "
                                    "at the top of the file"]

@@ -29,7 +29,7 @@ def test_the_template_is_qwen3s_as_the_token_tests_use_it(gpu_check):
 
 @pytest.mark.parametrize("tiny", [True, False])
 def test_every_run_config_is_valid(gpu_check, tiny, tmp_path):
-    from trainers.config import config_from_dict
+    from trainers.rl.config import config_from_dict
 
     args = gpu_check.parse(["--device", "cpu" if tiny else "cuda"] + (["--tiny"] if tiny else []))
     for preset, extra in [("starpo", {}), ("starpo_s", {}), ("gigpo", {}), ("starpo_s", {"strategy": "fsdp2"}),

@@ -1,6 +1,7 @@
 """README's Layout block is true and complete: every path it names exists, and it names every top-level folder that
-git tracks (dot-folders aside), every subpackage and every module at the top of ``agentgym_bench/``, and every module
-at the top of ``trainers/``.
+git tracks (dot-folders aside), every subpackage and every module at the top of ``agentgym_bench/``, and every
+subpackage and module at the top of ``trainers/``, with each module of a ``trainers/`` subpackage in that subpackage's
+entry.
 
 The block is a table in plain text: a name at the left (``agentgym_bench/``; indented by two under it, ``envs/``,
 ``seeds.py``), two or more spaces, then its description, which may go on in lines indented further. Names are split
@@ -93,6 +94,15 @@ def test_the_layout_names_every_folder_package_and_module():
     assert packages | modules <= library, ("agentgym_bench/ subpackages and modules missing from README's Layout: "
                                            f"{sorted(packages | modules - library)}")
 
-    trainers = {Path(m).name for e in entries if e.top == "trainers" for m in [*e.names, *e.mentions()]}
+    trainers = {n.rstrip("/"): e for e in entries if e.top == "trainers" and e.nested for n in e.names}
+    packages = {p.split("/")[1] for p in files if re.fullmatch(r"trainers/\w+/__init__\.py", p)}
     modules = {p.split("/")[1] for p in files if re.fullmatch(r"trainers/\w+\.py", p)} - {"__init__.py"}
-    assert modules <= trainers, f"trainers/ modules missing from README's Layout: {sorted(modules - trainers)}"
+    assert packages | modules <= set(trainers), ("trainers/ subpackages and modules missing from README's Layout: "
+                                                 f"{sorted(packages | modules - set(trainers))}")
+    unnamed = []
+    for package in sorted(packages):
+        entry = trainers[package]
+        named = {Path(m).name for m in [*entry.names, *entry.mentions()]}
+        unnamed += [p for p in files if re.fullmatch(rf"trainers/{package}/\w+\.py", p)
+                    and Path(p).name not in named | {"__init__.py"}]
+    assert not unnamed, f"trainers/ modules missing from their subpackage's entry in README's Layout: {unnamed}"

@@ -1,35 +1,27 @@
 """The reference trainers for LLM agents, one runtime under two: RL (StarPO, StarPO-S, GiGPO) and the warm start (SFT).
 
-The math is pure masked-tensor functions, shared by every trainer and documented in docs/trainers-math.md:
+Four subpackages, each named for what it holds, and the command line over them:
 
-- ``trainers.advantages``: group-normalised returns (GRPO/StarPO), GAE over generated tokens, the StarPO-S
-  group filter, discounted step returns, GiGPO two-level advantages, per-turn -> per-token broadcast.
-- ``trainers.losses``: PPO clipped policy loss (clip-higher, dual clip), clipped value loss, ``agg_loss``,
-  entropy and log-probs from logits, KL estimators.
-- ``trainers.masked``: masked mean / variance / whitening, explained variance.
+- ``algos/``: the math, pure masked-tensor functions (advantages, losses, masked statistics; docs/trainers-math.md).
+  Not called ``math``: a package of that name would shadow the standard library's ``math`` wherever ``trainers/``
+  itself is on ``sys.path`` (``python trainers/cli.py`` puts it first, and numpy's ``import random`` then loads it).
+- ``runtime/``: what both trainers run on: the one config loader, how processes start, torchrun/DDP, FSDP2, LoRA,
+  checkpoints and the run folder's rule, the learning-rate schedules, metrics.
+- ``rl/``: the RL trainer (docs/trainers.md): its config and presets, the loop (``trainers.rl.train.main``),
+  rollouts, samples, the PPO update, dynamic sampling, asynchronous rollouts, ``compare-runs``.
+- ``sft/``: the warm start, supervised imitation of the oracles: the small local model it starts from
+  (``init-model``), its config, demonstrations, fine-tuning and evaluation.
+- :mod:`trainers.cli`: the trainers' command line, ``agentgym-bench train`` and ``agentgym-bench warmstart`` (both
+  run by one launcher into one kind of run folder); ``configs/``: the bundled YAML configs, RL's and the warm start's
+  stages (``configs/warmstart-*.yaml``).
 
-The loop (docs/trainers.md) is ``trainers.train.main(config)``, run by ``trainers.cli`` (``agentgym-bench train`` and
-``agentgym-bench warmstart``):
+The layering rule, bottom to top: ``algos/`` < ``runtime/`` < ``rl/``, ``sft/`` (one floor) < ``cli.py``. A module
+imports from its own subpackage and from those below it, never from one above; ``rl/`` and ``sft/`` never import each
+other (what both need belongs in ``runtime/`` or ``algos/``); nothing imports ``cli.py``. All of ``trainers/`` sits
+above ``agentgym_bench/``, which imports none of it (its command table names trainer modules by string). The floors
+are ``scripts/code_shape.py``'s layer table (``TRAINERS_LAYERS``, ``TRAINERS_TOP_MODULE_LAYERS``, layers 8 to 11 above
+the library's 0 to 7), and ``tests/test_code_map.py`` fails on an import against them (module level, inside a
+function or under ``TYPE_CHECKING``) that its ``ALLOWED_IMPORTS`` does not list with a reason; it lists none in here.
 
-- ``trainers.config``: the typed config; ``trainers.config_loading``: YAML files and ``key=value`` overrides into
-  a config dataclass (both trainers' one loader); ``trainers.presets``: StarPO, StarPO-S, GiGPO as overrides;
-- ``trainers.rollouts``: generation backends, playing and evaluating (env groups and seeds are the rollout engine's);
-- ``trainers.matches``: two-player rollouts (``MatchGroups``);
-- ``trainers.dynamic_sampling``: signal-aware sampling, a rollout pool whose env groups are kept by reward variance;
-- ``trainers.async_rollout``: asynchronous rollouts with bounded staleness;
-- ``trainers.samples``: trajectories -> training rows;
-- ``trainers.ppo``: scoring, advantages, the PPO update;
-- ``trainers.schedule``: the learning-rate schedules;
-- ``trainers.metrics``: JSON lines, the Echo Trap rule, plots;
-- ``trainers.checkpoint``: checkpoints a killed run resumes from;
-- ``trainers.distributed``: torchrun/DDP; ``trainers.fsdp``: the sharded strategy (FSDP2); ``trainers.lora``: LoRA
-  through peft;
-- ``trainers.launch``: how both trainers' processes start (one, torchrun's, or the warm start's own ``processes``).
-
-Beside the loop: ``trainers.compare`` (``agentgym-bench compare-runs``: is one training setting better than another,
-over several training seeds). The model RL starts from is made here too: ``trainers.default_model``
-(``agentgym-bench init-model``: the small local model) and the second trainer, the warm start (supervised imitation of
-the oracles, ``agentgym-bench warmstart``, also run by ``trainers.cli``, on the same launcher, run folder and
-checkpoint rule): ``trainers.warmstart`` (demonstrations, fine-tuning, evaluation) and ``trainers.sft_config`` (its
-config, the bundled ``configs/warmstart-*.yaml`` its recipes' stages).
+This package's own ``__init__`` and its subpackages' import nothing: importing any trainer module loads them.
 """

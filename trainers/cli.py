@@ -1,19 +1,19 @@
 """The trainers' command line, both trainers in one place: ``agentgym-bench train`` and ``agentgym-bench warmstart``.
 
-``agentgym-bench train CONFIG [key=value ...]`` runs StarPO, StarPO-S or GiGPO (:mod:`trainers.train`);
+``agentgym-bench train CONFIG [key=value ...]`` runs StarPO, StarPO-S or GiGPO (:mod:`trainers.rl.train`);
 ``agentgym-bench warmstart [CONFIG] [key=value ...]`` runs the warm start, supervised fine-tuning on oracle
-demonstrations (:mod:`trainers.warmstart`). ``CONFIG`` is a YAML file or the name of a bundled config in
+demonstrations (:mod:`trainers.sft.warmstart`). ``CONFIG`` is a YAML file or the name of a bundled config in
 ``trainers/configs/`` (see ``--list``: ``warmstart-*`` are the warm start's, the rest RL's); the warm start without
 one takes its defaults (the reference recipe's first stage). Each ``key=value`` overrides one key, dotted for nested
 ones (``train_env_manager.group_size=8``); values are YAML (``1e-4``, ``true``, ``[a, b]``). Both configs are read by
-one loader (:mod:`trainers.config_loading`) and documented in ``docs/trainers.md`` and their dataclasses
-(``trainers/config.py``, ``trainers/sft_config.py``). Both write a run folder (``config.yaml``, ``metrics.jsonl``,
-``checkpoint-N/``) and launch processes by one rule (:mod:`trainers.launch`): one process, or ``torchrun
---nproc_per_node N -m trainers.cli [warmstart] CONFIG ...``, and the warm start's ``processes=N`` starts N
-processes itself.
+one loader (:mod:`trainers.runtime.config_loading`) and documented in ``docs/trainers.md`` and their dataclasses
+(``trainers/rl/config.py``, ``trainers/sft/sft_config.py``). Both write a run folder (``config.yaml``,
+``metrics.jsonl``, ``checkpoint-N/``) and launch processes by one rule (:mod:`trainers.runtime.launch`): one process,
+or ``torchrun --nproc_per_node N -m trainers.cli [warmstart] CONFIG ...``, and the warm start's ``processes=N`` starts
+N processes itself.
 
 Reached from ``agentgym-bench``'s lazy command table (:data:`TRAIN`, :data:`WARMSTART`); ``--list`` and ``--help``
-import neither torch nor the loops. Config mistakes are :class:`~trainers.config_loading.ConfigError` (a
+import neither torch nor the loops. Config mistakes are :class:`~trainers.runtime.config_loading.ConfigError` (a
 :class:`~agentgym_bench.errors.UserError`): one line on stderr and exit code 2.
 """
 
@@ -31,13 +31,13 @@ from typing import Any
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.rollout.scripted import DEMONSTRATORS, has_demonstrator
-from trainers.config_loading import merge, parse_overrides, read_yaml
-from trainers.sft_config import DEFAULT_ENVS, SFTConfig, sft_config_from_dict
+from trainers.runtime.config_loading import merge, parse_overrides, read_yaml
+from trainers.sft.sft_config import DEFAULT_ENVS, SFTConfig, sft_config_from_dict
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 """The bundled configs (``agentgym-bench train --list``, ``agentgym-bench warmstart --list``)."""
 WARMSTART_PREFIX = "warmstart-"
-"""The bundled configs whose name starts so are the warm start's (:class:`~trainers.sft_config.SFTConfig`)."""
+"""The bundled configs whose name starts so are the warm start's (:class:`~trainers.sft.sft_config.SFTConfig`)."""
 
 
 def bundled_configs(warmstart: bool = False) -> list[str]:
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from trainers.config import load_config
+    from trainers.rl.config import load_config
 
     config = load_config(resolve_config(args.config), args.overrides)
     if args.print_config:
@@ -91,7 +91,7 @@ def _train(args: argparse.Namespace) -> int:
         return 0
     import transformers
 
-    from trainers.train import main as train_main
+    from trainers.rl.train import main as train_main
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
@@ -100,7 +100,7 @@ def _train(args: argparse.Namespace) -> int:
         return 0
     print(f"run folder: {result.output_dir}  (metrics.jsonl, curves.png, summary.json, checkpoint-*/)")
     if result.first_eval and result.last_eval:
-        from trainers.metrics import success_gain
+        from trainers.runtime.metrics import success_gain
 
         gain = success_gain(result.first_eval, result.last_eval)
         print(f"validation success {gain['before']:.3f} -> {gain['after']:.3f} over {gain['n_after']} episodes: "
@@ -117,7 +117,7 @@ WARMSTART_EPILOG = """examples:
   agentgym-bench warmstart envs=[AgentFrozenLake-v0] episodes=3000 epochs=4 output=R/lake
   agentgym-bench warmstart my-stage.yaml --print-config      # every key, resolved
 
-keys (trainers/sft_config.py, docs/trainers.md): model, output, envs, prompt, history, epsilon, oracle_actions,
+keys (trainers/sft/sft_config.py, docs/trainers.md): model, output, envs, prompt, history, epsilon, oracle_actions,
 demonstrators, copy_augment, episodes, epochs, batch_size, group_by_length, lr, warmup, eval_episodes, temperature,
 max_new_tokens, seed, env_kwargs, processes, num_threads, save_steps.
 
@@ -254,8 +254,8 @@ def parse_demonstrators(values: list[str], envs: list[str]) -> dict[str, str]:
 def _warm_start(config: SFTConfig, instead: str | None) -> int:
     """Run ``config``; ``instead``: the ``key=value`` form of the old flags given, said once every check passed (a
     refused command prints one line)."""
-    from trainers import warmstart
-    from trainers.launch import launch, under_torchrun
+    from trainers.runtime.launch import launch, under_torchrun
+    from trainers.sft import warmstart
 
     if under_torchrun():  # torchrun's processes; launch refuses another number
         processes = config.processes or int(os.environ["WORLD_SIZE"])

@@ -12,7 +12,7 @@
   any OpenAI-compatible HTTP endpoint), :mod:`.vllm_backend` (``VLLMPolicy``).
 
 Light imports only here; the model backends live in their own modules and import torch / vLLM / HTTP code when
-used. The default model and its warm start are trainers (``trainers.default_model``, ``trainers.warmstart``).
+used. The default model and its warm start are trainers (``trainers.sft.default_model``, ``trainers.sft.warmstart``).
 """
 
 from agentgym_bench.rollout.engine import EnvGroups

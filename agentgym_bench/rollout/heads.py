@@ -3,7 +3,7 @@
 A causal LM's output head (``lm_head``, hidden size H to vocabulary V) is a large share of a small model's compute:
 the default model's vocabulary is about 20 times its width. Training needs logits only where a reply token is
 predicted, a small share of the positions; :func:`logits_at` computes those and no others. The warm start's
-:func:`~trainers.warmstart.reply_loss` and the RL trainers' ``trainers.ppo.token_logprobs`` both use
+:func:`~trainers.sft.warmstart.reply_loss` and the RL trainers' ``trainers.rl.ppo.token_logprobs`` both use
 it.
 """
 
@@ -25,7 +25,7 @@ def logits_at(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
     Args:
         model: a causal LM, or a wrapper with ``module`` (DDP) or ``get_output_embeddings`` (peft,
-            ``trainers.lora.AdaptersOff``).
+            ``trainers.runtime.lora.AdaptersOff``).
         input_ids: (B, L) long.
         attention_mask: (B, L).
         predicts: (B, L-1) bool; entry t of a row is set when position t's prediction (of token t+1) is wanted.

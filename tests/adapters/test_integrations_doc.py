@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from agentgym_bench.paths import model_dir
-from trainers.default_model import build_default_model
+from trainers.sft.default_model import build_default_model
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 

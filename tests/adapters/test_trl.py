@@ -31,7 +31,7 @@ from agentgym_bench.rollout.tokens import trajectory_token_view  # noqa: E402
 from agentgym_bench.seeds import TEST_SEEDS  # noqa: E402
 from tests.adapters.episodes import native_episode  # noqa: E402
 from tests.adapters.tool_model import tool_calling  # noqa: E402
-from trainers.default_model import build_default_model  # noqa: E402
+from trainers.sft.default_model import build_default_model  # noqa: E402
 
 ENV = "AgentFrozenLake-v0"
 KWARGS = {"prompt": "compact"}
@@ -154,8 +154,8 @@ def test_two_grpo_steps_on_cpu_change_the_model_and_train_on_the_env_rewards(mod
     group more likely and the worse ones less (advantage-weighted change of their log-probability > 0)."""
     import copy
 
-    from trainers.sft_config import SFTConfig
-    from trainers.warmstart import collect_demonstrations, finetune
+    from trainers.sft.sft_config import SFTConfig
+    from trainers.sft.warmstart import collect_demonstrations, finetune
 
     torch.set_num_threads(1)
     env_id = "AgentFrozenLakeNoSlip-v0"
@@ -249,7 +249,7 @@ def oracle_tool_conversations(tokenizer, seeds) -> list[tuple[list[int], list[in
 
 def imitate(model, tokenizer, rows, *, epochs: int, batch_size: int = 16, lr: float = 2e-3) -> float:
     """Supervised fine-tuning on the assistant tokens of ``rows``; returns the last batch's loss."""
-    from trainers.warmstart import reply_loss
+    from trainers.sft.warmstart import reply_loss
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     generator = torch.Generator().manual_seed(0)

@@ -61,7 +61,7 @@ def test_a_prompt_the_model_cannot_read_is_an_invalid_turn_not_a_crash(tmp_path)
     """A model with 256 positions cannot read a WebShop page with the RAGEN prompt (about 630 tokens). Evaluation
     goes on and scores those turns as invalid (empty replies); training keeps the error."""
     from agentgym_bench.rollout.hf import HFPolicy
-    from trainers.default_model import ModelSize, build_default_model
+    from trainers.sft.default_model import ModelSize, build_default_model
 
     short = build_default_model(tmp_path / "short", size=ModelSize(n_layer=1, n_embd=32, n_head=2, n_positions=256))
     suite = suite_of(["webshop", "bandit"], 2)

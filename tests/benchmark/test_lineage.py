@@ -44,8 +44,8 @@ def test_a_run_from_the_published_checkpoint_carries_the_warm_starts_envs(tmp_pa
 
 
 def test_eval_trained_by_a_run_from_a_warm_start_records_both(tmp_path, model_dir, monkeypatch):
-    from trainers.sft_config import SFTConfig
-    from trainers.warmstart import warm_start
+    from trainers.sft.sft_config import SFTConfig
+    from trainers.sft.warmstart import warm_start
 
     warm = tmp_path / "warm"  # a real (tiny) warm start: its warmstart.json is the start's record
     warm_start(SFTConfig(model=str(model_dir), output=str(warm), envs=("AgentSokobanLarge-v0",), episodes=4,

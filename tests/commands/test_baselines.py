@@ -246,7 +246,7 @@ def committed_board_with_a_checkpoint(root: Path) -> tuple[Path, Path]:
     from agentgym_bench.cli import main
     from agentgym_bench.leaderboard.weights import publish_model
     from agentgym_bench.seeds import TEST_SEEDS
-    from trainers.default_model import build_default_model
+    from trainers.sft.default_model import build_default_model
 
     suite_file = root / "tiny.json"
     suite_file.write_text(json.dumps({"name": "agentgym-v2", "version": 2, "split": "test",
@@ -283,7 +283,7 @@ def test_the_checkpoint_is_evaluated_with_its_training_record_only_where_its_boa
 def test_the_published_checkpoint_must_be_the_weights_the_board_scored(tmp_path, capsys):
     from agentgym_bench.cli import main
     from agentgym_bench.leaderboard.weights import publish_model
-    from trainers.default_model import build_default_model
+    from trainers.sft.default_model import build_default_model
 
     assert published_checkpoint(tmp_path / "leaderboards", "agentgym-v2") is None  # none: from scratch
     _, folder = committed_board_with_a_checkpoint(tmp_path)
@@ -301,7 +301,7 @@ def test_the_published_checkpoint_must_be_the_weights_the_board_scored(tmp_path,
 def test_every_recipe_trains_from_valid_configs(recipe):
     # the smoke recipe shrinks the bundled configs with overrides; a bundled config's change must not break them
     from trainers.cli import resolve_config
-    from trainers.config import load_config
+    from trainers.rl.config import load_config
 
     for name, (config, overrides) in RECIPES[recipe].train.items():
         cfg = load_config(resolve_config(config), overrides)
@@ -312,7 +312,7 @@ def test_every_recipe_trains_from_valid_configs(recipe):
 def test_every_recipe_warm_starts_from_bundled_stage_configs(recipe):
     # the stages are files of trainers/configs/, read by the warm start's own loader; each names its processes
     from trainers.cli import resolve_config
-    from trainers.sft_config import load_sft_config
+    from trainers.sft.sft_config import load_sft_config
 
     for stage, name in enumerate(RECIPES[recipe].warmstart):
         config = load_sft_config(resolve_config(name, warmstart=True))

@@ -14,7 +14,7 @@ from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.commands.serve import ChatHandler, ChatServer
 from agentgym_bench.rollout.hf import load_model
 from tests.cli import cli, one_line
-from trainers.default_model import ModelSize, build_default_model
+from trainers.sft.default_model import ModelSize, build_default_model
 
 SUITE = {
     "name": "tiny-eval", "version": 1, "split": "test", "seed_start": 1_000_000_000,

@@ -3,8 +3,8 @@ import re
 import numpy as np
 
 from agentgym_bench.envs.webshop.augment import CODE, copy_variants, instruction_words
-from trainers.sft_config import SFTConfig
-from trainers.warmstart import collect_demonstrations, copy_augmented
+from trainers.sft.sft_config import SFTConfig
+from trainers.sft.warmstart import collect_demonstrations, copy_augmented
 
 
 def first_hit_turns(episodes=3):

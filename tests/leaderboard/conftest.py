@@ -72,7 +72,7 @@ def trained_bytes(suite) -> bytes:
 @pytest.fixture(scope="session")
 def models(model_dir, tmp_path_factory) -> tuple[Path, Path]:
     """Two default models that differ only in the seed of their weights (0: the session's ``model_dir``, and 1)."""
-    from trainers.default_model import build_default_model
+    from trainers.sft.default_model import build_default_model
 
     return model_dir, build_default_model(tmp_path_factory.mktemp("model-b") / "b", seed=1)
 

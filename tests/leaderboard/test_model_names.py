@@ -10,7 +10,7 @@ from agentgym_bench.benchmark.results import dumps
 from agentgym_bench.leaderboard.verify import REPRODUCED, verify
 from agentgym_bench.rollout.specs import Sampling, local_model_path, policy_from_spec
 from tests.benchmark.conftest import suite_of
-from trainers.default_model import ModelSize, build_default_model
+from trainers.sft.default_model import ModelSize, build_default_model
 
 SMALL = ModelSize(n_layer=1, n_embd=32, n_head=2, n_positions=256)
 

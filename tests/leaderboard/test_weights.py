@@ -7,7 +7,7 @@ from agentgym_bench.cli import main
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.weights import publish_model, published_path
 from agentgym_bench.rollout.hf import load_model
-from trainers.default_model import build_default_model
+from trainers.sft.default_model import build_default_model
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ pytest.importorskip("pettingzoo", reason="PettingZoo envs need the multiagent ex
 from agentgym_bench.multiagent import bargain_rules as rules  # noqa: E402
 from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy  # noqa: E402
 from agentgym_bench.seeds import TRAIN_SEED_START  # noqa: E402
-from trainers.sft_config import SFTConfig  # noqa: E402
-from trainers.warmstart import collect_demonstrations, success_table  # noqa: E402
+from trainers.sft.sft_config import SFTConfig  # noqa: E402
+from trainers.sft.warmstart import collect_demonstrations, success_table  # noqa: E402
 
 
 def _config(**kwargs):

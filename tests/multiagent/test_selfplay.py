@@ -115,7 +115,7 @@ def test_the_default_model_plays_a_seat_and_its_tokens_are_recorded(tmp_path):
     """The real generation path: the locally built default model (untrained) against the scripted bargainer."""
     torch = pytest.importorskip("torch")
     from agentgym_bench.rollout.hf import HFPolicy, load_model
-    from trainers.default_model import build_default_model
+    from trainers.sft.default_model import build_default_model
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -4,7 +4,7 @@ full-position computation (every position's logits, masked afterwards), on the d
 import torch
 
 from agentgym_bench.rollout.heads import logits_at
-from trainers.warmstart import reply_loss
+from trainers.sft.warmstart import reply_loss
 
 
 def padded_batch(tokenizer):

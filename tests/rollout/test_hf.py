@@ -143,7 +143,7 @@ def test_generation_uses_the_cache_argument_without_a_deprecation_warning(model_
 def test_logits_on_the_last_position_only_give_the_same_keyed_replies(model_and_tokenizer, architecture):
     """The output head runs on the last position only, the prompt's included (``logits_to_keep``); keyed sampling
     gives the same replies as with every position's logits. The default model, and its Llama form."""
-    from trainers.default_model import ModelSize, build_model
+    from trainers.sft.default_model import ModelSize, build_model
 
     model, tokenizer = model_and_tokenizer
     if architecture == "llama":

@@ -1,12 +1,12 @@
 """A stand-in rollout worker for tests/trainers/test_async_rollout.py, in a module light to spawn (no transformers):
-it writes batches of several MB with the worker's own writer (:class:`trainers.async_rollout.BatchFiles`)."""
+it writes batches of several MB with the worker's own writer (:class:`trainers.rl.async_rollout.BatchFiles`)."""
 
 import itertools
 import time
 from pathlib import Path
 
 from agentgym_bench.rollout.trajectory import Trajectory, Turn
-from trainers.async_rollout import BatchFiles, RolloutBatch
+from trainers.rl.async_rollout import BatchFiles, RolloutBatch
 
 EPISODES, TURNS, TOKENS = 512, 10, 64
 """A batch of 512 episodes of 10 turns of 64 tokens: about 5 MB pickled (some 75 pipe buffers of 64 KiB), written in

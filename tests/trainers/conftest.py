@@ -15,9 +15,9 @@ TINY_ENV_KWARGS = {"prompt": "compact", "enable_think": False}
 def build_tiny_model(path: Path) -> Path:
     """A 1-layer, width-32 GPT-2 with the default model's tokenizer (base words only), fine-tuned on 32 noisy-oracle
     FrozenLake episodes with the current observation as prompt (history 0)."""
-    from trainers.default_model import ModelSize, build_model, build_tokenizer, build_vocab
-    from trainers.sft_config import SFTConfig
-    from trainers.warmstart import collect_demonstrations, finetune
+    from trainers.sft.default_model import ModelSize, build_model, build_tokenizer, build_vocab
+    from trainers.sft.sft_config import SFTConfig
+    from trainers.sft.warmstart import collect_demonstrations, finetune
 
     tokenizer = build_tokenizer(build_vocab())
     model = build_model(len(tokenizer), pad_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id,
@@ -37,7 +37,7 @@ def tiny_model(tmp_path_factory) -> Path:
 
 def tiny_config_dict(model: Path, output_dir: Path, preset: str, **overrides: Any) -> dict[str, Any]:
     """4 groups x 4 episodes of FrozenLake, 8-token replies, history 0, 3 iterations."""
-    from trainers.config_loading import merge
+    from trainers.runtime.config_loading import merge
 
     base = {
         "preset": preset, "pretrain": str(model), "output_dir": str(output_dir), "seed": 1,

@@ -1,4 +1,4 @@
-"""Hand-checked values and loop references for trainers.advantages."""
+"""Hand-checked values and loop references for trainers.algos.advantages."""
 
 import math
 import random
@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 import torch
 
-from trainers.advantages import (
+from trainers.algos.advantages import (
     broadcast_turn_values,
     clip_advantages,
     discounted_returns,

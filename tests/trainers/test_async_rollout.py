@@ -1,6 +1,6 @@
-"""Asynchronous rollouts (``async_rollout.max_staleness``, trainers/async_rollout.py): 0 is the synchronous loop, the
-bound holds under a slow learner, the decoupled PPO weights and loss on a really stale batch, and resume after a kill
-(learner or worker, the worker at any moment, mid-write included)."""
+"""Asynchronous rollouts (``async_rollout.max_staleness``, trainers/rl/async_rollout.py): 0 is the synchronous loop,
+the bound holds under a slow learner, the decoupled PPO weights and loss on a really stale batch, and resume after a
+kill (learner or worker, the worker at any moment, mid-write included)."""
 
 import copy
 import itertools
@@ -19,12 +19,12 @@ import torch
 from tests.killing import kill_once_written
 from tests.trainers import async_writer
 from tests.trainers.conftest import tiny_config_dict
-from trainers.async_rollout import BatchFiles, RolloutWorker, RolloutWorkerExited, over_bound
-from trainers.config import ConfigError, config_from_dict
-from trainers.distributed import Dist
-from trainers.losses import behaviour_weights, ppo_policy_loss
-from trainers.metrics import read_metrics
-from trainers.train import main
+from trainers.algos.losses import behaviour_weights, ppo_policy_loss
+from trainers.rl.async_rollout import BatchFiles, RolloutWorker, RolloutWorkerExited, over_bound
+from trainers.rl.config import ConfigError, config_from_dict
+from trainers.rl.train import main
+from trainers.runtime.distributed import Dist
+from trainers.runtime.metrics import read_metrics
 
 SMALL = {"max_steps": 4, "eval_steps": 4, "save_steps": 2, "num_threads": 1,
          "train_env_manager": {"num_env_groups": 2}, "rollout_batch_size": 8, "ppo_mini_batch_size": 4}
@@ -99,9 +99,9 @@ def test_over_bound():
 def test_a_batch_over_the_bound_is_dropped_and_the_run_goes_on(tiny_model, tmp_path, monkeypatch):
     """The worker's rule makes it unreachable, so the learner's check is forced here: iteration 2's batch counts as
     over the bound; it is logged as dropped, nothing of it reaches the loss, and the run finishes."""
-    import trainers.train
+    import trainers.rl.train
 
-    monkeypatch.setattr(trainers.train, "over_bound", lambda iteration, version, staleness: iteration == 2)
+    monkeypatch.setattr(trainers.rl.train, "over_bound", lambda iteration, version, staleness: iteration == 2)
     records = main(config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo", **SMALL,
                                                      async_rollout={"max_staleness": 1}))).records[1:]
     assert [r["async/dropped_share"] for r in records] == [0, 1, 0, 0]
@@ -142,10 +142,10 @@ def test_a_stale_batch_is_trained_with_the_decoupled_loss_of_the_definitions(tin
     pair of log-probs fails one of these."""
     import dataclasses
 
-    import trainers.train
-    from trainers.ppo import _denominator, _Mean, micro_batch_loss
-    from trainers.rollouts import play
-    from trainers.train import start_run, train_step
+    import trainers.rl.train
+    from trainers.rl.ppo import _denominator, _Mean, micro_batch_loss
+    from trainers.rl.rollouts import play
+    from trainers.rl.train import start_run, train_step
 
     config = config_from_dict(tiny_config_dict(
         tiny_model, tmp_path, "starpo", rollout_batch_size=8, ppo_mini_batch_size=8, micro_batch_size=4,
@@ -161,13 +161,13 @@ def test_a_stale_batch_is_trained_with_the_decoupled_loss_of_the_definitions(tin
             batches = [play(run.train_groups, run.sampler.train, None, cpu) for _ in range(2)]
         first = train_step(config, run.models, run.optimizers, batches[0], cpu, run.rng)
         v1 = copy.deepcopy(actor)
-        seen, update = [], trainers.train.ppo_update
+        seen, update = [], trainers.rl.train.ppo_update
 
         def keep_batch(*args, **kwargs):  # the real update; the test keeps the batch it was given
             seen.append(args[3])
             return update(*args, **kwargs)
 
-        monkeypatch.setattr(trainers.train, "ppo_update", keep_batch)
+        monkeypatch.setattr(trainers.rl.train, "ppo_update", keep_batch)
         record = train_step(config, run.models, run.optimizers, batches[1], cpu, run.rng)
     finally:
         run.train_groups.close()

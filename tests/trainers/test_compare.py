@@ -7,7 +7,7 @@ import pytest
 
 from agentgym_bench.cli import main as cli
 from agentgym_bench.stats import t_interval
-from trainers.compare import compare_runs
+from trainers.rl.compare import compare_runs
 
 
 def test_t_interval_uses_students_quantile():

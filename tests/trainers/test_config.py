@@ -5,9 +5,9 @@ import dataclasses
 import pytest
 
 from agentgym_bench.errors import UserError
-from trainers.config import ConfigError, TrainConfig, config_from_dict, load_config
-from trainers.config_loading import parse_overrides
-from trainers.presets import GIGPO, PRESETS, STARPO, STARPO_S
+from trainers.rl.config import ConfigError, TrainConfig, config_from_dict, load_config
+from trainers.rl.presets import GIGPO, PRESETS, STARPO, STARPO_S
+from trainers.runtime.config_loading import parse_overrides
 
 
 def test_defaults_are_starpo_without_its_reward_kl():

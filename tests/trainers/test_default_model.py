@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from agentgym_bench.agent.parsing import format_reply
-from trainers import default_model
-from trainers.default_model import (
+from trainers.sft import default_model
+from trainers.sft.default_model import (
     ARCHITECTURES,
     ModelSize,
     build_default_model,

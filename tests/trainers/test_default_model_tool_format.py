@@ -45,8 +45,8 @@ def test_the_default_vocabulary_cannot_spell_a_tool_call(model_and_tokenizer, wh
 
 
 def test_a_warm_start_in_tool_format_runs_and_never_writes_a_valid_call(model_dir, tmp_path):
-    from trainers.sft_config import SFTConfig
-    from trainers.warmstart import warm_start
+    from trainers.sft.sft_config import SFTConfig
+    from trainers.sft.warmstart import warm_start
 
     config = SFTConfig(model=str(model_dir), output=str(tmp_path / "out"), envs=("AgentBandit-v0",),
                              episodes=24, epochs=2, batch_size=8, eval_episodes=8,

@@ -1,4 +1,4 @@
-"""Identical training rows share one forward pass (``trainers.ppo.distinct_rows`` inside ``token_logprobs`` and
+"""Identical training rows share one forward pass (``trainers.rl.ppo.distinct_rows`` inside ``token_logprobs`` and
 ``token_values``): the outputs, a loss over every row and its gradient equal the row-by-row computation, and the
 model sees only the distinct rows. On the default model (GPT-2, width 128) and a noisy oracle's FrozenLake rows."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-import trainers.ppo
+import trainers.rl.ppo
 from tests.trainers.conftest import TINY_ENV_KWARGS
-from trainers.ppo import distinct_rows, token_logprobs, token_values
-from trainers.samples import step_samples
+from trainers.rl.ppo import distinct_rows, token_logprobs, token_values
+from trainers.rl.samples import step_samples
 
 
 def test_distinct_rows_rebuilds_every_row():
@@ -69,7 +69,8 @@ def test_shared_forward_equals_row_by_row(model_and_tokenizer, rows, monkeypatch
     counting = Counting(model)
     shared = _loss_and_grads(counting, samples, weights)
     assert counting.sizes == [distinct] and distinct < len(samples)
-    monkeypatch.setattr(trainers.ppo, "distinct_rows", lambda *t: (torch.arange(len(t[0])), torch.arange(len(t[0]))))
+    monkeypatch.setattr(trainers.rl.ppo, "distinct_rows",
+                        lambda *t: (torch.arange(len(t[0])), torch.arange(len(t[0]))))
     counting.sizes = []
     every = _loss_and_grads(counting, samples, weights)
     assert counting.sizes == [len(samples)]
@@ -103,12 +104,12 @@ def test_critic_values_shared_equal_row_by_row(model_and_tokenizer, rows):
 def test_mini_batches_keep_identical_rows_together(rows):
     samples, distinct = rows
     mask = samples.loss_mask[:, 1:]
-    batch = trainers.ppo.Batch(samples, mask, None, torch.zeros(mask.shape))
-    order = trainers.ppo.shuffled_together(batch, np.random.default_rng(0))
+    batch = trainers.rl.ppo.Batch(samples, mask, None, torch.zeros(mask.shape))
+    order = trainers.rl.ppo.shuffled_together(batch, np.random.default_rng(0))
     assert sorted(order.tolist()) == list(range(len(samples)))  # every row once
     _, inverse = distinct_rows(samples.input_ids, samples.attention_mask, samples.loss_mask)
     runs = torch.unique_consecutive(inverse[order])
     assert len(runs) == distinct  # each distinct row's copies in one run
-    again = trainers.ppo.shuffled_together(batch, np.random.default_rng(0))
-    other = trainers.ppo.shuffled_together(batch, np.random.default_rng(1))
+    again = trainers.rl.ppo.shuffled_together(batch, np.random.default_rng(0))
+    other = trainers.rl.ppo.shuffled_together(batch, np.random.default_rng(1))
     assert torch.equal(order, again) and not torch.equal(order, other)

@@ -15,7 +15,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from tests.trainers.ddp_check import one_update
-from trainers.metrics import read_metrics
+from trainers.runtime.metrics import read_metrics
 
 SCRIPT = Path(__file__).with_name("ddp_check.py")
 TORCHRUN = Path(sys.executable).parent / "torchrun"

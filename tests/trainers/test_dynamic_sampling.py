@@ -1,4 +1,4 @@
-"""Signal-aware sampling (trainers/dynamic_sampling.py, ``dynamic_sampling``): the selection against RAGEN-2's and
+"""Signal-aware sampling (trainers/rl/dynamic_sampling.py, ``dynamic_sampling``): the selection against RAGEN-2's and
 DAPO's definitions on hand-made rewards, the bounded refill, the seed layout, the config checks, a tiny real run."""
 
 import math
@@ -9,15 +9,15 @@ import torch
 
 from tests.trainers.conftest import tiny_config_dict
 from tests.trainers.test_advantages import exact_group_variances
-from trainers.config import ConfigError, config_from_dict, load_config
-from trainers.dynamic_sampling import (
+from trainers.rl.config import ConfigError, config_from_dict, load_config
+from trainers.rl.dynamic_sampling import (
     INFORMATIVE_EPS,
     count_informative,
     fill_pool,
     pool_round_index,
     select_pool_groups,
 )
-from trainers.presets import STARPO, STARPO_SNR
+from trainers.rl.presets import STARPO, STARPO_SNR
 
 
 def t(*values):
@@ -172,11 +172,12 @@ def test_each_iteration_owns_its_refill_rounds_seeds():
 
 
 def pool_run(policy, tag, **sampling):
-    """What :func:`trainers.train.play_pool` reads of a run: 2 groups of 3 trained, a scripted policy, one process."""
+    """What :func:`trainers.rl.train.play_pool` reads of a run: 2 groups of 3 trained, a scripted policy, one
+    process."""
     from types import SimpleNamespace
 
-    from trainers.distributed import Dist
-    from trainers.rollouts import make_env_groups
+    from trainers.rl.rollouts import make_env_groups
+    from trainers.runtime.distributed import Dist
 
     config = config_from_dict({"rollout_batch_size": 6, "ppo_mini_batch_size": 6, "micro_batch_size": 6,
                                "dynamic_sampling": sampling, "train_env_manager": {
@@ -191,7 +192,7 @@ def test_play_pool_refills_zero_variance_pools_up_to_the_bound_on_fresh_seeds():
     """The oracle plays every member of a group alike (same seed, deterministic lake): every group has zero variance,
     so each iteration plays all its refill rounds, each on seeds of its own."""
     from agentgym_bench.rollout.scripted import OraclePolicy
-    from trainers.train import play_pool
+    from trainers.rl.train import play_pool
 
     run = pool_run(OraclePolicy(), "AgentFrozenLakeNoSlip-v0", oversample=2, max_refill_rounds=2)
     seeds = []
@@ -211,7 +212,7 @@ def test_play_pool_stops_refilling_once_the_pool_is_informative():
     fewer than the 2 informative groups needed, so the pool is refilled, and it stops at the first round after which
     it holds 2 (DAPO: sample until the batch can be filled), well before the bound of 3."""
     from agentgym_bench.rollout.scripted import RandomPolicy
-    from trainers.train import play_pool
+    from trainers.rl.train import play_pool
 
     run = pool_run(RandomPolicy(seed=0), "AgentBandit-v0", oversample=2, max_refill_rounds=3)
     pool, refills = play_pool(run, 1)
@@ -283,8 +284,8 @@ def test_a_tiny_run_trains_on_informative_groups_logs_the_pool_and_resumes_exact
     after iteration 1 repeats iteration 2 exactly (same seeds, same sampling stream)."""
     import shutil
 
-    from trainers.metrics import read_metrics
-    from trainers.train import main
+    from trainers.rl.train import main
+    from trainers.runtime.metrics import read_metrics
 
     overrides = {"max_steps": 2, "eval_steps": 2, "save_steps": 1, "save_total_limit": 2, "val_batch_size": 4,
                  "val_env_manager": {"num_env_groups": 4},

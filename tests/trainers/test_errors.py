@@ -9,8 +9,8 @@ import pytest
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import resolve_model
 from tests.trainers.conftest import tiny_config_dict
-from trainers.config import ConfigError, config_from_dict, load_config
-from trainers.train import main
+from trainers.rl.config import ConfigError, config_from_dict, load_config
+from trainers.rl.train import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ Measured results and wall times: docs/trainers.md.
 
 Margins: another machine's floating-point rounding gives another trajectory, as another training seed would, so a
 test must not assert what only the recorded run showed. The gain is a paired comparison (the same validation seeds
-before and after: :func:`trainers.metrics.success_gain`). Its 95% interval is asserted above 0 only for the configs
-whose recorded interval from today's warm start (:data:`RECORDED`, one training seed each, docs/trainers.md)
+before and after: :func:`trainers.runtime.metrics.success_gain`). Its 95% interval is asserted above 0 only for the
+configs whose recorded interval from today's warm start (:data:`RECORDED`, one training seed each, docs/trainers.md)
 cleared 0 by at least :data:`SLACK`; for the others, that the interval's upper end is above 0: training did not make
 the model worse.
 That weaker check has teeth: StarPO on Sokoban alone at lr 3e-4 from run 6's warm start (the mix recipe restricted to
@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from trainers.cli import CONFIG_DIR
-from trainers.config import load_config
-from trainers.metrics import success_gain
-from trainers.train import main
+from trainers.rl.config import load_config
+from trainers.rl.train import main
+from trainers.runtime.metrics import success_gain
 
 pytestmark = pytest.mark.slow
 

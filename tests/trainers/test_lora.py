@@ -13,9 +13,9 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from tests.trainers.conftest import tiny_config_dict
-from trainers.config import ConfigError, config_from_dict
-from trainers.metrics import read_metrics
-from trainers.train import main
+from trainers.rl.config import ConfigError, config_from_dict
+from trainers.rl.train import main
+from trainers.runtime.metrics import read_metrics
 
 try:
     import peft  # noqa: F401
@@ -36,7 +36,7 @@ def test_without_peft_the_error_names_the_extra(tiny_model, tmp_path, monkeypatc
 
 
 def test_lora_target_reads_as_roll_reads_it():
-    from trainers.lora import target_modules
+    from trainers.runtime.lora import target_modules
 
     assert target_modules("all") == "all-linear"
     assert target_modules("c_attn, c_proj") == ["c_attn", "c_proj"]
@@ -57,7 +57,7 @@ def test_lora_dropout_is_refused():
 @needs_peft
 def test_merged_state_dict_is_peft_merge_and_unload(model_and_tokenizer):
     """The default model with adapters on every linear layer (GPT-2's Conv1D: fan-in-fan-out) and random B."""
-    from trainers import lora
+    from trainers.runtime import lora
 
     config = config_from_dict({"lora_target": "all", "lora_rank": 4})
     model = lora.add_adapters(copy.deepcopy(model_and_tokenizer[0]), config, "CAUSAL_LM")

@@ -1,11 +1,11 @@
-"""Hand-checked values and gradient checks for trainers.losses."""
+"""Hand-checked values and gradient checks for trainers.algos.losses."""
 
 import math
 
 import pytest
 import torch
 
-from trainers.losses import (
+from trainers.algos.losses import (
     agg_loss,
     approx_kl,
     entropy_from_logits,
@@ -14,7 +14,7 @@ from trainers.losses import (
     ppo_policy_loss,
     value_loss,
 )
-from trainers.masked import masked_mean
+from trainers.algos.masked import masked_mean
 
 F64 = torch.float64
 
@@ -255,7 +255,7 @@ def test_gradients_flow_through_combined_loss():
 
 
 def test_adaptive_kl_coef_moves_toward_the_target_by_at_most_20_percent_per_horizon():
-    from trainers.losses import adaptive_kl_coef
+    from trainers.algos.losses import adaptive_kl_coef
 
     assert adaptive_kl_coef(0.1, 0.02, 0.01, 100, 1000) == pytest.approx(0.1 * (1 + 0.2 * 0.1))  # error clipped
     assert adaptive_kl_coef(0.1, 0.009, 0.01, 100, 1000) == pytest.approx(0.1 * (1 - 0.1 * 0.1))

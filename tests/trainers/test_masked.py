@@ -1,11 +1,11 @@
-"""Hand-checked values for trainers.masked."""
+"""Hand-checked values for trainers.algos.masked."""
 
 import math
 
 import pytest
 import torch
 
-from trainers.masked import explained_variance, masked_mean, masked_var, masked_whiten
+from trainers.algos.masked import explained_variance, masked_mean, masked_var, masked_whiten
 
 F64 = torch.float64
 VALUES = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=F64)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from trainers.metrics import (
+from trainers.runtime.metrics import (
     WARNINGS,
     EchoTrapRule,
     MetricsLog,

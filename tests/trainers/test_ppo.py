@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from tests.trainers.conftest import tiny_config_dict
-from trainers.config import config_from_dict
-from trainers.distributed import Dist
-from trainers.ppo import Batch, compute_advantages, ppo_update, score_samples
-from trainers.samples import Samples, step_samples
-from trainers.train import load_models, make_optimizers, recompute_old_logprobs
+from trainers.rl.config import config_from_dict
+from trainers.rl.ppo import Batch, compute_advantages, ppo_update, score_samples
+from trainers.rl.samples import Samples, step_samples
+from trainers.rl.train import load_models, make_optimizers, recompute_old_logprobs
+from trainers.runtime.distributed import Dist
 
 CPU = Dist(0, 1, torch.device("cpu"))
 
@@ -132,7 +132,7 @@ def test_the_kl_loss_pulls_the_policy_toward_the_reference(tiny_model, rows):
 
 
 def test_critic_warmup_leaves_the_actor_alone(tiny_model, tmp_path):
-    from trainers.train import main
+    from trainers.rl.train import main
 
     config = config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo_s", critic_warmup=1, max_steps=1,
                                                eval_steps=1, save_steps=1))
@@ -166,7 +166,7 @@ def test_gradient_checkpointing_makes_the_same_update(tiny_model, rows):
 
 
 def test_target_kl_adapts_the_reward_kl_coefficient_and_resumes_with_it(tiny_model, tmp_path):
-    from trainers.train import main
+    from trainers.rl.train import main
 
     config = config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo", init_kl_coef=0.5, target_kl=1e-6,
                                                kl_horizon=16, max_steps=2, eval_steps=2, save_steps=1))

@@ -6,7 +6,7 @@ import socket
 import pytest
 import torch
 
-from trainers.distributed import init_distributed, shutdown_distributed
+from trainers.runtime.distributed import init_distributed, shutdown_distributed
 
 
 @pytest.fixture

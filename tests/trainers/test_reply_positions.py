@@ -1,4 +1,4 @@
-"""The RL update runs the output head on reply positions only (``trainers.ppo.token_logprobs`` through
+"""The RL update runs the output head on reply positions only (``trainers.rl.ppo.token_logprobs`` through
 ``agentgym_bench.rollout.heads.logits_at``): its log-probs, entropies, losses, gradients and metrics equal those of
 the full-position computation (head and log-softmax on every position, masked afterwards), kept here as the
 reference, up to float round-off. On the default model (GPT-2, width 128, its full vocabulary)."""
@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-import trainers.ppo
+import trainers.rl.ppo
 from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict
-from trainers.config import config_from_dict
-from trainers.distributed import Dist
-from trainers.losses import entropy_from_logits, logprobs_from_logits
-from trainers.ppo import _Mean, compute_advantages, micro_batch_loss, ppo_update, score_samples, token_logprobs
-from trainers.samples import trajectory_samples
-from trainers.train import load_models, make_optimizers
+from trainers.algos.losses import entropy_from_logits, logprobs_from_logits
+from trainers.rl.config import config_from_dict
+from trainers.rl.ppo import _Mean, compute_advantages, micro_batch_loss, ppo_update, score_samples, token_logprobs
+from trainers.rl.samples import trajectory_samples
+from trainers.rl.train import load_models, make_optimizers
+from trainers.runtime.distributed import Dist
 
 CPU = Dist(0, 1, torch.device("cpu"))
 
@@ -73,7 +73,7 @@ def _micro_batch(config, episodes, monkeypatch, reference: bool):
     """Scores, one micro-batch's gradients and metrics; the actor moved off the reference (so the KL acts) and the
     old log-probs shifted (so clipping acts)."""
     if reference:
-        monkeypatch.setattr(trainers.ppo, "token_logprobs", full_position_logprobs)
+        monkeypatch.setattr(trainers.rl.ppo, "token_logprobs", full_position_logprobs)
     models = load_models(config, CPU)
     with torch.no_grad():
         generator = torch.Generator().manual_seed(0)
@@ -114,7 +114,7 @@ def test_an_update_moves_the_weights_as_the_full_position_one(config, episodes, 
     results = []
     for reference in (False, True):
         if reference:
-            monkeypatch.setattr(trainers.ppo, "token_logprobs", full_position_logprobs)
+            monkeypatch.setattr(trainers.rl.ppo, "token_logprobs", full_position_logprobs)
         models = load_models(config, CPU)
         optimizers, _ = make_optimizers(config, models)
         batch, _ = compute_advantages(config, episodes, score_samples(config, models, episodes, CPU))

@@ -7,7 +7,7 @@ agentic_StarPO.md`` and ``agentic_GiGPO.md``, 2026-08), comments included.
 
 import pytest
 
-from trainers.config import load_config
+from trainers.rl.config import load_config
 
 ROLL_STARPO = """\
 # StarPO core config

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from trainers.schedule import iteration_schedule, warm_start_schedule
+from trainers.runtime.schedule import iteration_schedule, warm_start_schedule
 
 
 @pytest.mark.parametrize("warmup,total", [(1, 1), (1, 10), (5, 100), (239, 4777)])

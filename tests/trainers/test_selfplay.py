@@ -1,4 +1,4 @@
-"""Two-player rollouts for the trainers (trainers/matches.py): real Bargain, the real default model."""
+"""Two-player rollouts for the trainers (trainers/rl/matches.py): real Bargain, the real default model."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from agentgym_bench.multiagent.bargain import BargainEnv  # noqa: E402
 from agentgym_bench.multiagent.selfplay import ScriptedBargainPolicy  # noqa: E402
 from agentgym_bench.rollout.hf import HFPolicy  # noqa: E402
 from tests.multiagent.test_selfplay import Counting  # noqa: E402
-from trainers.config import ConfigError, config_from_dict  # noqa: E402
-from trainers.matches import MatchGroups  # noqa: E402
-from trainers.samples import step_samples  # noqa: E402
+from trainers.rl.config import ConfigError, config_from_dict  # noqa: E402
+from trainers.rl.matches import MatchGroups  # noqa: E402
+from trainers.rl.samples import step_samples  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,7 @@ def test_config_keys_and_their_errors(model_dir, tmp_path):
 
 @pytest.mark.parametrize("preset", ["starpo", "gigpo"])
 def test_a_training_run_on_bargain_logs_win_draw_loss(model_dir, tmp_path, preset):
-    from trainers.train import main
+    from trainers.rl.train import main
 
     config = config_from_dict(_config(model_dir, tmp_path, preset=preset))
     result = main(config)
@@ -155,8 +155,8 @@ def test_a_training_run_on_bargain_logs_win_draw_loss(model_dir, tmp_path, prese
 def test_a_snapshot_self_play_run_resumes_to_the_same_metrics_and_weights(model_dir, tmp_path):
     """Holds exactly on any machine: the snapshot is re-copied at the checkpoint (a multiple of snapshot_every) and
     the opponent's stream restarts from the rollout index, so the resumed run replays the uninterrupted one."""
-    from trainers.metrics import read_metrics
-    from trainers.train import main
+    from trainers.rl.train import main
+    from trainers.runtime.metrics import read_metrics
 
     overrides = {"max_steps": 4, "save_steps": 2, "eval_steps": 2, "preset": "gigpo",
                  "train_env_manager": {"opponent": "snapshot", "snapshot_every": 2},

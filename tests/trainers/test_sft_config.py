@@ -1,5 +1,5 @@
-"""The warm start's config (``trainers/sft_config.py``), its bundled stages and its command line: read by the loader
-RL's config is read by, with the old flags of ``agentgym-bench warmstart`` kept for one release."""
+"""The warm start's config (``trainers/sft/sft_config.py``), its bundled stages and its command line: read by the
+loader RL's config is read by, with the old flags of ``agentgym-bench warmstart`` kept for one release."""
 
 import argparse
 
@@ -14,8 +14,8 @@ from trainers.cli import (
     resolve_config,
     warmstart_config,
 )
-from trainers.config_loading import ConfigError
-from trainers.sft_config import DEFAULT_EPISODES, SFTConfig, load_sft_config, sft_config_from_dict
+from trainers.runtime.config_loading import ConfigError
+from trainers.sft.sft_config import DEFAULT_EPISODES, SFTConfig, load_sft_config, sft_config_from_dict
 
 OLD_RECIPES = {
     "warmstart-1": (),
@@ -114,7 +114,7 @@ def test_the_command_prints_the_config_and_the_new_form_of_old_flags(capsys):
 
 
 def test_a_launch_under_torchrun_takes_torchruns_processes(monkeypatch):
-    from trainers.launch import launch
+    from trainers.runtime.launch import launch
 
     monkeypatch.setenv("WORLD_SIZE", "4")
     with pytest.raises(UserError, match="processes=2 under torchrun's 4"):

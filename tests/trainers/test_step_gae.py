@@ -4,7 +4,7 @@ over the whole episode as one row."""
 import pytest
 import torch
 
-from trainers.advantages import gae_advantages, step_gae_advantages
+from trainers.algos.advantages import gae_advantages, step_gae_advantages
 
 F64 = torch.float64
 

@@ -3,8 +3,8 @@
 import math
 
 from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict
-from trainers.config import config_from_dict
-from trainers.train import main
+from trainers.rl.config import config_from_dict
+from trainers.rl.train import main
 
 TOOL_KWARGS = {**TINY_ENV_KWARGS, "action_format": "tool"}
 

@@ -16,10 +16,10 @@ from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy
 from tests.killing import kill_once_written
 from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict
-from trainers.config import ConfigError, config_from_dict
-from trainers.metrics import read_metrics, success_gain
-from trainers.samples import adjust_batch, step_samples, success_rewards, trajectory_samples
-from trainers.train import main
+from trainers.rl.config import ConfigError, config_from_dict
+from trainers.rl.samples import adjust_batch, step_samples, success_rewards, trajectory_samples
+from trainers.rl.train import main
+from trainers.runtime.metrics import read_metrics, success_gain
 
 FINITE_KEYS = ["loss/policy", "loss/entropy", "loss/grad_norm", "loss/approx_kl", "loss/clipfrac"]
 
@@ -173,9 +173,9 @@ def test_config_file_round_trip_for_the_subprocess(tiny_model, tmp_path):
 
 
 def test_sampled_logprobs_are_the_recomputed_ones(tiny_model, episodes):
-    from trainers.distributed import Dist
-    from trainers.ppo import score_samples
-    from trainers.train import load_models, sampled_logprobs
+    from trainers.rl.ppo import score_samples
+    from trainers.rl.train import load_models, sampled_logprobs
+    from trainers.runtime.distributed import Dist
 
     _, windowed, tokenizer = episodes
     config = config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "gigpo"))

@@ -9,9 +9,9 @@ from agentgym_bench.seeds import TRAIN_SEED_START
 from tests.killing import kill_once_written
 from tests.rollout.toy_game import TOY_ID, register
 from trainers.cli import parse_demonstrators, parse_episodes
-from trainers.default_model import ModelSize, build_default_model
-from trainers.sft_config import SFTConfig
-from trainers.warmstart import (
+from trainers.sft.default_model import ModelSize, build_default_model
+from trainers.sft.sft_config import SFTConfig
+from trainers.sft.warmstart import (
     DEMONSTRATIONS,
     GROUP_BATCHES,
     collect_demonstrations,
@@ -221,7 +221,7 @@ def test_a_warm_start_from_a_warm_started_model_keeps_both_stages(tmp_path, smal
 KILLED_RUN = """
 import sys
 import torch
-from trainers import warmstart
+from trainers.sft import warmstart
 from tests.rollout.toy_game import register
 register()
 torch.set_num_threads(1)
@@ -264,7 +264,7 @@ def test_a_warm_start_killed_with_sigkill_resumes_to_the_same_model(tmp_path, sm
 
 def test_a_checkpoint_of_other_settings_is_not_taken_up(tmp_path, small_model, capsys):
     from agentgym_bench.rollout.hf import load_model
-    from trainers import warmstart
+    from trainers.sft import warmstart
 
     first = config(tmp_path, small_model, "m", episodes=30, epochs=1, eval_episodes=4, save_steps=1)
     warmstart.finetune(*load_model(str(small_model)), collect_demonstrations(first), first,
@@ -281,7 +281,7 @@ def test_a_checkpoint_of_other_settings_is_not_taken_up(tmp_path, small_model, c
 
 def test_packed_rows_unpack_to_the_same_rows(tmp_path, small_model):
     from agentgym_bench.rollout.hf import load_model
-    from trainers.warmstart import pack_rows, training_rows, unpack_rows
+    from trainers.sft.warmstart import pack_rows, training_rows, unpack_rows
 
     _, tokenizer = load_model(str(small_model))
     rows = training_rows(collect_demonstrations(config(tmp_path, small_model, "x", episodes=20)), tokenizer)
@@ -295,7 +295,7 @@ import torch
 import torch.distributed as dist
 from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.tokens import collate
-from trainers.warmstart import shard_step, unpack_rows
+from trainers.sft.warmstart import shard_step, unpack_rows
 
 rank, port, model_path, rows_file, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 torch.set_num_threads(1)
@@ -319,7 +319,7 @@ def test_two_processes_share_the_whole_batch_gradient(tmp_path, small_model):
 
     from agentgym_bench.rollout.hf import load_model
     from agentgym_bench.rollout.tokens import collate
-    from trainers.warmstart import pack_rows, reply_loss, training_rows
+    from trainers.sft.warmstart import pack_rows, reply_loss, training_rows
 
     model, tokenizer = load_model(str(small_model))
     rows = training_rows(collect_demonstrations(config(tmp_path, small_model, "x", episodes=12)), tokenizer)[:17]

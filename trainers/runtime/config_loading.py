@@ -1,7 +1,7 @@
 """Config loading shared by both trainers: a YAML file, ``key=value`` overrides, unknown keys and types checked.
 
-One loader for every config dataclass (:class:`trainers.config.TrainConfig` for RL,
-:class:`trainers.sft_config.SFTConfig` for the warm start): :func:`read_yaml` reads a file into a mapping,
+One loader for every config dataclass (:class:`trainers.rl.config.TrainConfig` for RL,
+:class:`trainers.sft.sft_config.SFTConfig` for the warm start): :func:`read_yaml` reads a file into a mapping,
 :func:`config_from_dict` merges it with the overrides (:func:`parse_overrides`: ``a.b=value``, values read as YAML),
 lets the config type adjust the merged keys (RL: ROLL's key names and its presets), refuses an unknown key naming the
 closest known one, and builds the dataclass, whose ``__post_init__`` checks the rest (:func:`check_types`: each
@@ -189,7 +189,8 @@ def config_from_dict(config_type: type[C], data: Mapping[str, Any],
                      overrides: Sequence[str] | Mapping[str, Any] = (),
                      prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> C:
     """``config_type`` built from its defaults < ``data`` < ``overrides`` (``key=value`` strings or a nested dict);
-    ``prepare`` adjusts the merged keys first (RL: ROLL's names and presets, :func:`trainers.config.config_from_dict`).
+    ``prepare`` adjusts the merged keys first (RL: ROLL's names and presets,
+    :func:`trainers.rl.config.config_from_dict`).
 
     Raises:
         ConfigError: ``data`` is not a mapping, a key ``config_type`` does not have, or the config's own checks.

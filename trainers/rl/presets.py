@@ -1,4 +1,4 @@
-"""The algorithms as config overrides on :class:`trainers.config.TrainConfig` (whose defaults are StarPO).
+"""The algorithms as config overrides on :class:`trainers.rl.config.TrainConfig` (whose defaults are StarPO).
 
 StarPO-S differs from StarPO by settings only, so it is a preset, not a copy (style.md §8.5); GiGPO changes the
 samples (one row per env step) and the advantage, which the loop selects from ``adv_estimator``.
@@ -11,7 +11,7 @@ samples (one row per env step) and the advantage, which the loop selects from ``
   GRPO advantages (group-normalised episode scores) plus StarPO-S's other three changes (the 25% top-std filter, no
   KL, clip-higher 0.2/0.28). Ours, not RAGEN's: RAGEN's StarPO-S always has the critic, so against ``starpo`` it
   changes the critic and the filter at once (docs/lab/2026-11-23-echo-trap.md).
-- ``STARPO_SNR``: StarPO with signal-aware sampling (``dynamic_sampling``, :mod:`trainers.dynamic_sampling`): each
+- ``STARPO_SNR``: StarPO with signal-aware sampling (``dynamic_sampling``, :mod:`trainers.rl.dynamic_sampling`): each
   iteration plays twice the env groups it trains on and keeps those with the largest in-group reward std (RAGEN-2's
   SNR-aware filter, arXiv 2604.06268), never a zero-variance group while an informative one is left; a pool short
   of informative groups is refilled with fresh groups up to twice (DAPO's dynamic sampling, arXiv 2503.14476).

@@ -8,8 +8,8 @@
   once), each split over the ranks and processed in micro-batches (:func:`micro_batch_loss`); one optimiser step per
   mini-batch.
 
-The math itself is in :mod:`trainers.advantages`, :mod:`trainers.losses` and :mod:`trainers.masked`; the loop that
-calls these is :mod:`trainers.train`.
+The math itself is in :mod:`trainers.algos.advantages`, :mod:`trainers.algos.losses` and :mod:`trainers.algos.masked`;
+the loop that calls these is :mod:`trainers.rl.train`.
 """
 
 from __future__ import annotations
@@ -23,17 +23,14 @@ import numpy as np
 import torch
 
 from agentgym_bench.rollout.heads import logits_at
-from trainers import fsdp
-from trainers.advantages import (
+from trainers.algos.advantages import (
     clip_advantages,
     gae_advantages,
     gigpo_advantages,
     group_normalize,
     step_gae_advantages,
 )
-from trainers.config import TrainConfig
-from trainers.distributed import Dist, autocast
-from trainers.losses import (
+from trainers.algos.losses import (
     agg_loss,
     approx_kl,
     behaviour_weights,
@@ -43,8 +40,11 @@ from trainers.losses import (
     ppo_policy_loss,
     value_loss,
 )
-from trainers.masked import masked_mean, masked_whiten
-from trainers.samples import Samples, episode_first_rows
+from trainers.algos.masked import masked_mean, masked_whiten
+from trainers.rl.config import TrainConfig
+from trainers.rl.samples import Samples, episode_first_rows
+from trainers.runtime import fsdp
+from trainers.runtime.distributed import Dist, autocast
 
 # ------------------------------------------------------------------------------------------------ forward passes
 
@@ -105,7 +105,7 @@ class Batch:
     ``old_logprob`` is ``None`` when the update's own first forward pass provides it (ROLL's
     ``enable_old_logprobs_recompute: false``); :func:`ppo_update` then fills it in. ``behav_logprob`` (asynchronous
     rollouts only) holds the log-probs of the stale policy that sampled the rows; ``old_logprob`` is then the proximal
-    policy's and the loss is AReaL's decoupled objective (:func:`trainers.losses.behaviour_weights`)."""
+    policy's and the loss is AReaL's decoupled objective (:func:`trainers.algos.losses.behaviour_weights`)."""
 
     samples: Samples
     mask: torch.Tensor
@@ -147,7 +147,7 @@ def score_samples(config: TrainConfig, models: Any, samples: Samples, dist: Dist
 def _score_rows(config: TrainConfig, models: Any, samples: Samples, dist: Dist, local: dict[str, torch.Tensor],
                 share: np.ndarray, start: int) -> None:
     """Score one micro-batch of this rank's share into ``local``. Past the end of the share (a sharded model's
-    lockstep, :func:`trainers.fsdp.forward_count`) the forwards run on row 0 and nothing is kept."""
+    lockstep, :func:`trainers.runtime.fsdp.forward_count`) the forwards run on row 0 and nothing is kept."""
     with autocast(config, dist):
         rows = torch.as_tensor(share[start:start + config.micro_batch_size])
         at = slice(start, start + len(rows))

@@ -1,8 +1,8 @@
 """How a trainer's processes start: one rule for both trainers.
 
 A plain launch runs one process. Under ``torchrun`` (``WORLD_SIZE`` in the environment) every process joins
-torchrun's group (:func:`trainers.distributed.init_distributed`). A trainer whose config asks for several processes
-on this machine (the warm start's ``processes``: two one-thread processes keep two CPU cores busier than one
+torchrun's group (:func:`trainers.runtime.distributed.init_distributed`). A trainer whose config asks for several
+processes on this machine (the warm start's ``processes``: two one-thread processes keep two CPU cores busier than one
 two-thread process) gets them from :func:`launch`, which starts them as ``torchrun`` would: the same environment
 variables (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``) and the same group set-up, so
 the trainer cannot tell the two apart. The RL loop is launched by ``torchrun`` itself
@@ -20,7 +20,7 @@ import torch
 import torch.multiprocessing as mp
 
 from agentgym_bench.errors import UserError
-from trainers.distributed import init_distributed, shutdown_distributed
+from trainers.runtime.distributed import init_distributed, shutdown_distributed
 
 C = TypeVar("C")
 R = TypeVar("R")

@@ -22,7 +22,7 @@ import torch
 
 from agentgym_bench.rollout.tokens import collate, step_token_views, trajectory_token_view
 from agentgym_bench.rollout.trajectory import Trajectory
-from trainers.advantages import state_ids_from_keys
+from trainers.algos.advantages import state_ids_from_keys
 
 
 @dataclass

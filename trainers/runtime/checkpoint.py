@@ -15,7 +15,7 @@ Layout::
       config.yaml          the run's config
 
 Under FSDP2 the models and optimiser states are gathered whole to rank 0 and written in this same layout
-(``trainers/fsdp.py``); the optimiser states are then keyed by parameter name, so a checkpoint resumes with the
+(``trainers/runtime/fsdp.py``); the optimiser states are then keyed by parameter name, so a checkpoint resumes with the
 strategy that wrote it.
 
 The iteration number is also the rollout seed counter (training group seeds are a function of it). A checkpoint
@@ -23,7 +23,7 @@ is written to ``checkpoint-N.tmp`` and renamed when complete, so a run killed mi
 previous checkpoint intact; only complete folders are found by :func:`find_checkpoint` (the run folder's one rule,
 :func:`agentgym_bench.run_folder.checkpoints`).
 
-The warm start (``trainers/warmstart.py``) writes its checkpoints by the same rule into its own run folder
+The warm start (``trainers/sft/warmstart.py``) writes its checkpoints by the same rule into its own run folder
 (:func:`save_sft`, :func:`load_sft`)::
 
     checkpoint-N/        after optimiser step N
@@ -47,8 +47,8 @@ import torch
 
 from agentgym_bench import run_folder
 from agentgym_bench.paths import write_atomic
-from trainers import fsdp, lora
-from trainers.config_loading import ConfigError
+from trainers.runtime import fsdp, lora
+from trainers.runtime.config_loading import ConfigError
 
 
 def find_checkpoint(output_dir: Path, resume_from_checkpoint: str | None) -> Path | None:
@@ -165,7 +165,7 @@ def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: di
 
 def save_file(path: Path, state: dict[str, Any]) -> None:
     """Write ``state`` (``torch.save``) to the file ``path`` atomically (a temporary file, then a rename): the warm
-    start's cache of its demonstrations' rows (``trainers.warmstart.demonstration_rows``)."""
+    start's cache of its demonstrations' rows (``trainers.sft.warmstart.demonstration_rows``)."""
     buffer = io.BytesIO()
     torch.save(state, buffer)
     write_atomic(path, buffer.getvalue())

@@ -1,7 +1,7 @@
 """``agentgym-bench compare-runs``: is one training setting better than another, over several training seeds?
 
 Each run folder's ``summary.json`` keeps every validation episode's success before and after training, in the
-validation groups' order (:func:`trainers.train._finish`), so runs with the same validation set can be paired on the
+validation groups' order (:func:`trainers.rl.train._finish`), so runs with the same validation set can be paired on the
 same seeds. Two intervals answer two questions:
 
 - **over episodes**: each episode's success averaged over the runs of a setting, then the paired bootstrap of

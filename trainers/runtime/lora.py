@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from trainers.config import ConfigError, TrainConfig
+from trainers.runtime.config_loading import ConfigError
 
 INSTALL_HINT = ("lora_target needs the peft package; install the extra with: pip install -e '.[lora]' in a clone of "
                 "agentgym-bench")
@@ -27,7 +27,7 @@ VALUE_HEADS = ["classifier", "score"]  # the token-classification heads of GPT-2
 
 
 def require_peft() -> Any:
-    """Import ``peft``, or raise a :class:`~trainers.config.ConfigError` naming the extra."""
+    """Import ``peft``, or raise a :class:`~trainers.runtime.config_loading.ConfigError` naming the extra."""
     try:
         import peft
     except ImportError:
@@ -45,10 +45,12 @@ def target_modules(lora_target: str) -> str | list[str]:
     return [name.strip() for name in lora_target.split(",") if name.strip()]
 
 
-def add_adapters(model: torch.nn.Module, config: TrainConfig, task: str, saved: Path | None = None) -> torch.nn.Module:
+def add_adapters(model: torch.nn.Module, config: Any, task: str, saved: Path | None = None) -> torch.nn.Module:
     """``model`` with LoRA adapters: new ones (``B = 0``, so the model starts as the base; ``A`` drawn from
-    ``config.seed``), or those saved in ``saved`` (a checkpoint's adapter folder), trainable. ``task``:
-    ``CAUSAL_LM`` (actor) or ``TOKEN_CLS`` (critic: its value head is trained and saved whole)."""
+    ``config.seed``), or those saved in ``saved`` (a checkpoint's adapter folder), trainable. ``config``: the RL
+    trainer's config (its ``lora_rank``, ``lora_alpha``, ``lora_target`` and ``seed`` are read; the runtime does not
+    import the trainer). ``task``: ``CAUSAL_LM`` (actor) or ``TOKEN_CLS`` (critic: its value head is trained and saved
+    whole)."""
     peft = require_peft()
     if saved is not None:
         return peft.PeftModel.from_pretrained(model, saved, is_trainable=True)

@@ -2,15 +2,16 @@
 
 An instruct model brings RL two things: replies in the right format and some skill. The default model is trained
 from scratch, so the warm start gives it both. One run (one stage of a recipe) is configured by an
-:class:`~trainers.sft_config.SFTConfig` (``agentgym-bench warmstart [CONFIG] [key=value ...]``, :mod:`trainers.cli`;
-the stages of the published checkpoint's recipe are ``trainers/configs/warmstart-*.yaml``) and reads top to bottom:
+:class:`~trainers.sft.sft_config.SFTConfig` (``agentgym-bench warmstart [CONFIG] [key=value ...]``,
+:mod:`trainers.cli`; the stages of the published checkpoint's recipe are ``trainers/configs/warmstart-*.yaml``) and
+reads top to bottom:
 
 1. Demonstrations: :class:`~agentgym_bench.rollout.scripted.NoisyOraclePolicy` plays each env on training seeds
    (from :data:`~agentgym_bench.seeds.TRAIN_SEED_START`): each turn the oracle's reply planned with at most
    ``oracle_actions`` actions, or with probability ``epsilon`` a random valid action (default 0: clean
    demonstrations imitate best, ``docs/lab/2026-11-22-warm-start-ablations.md``, "Where the capacity went"); with
    ``demonstrators``, another demonstrator on some envs (WebShop's first-hit shopper). Every reply is well formed. The
-   two-player ``Bargain-v0`` (:data:`~trainers.sft_config.MATCH_ENVS`) has a weak demonstrator instead, so that RL
+   two-player ``Bargain-v0`` (:data:`~trainers.sft.sft_config.MATCH_ENVS`) has a weak demonstrator instead, so that RL
    has room: matches between two uniformly random, well-formed demands
    (:class:`~agentgym_bench.multiagent.selfplay.RandomBargainPolicy`), both seats' turns kept; its evaluation is the
    win rate against the random policy, seats alternating, next to the scripted bargainer's (the "oracle" column) and
@@ -18,14 +19,14 @@ the stages of the published checkpoint's recipe are ``trainers/configs/warmstart
 2. Fine-tuning: next-token cross-entropy on the reply tokens only (the loss mask of
    :func:`~agentgym_bench.rollout.tokens.step_token_views`: each turn's prompt under the history window, then the
    reply and its end token; :func:`reply_loss`), AdamW with linear warm-up and cosine decay
-   (:func:`trainers.schedule.warm_start_schedule`), shuffled by a seeded
+   (:func:`trainers.runtime.schedule.warm_start_schedule`), shuffled by a seeded
    ``torch.Generator``. (Batches are a plain shuffle of every env's rows: batching rows of similar length, which
    made nearly every batch a single env, kept a five-env model from ever learning to read the board —
    runs 2 and 3 of ``docs/lab/2026-11-22-warm-start-ablations.md``.)
-   Training runs inside ``torch.random.fork_rng`` seeded from ``seed``, so a model with dropout is reproducible too
-   and the caller's global RNG is left as it was. With ``processes`` above 1 (:mod:`trainers.launch`, the launch
-   rule of both trainers) each process takes every ``W``-th row of each batch and the gradients are summed over
-   gloo (:func:`shard_step`).
+   Training runs inside ``torch.random.fork_rng`` seeded from ``seed``, so a model with dropout is reproducible too and
+   the caller's global RNG is left as it was. With ``processes`` above 1 (:mod:`trainers.runtime.launch`, the launch
+   rule of both trainers) each process takes every ``W``-th row of each batch and the gradients are summed over gloo
+   (:func:`shard_step`).
 3. Evaluation on the validation seeds ``0 .. N-1`` (the benchmark's evaluation seeds, disjoint from training) with
    sampling at ``temperature``: success per env with a 95% Wilson interval, next to the oracle and two random
    policies on the same seeds: one valid action a turn (the random baseline RAGEN reports) and 1..k valid
@@ -33,7 +34,7 @@ the stages of the published checkpoint's recipe are ``trainers/configs/warmstart
 
 ``output`` is a run folder like RL's (:mod:`agentgym_bench.run_folder`): while it trains it holds ``config.yaml``,
 ``metrics.jsonl`` (a line per optimiser step: ``loss/sft``, ``loss/lr``, ``loss/grad_norm``; then the evaluation's
-``val/success`` and ``val/<env>/success``), ``checkpoint-N/`` (:func:`trainers.checkpoint.save_sft`, every
+``val/success`` and ``val/<env>/success``), ``checkpoint-N/`` (:func:`trainers.runtime.checkpoint.save_sft`, every
 ``save_steps`` steps and after the last: a warm start stopped part-way and run again with the same settings continues
 from it, to the same model) and ``demonstrations.pt`` (the demonstrations' rows, so a stopped run does not play and
 tokenise them again). When it is done, the folder is an ordinary Hugging Face model folder plus ``warmstart.json``:
@@ -69,11 +70,11 @@ from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, Ran
 from agentgym_bench.rollout.tokens import TokenView, collate, step_token_views
 from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
-from trainers import checkpoint as ckpt
-from trainers.default_model import build_default_model
-from trainers.metrics import MetricsLog
-from trainers.schedule import warm_start_schedule
-from trainers.sft_config import MATCH_ENVS, SFTConfig
+from trainers.runtime import checkpoint as ckpt
+from trainers.runtime.metrics import MetricsLog
+from trainers.runtime.schedule import warm_start_schedule
+from trainers.sft.default_model import build_default_model
+from trainers.sft.sft_config import MATCH_ENVS, SFTConfig
 
 DEMONSTRATIONS = "demonstrations.pt"
 """The demonstrations' training rows in the run folder (:func:`demonstration_rows`); removed with the checkpoints."""
@@ -198,12 +199,13 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: SFTConfig, *
     seconds of fine-tuning spent by earlier runs (0 unless resumed).
 
     With ``run`` (the run folder), process 0 writes a line per optimiser step to its ``metrics.jsonl`` and a
-    ``checkpoint-N/`` every ``config.save_steps`` steps and after the last (:func:`trainers.checkpoint.save_sft`);
-    a run started again with the same settings (``config``, demonstrations, torch threads and processes) continues
-    from its last checkpoint, bit for bit as if it had not stopped; checkpoints of other settings are removed.
+    ``checkpoint-N/`` every ``config.save_steps`` steps and after the last
+    (:func:`trainers.runtime.checkpoint.save_sft`); a run started again with the same settings (``config``,
+    demonstrations, torch threads and processes) continues from its last checkpoint, bit for bit as if it had not
+    stopped; checkpoints of other settings are removed.
 
-    In a process group (:mod:`trainers.launch`) each of the ``W`` processes takes every ``W``-th row of each batch
-    (:func:`shard_step`): the same steps, the batch's gradient shared."""
+    In a process group (:mod:`trainers.runtime.launch`) each of the ``W`` processes takes every ``W``-th row of each
+    batch (:func:`shard_step`): the same steps, the batch's gradient shared."""
     rank, world = process_rank()
     steps_per_epoch = math.ceil(len(views) / config.batch_size)
     total = steps_per_epoch * config.epochs
@@ -398,8 +400,8 @@ def warm_start(config: SFTConfig, *, progress: bool = False) -> dict[str, Any]:
 
 
 def main(config: SFTConfig) -> dict[str, Any]:
-    """The warm start as one process of a launch (:func:`trainers.launch.launch`, ``agentgym-bench warmstart``):
-    :func:`warm_start` with a progress bar on process 0."""
+    """The warm start as one process of a launch (:func:`trainers.runtime.launch.launch`, ``agentgym-bench
+    warmstart``): :func:`warm_start` with a progress bar on process 0."""
     return warm_start(config, progress=process_rank()[0] == 0)
 
 

@@ -4,25 +4,25 @@ One iteration (:func:`run_iteration`), top to bottom (RAGEN arXiv 2504.20073; Gi
 
     rollout      num_env_groups x group_size episodes with the current policy (each rank plays its share); with
                  dynamic_sampling a pool of oversample x as many groups, refilled while it holds too few
-                 informative (non-zero reward variance) groups                         -- trainers/dynamic_sampling.py
-    samples      one row per episode (StarPO, StarPO-S) or per turn (GiGPO; any      -- trainers/samples.py
+                 informative (non-zero reward variance) groups                      -- trainers/rl/dynamic_sampling.py
+    samples      one row per episode (StarPO, StarPO-S) or per turn (GiGPO; any      -- trainers/rl/samples.py
                  algorithm with a history window)
     filter       dynamic_sampling: keep num_env_groups groups of the pool by reward std (RAGEN-2, DAPO);
                  StarPO-S: keep the env groups with the largest reward std
-    forward      old log-probs, reference log-probs (KL), critic values (no grad)    -- trainers/ppo.py
-    advantages   grpo / reinforce | gae | gigpo, then KL reward, whitening, clip    -- trainers/advantages.py
+    forward      old log-probs, reference log-probs (KL), critic values (no grad)    -- trainers/rl/ppo.py
+    advantages   grpo / reinforce | gae | gigpo, then KL reward, whitening, clip    -- trainers/algos/advantages.py
     adjust       rows per turn: make the row count a multiple of the mini-batch (batch_adjust_mode)
-    update       ppo_epochs x mini-batches: clipped policy loss - entropy (+ KL loss),  -- trainers/ppo.py,
-                 critic loss                                                           trainers/losses.py
+    update       ppo_epochs x mini-batches: clipped policy loss - entropy (+ KL loss),  -- trainers/rl/ppo.py,
+                 critic loss                                                           trainers/algos/losses.py
     metrics      one JSON line; Echo Trap warning; evaluation on the validation seeds; checkpoint
 
-This file orchestrates; the math lives in ``trainers.advantages`` / ``trainers.losses`` / ``trainers.masked`` and
-the scoring and update in ``trainers.ppo``. Under ``torchrun`` every rank rolls out its share of env groups, the
-trajectories are gathered so every rank holds the global batch, advantages are computed identically everywhere, and
-each mini-batch is split over the ranks with DDP averaging the gradients: N processes make the same update as one
-process with the same global batch.
+This file orchestrates; the math lives in ``trainers.algos.advantages`` / ``trainers.algos.losses`` /
+``trainers.algos.masked`` and the scoring and update in ``trainers.rl.ppo``. Under ``torchrun`` every rank rolls out
+its share of env groups, the trajectories are gathered so every rank holds the global batch, advantages are computed
+identically everywhere, and each mini-batch is split over the ranks with DDP averaging the gradients: N processes make
+the same update as one process with the same global batch.
 
-With ``async_rollout.max_staleness >= 1`` the rollout runs in a worker process (:mod:`trainers.async_rollout`): the
+With ``async_rollout.max_staleness >= 1`` the rollout runs in a worker process (:mod:`trainers.rl.async_rollout`): the
 iteration takes the worker's next batch, played by weights at most ``max_staleness`` iterations old, scores it with
 the current weights (the proximal policy) and updates with AReaL's decoupled PPO objective; ``0`` is the synchronous
 loop above, the same code path.
@@ -52,18 +52,14 @@ from agentgym_bench.paths import resolve_model
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.trajectory import Trajectory
-from trainers import checkpoint as ckpt
-from trainers import fsdp, lora
-from trainers.advantages import select_groups_by_std, state_ids_from_keys
-from trainers.async_rollout import RolloutBatch, RolloutWorker, over_bound, state_tensor
-from trainers.config import ConfigError, TrainConfig
-from trainers.distributed import Dist, init_distributed, shutdown_distributed
-from trainers.dynamic_sampling import count_informative, fill_pool, pool_round_index, select_pool_groups
-from trainers.losses import adaptive_kl_coef, approx_kl, behaviour_weights
-from trainers.masked import explained_variance, masked_mean
-from trainers.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
-from trainers.ppo import Batch, compute_advantages, ppo_update, score_samples
-from trainers.rollouts import (
+from trainers.algos.advantages import select_groups_by_std, state_ids_from_keys
+from trainers.algos.losses import adaptive_kl_coef, approx_kl, behaviour_weights
+from trainers.algos.masked import explained_variance, masked_mean
+from trainers.rl.async_rollout import RolloutBatch, RolloutWorker, over_bound, state_tensor
+from trainers.rl.config import ConfigError, TrainConfig
+from trainers.rl.dynamic_sampling import count_informative, fill_pool, pool_round_index, select_pool_groups
+from trainers.rl.ppo import Batch, compute_advantages, ppo_update, score_samples
+from trainers.rl.rollouts import (
     Sampler,
     make_env_groups,
     pass_at_k,
@@ -73,7 +69,7 @@ from trainers.rollouts import (
     rollout_metrics,
     seed_from,
 )
-from trainers.samples import (
+from trainers.rl.samples import (
     Samples,
     adjust_batch,
     episode_first_rows,
@@ -81,10 +77,14 @@ from trainers.samples import (
     success_rewards,
     trajectory_samples,
 )
-from trainers.schedule import iteration_schedule
+from trainers.runtime import checkpoint as ckpt
+from trainers.runtime import fsdp, lora
+from trainers.runtime.distributed import Dist, init_distributed, shutdown_distributed
+from trainers.runtime.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
+from trainers.runtime.schedule import iteration_schedule
 
 if TYPE_CHECKING:
-    from trainers.matches import MatchGroups  # imports pettingzoo (the multiagent extra)
+    from trainers.rl.matches import MatchGroups  # imports pettingzoo (the multiagent extra)
 
 # ----------------------------------------------------------------------------------------------- models and state
 
@@ -93,7 +93,7 @@ if TYPE_CHECKING:
 class Models:
     """The networks of a run. ``actor`` / ``critic`` may be DDP wrappers (``*_module`` are the bare models) or
     FSDP2-sharded models (the same objects). ``reference`` is a frozen model, or with LoRA
-    :class:`trainers.lora.AdaptersOff` over the actor."""
+    :class:`trainers.runtime.lora.AdaptersOff` over the actor."""
 
     actor: torch.nn.Module
     tokenizer: Any
@@ -185,7 +185,7 @@ def _load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None, pretr
 
 def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
     """Hugging Face gradient checkpointing (non-reentrant), which acts only in train mode: every dropout is set to 0
-    so that train mode computes what eval mode does (:func:`trainers.ppo.ppo_update` switches modes)."""
+    so that train mode computes what eval mode does (:func:`trainers.rl.ppo.ppo_update` switches modes)."""
     for module in model.modules():
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0
@@ -353,7 +353,7 @@ def _max_length(config: TrainConfig, models: Models) -> int | None:
 
 def sampled_logprobs(trajectories: list[Trajectory], samples: Samples, step_rows: bool) -> torch.Tensor:
     """(B, T-1) the sampler's log-probs of each row's generated tokens, aligned like
-    :func:`trainers.ppo.token_logprobs`.
+    :func:`trainers.rl.ppo.token_logprobs`.
 
     Raises:
         ValueError: the backend reported no log-probs, or a row's generated tokens do not match them in number.
@@ -478,8 +478,9 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
 
 
 def generating(run: Run) -> contextlib.AbstractContextManager:
-    """Around ``hf`` generation with a sharded actor: the whole actor gathered (:func:`trainers.fsdp.gathered`), so
-    processes can generate different numbers of tokens; nothing otherwise."""
+    """Around ``hf`` generation with a sharded actor: the whole actor gathered
+    (:func:`trainers.runtime.fsdp.gathered`), so processes can generate different numbers of tokens; nothing
+    otherwise."""
     return contextlib.nullcontext() if run.sampler.is_vllm else fsdp.gathered(run.models.actor_module)
 
 
@@ -506,7 +507,7 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
         with run.sampler.generation_context(), generating(run):
             trajectories, refills = play_pool(run, step)
         run.sampler.release()
-    else:  # played by the worker process (trainers/async_rollout.py)
+    else:  # played by the worker process (trainers/rl/async_rollout.py)
         batch = run.worker.next_batch(step)
         trajectories = batch.trajectories
         run.sampler.load_state(state_tensor(batch.sampler_state))  # the checkpoint keeps the worker's stream
@@ -554,9 +555,9 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
 def play_pool(run: Run, step: int) -> tuple[list[Trajectory], int]:
     """The episodes of iteration ``step``: one round of the training groups (with ``dynamic_sampling``, the pool of
     ``oversample x num_env_groups`` groups), then refill rounds while the pool holds fewer than ``num_env_groups``
-    informative groups, at most ``max_refill_rounds`` (:func:`trainers.dynamic_sampling.fill_pool`) -> ``(every
+    informative groups, at most ``max_refill_rounds`` (:func:`trainers.rl.dynamic_sampling.fill_pool`) -> ``(every
     round's trajectories in the order played, refill rounds played)``. Round ``r`` plays the seeds of rollout
-    :func:`~trainers.dynamic_sampling.pool_round_index` (``step - 1`` without refills). Every rank holds all
+    :func:`~trainers.rl.dynamic_sampling.pool_round_index` (``step - 1`` without refills). Every rank holds all
     trajectories, so every rank makes the same decision."""
     config, dist = run.config, run.dist
     rounds = config.dynamic_sampling.max_refill_rounds

@@ -1,10 +1,10 @@
 """The warm start's configuration: one typed dataclass whose field docstrings are the documentation.
 
-The warm start (:mod:`trainers.warmstart`) is supervised fine-tuning on oracle demonstrations; :class:`SFTConfig`
-holds every setting of one run (one stage of a recipe). It is read like RL's :class:`~trainers.config.TrainConfig`,
-by the one loader (:mod:`trainers.config_loading`): dataclass defaults < the YAML file < ``key=value`` overrides,
-unknown keys an error naming the closest one, each value checked against its field's type, and ``__post_init__``
-checking the rest. The defaults are the reference recipe's first stage; the bundled
+The warm start (:mod:`trainers.sft.warmstart`) is supervised fine-tuning on oracle demonstrations; :class:`SFTConfig`
+holds every setting of one run (one stage of a recipe). It is read like RL's :class:`~trainers.rl.config.TrainConfig`,
+by the one loader (:mod:`trainers.runtime.config_loading`): dataclass defaults < the YAML file < ``key=value``
+overrides, unknown keys an error naming the closest one, each value checked against its field's type, and
+``__post_init__`` checking the rest. The defaults are the reference recipe's first stage; the bundled
 ``trainers/configs/warmstart-*.yaml`` are the stages of the published checkpoint's recipe and of the smoke recipe
 (``agentgym-bench warmstart --list``).
 
@@ -27,8 +27,8 @@ from typing import Any
 
 from agentgym_bench.rollout.scripted import DEMONSTRATORS, has_demonstrator
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
-from trainers import config_loading
-from trainers.config_loading import ConfigError, check_types, positive_int
+from trainers.runtime import config_loading
+from trainers.runtime.config_loading import ConfigError, check_types, positive_int
 
 DEFAULT_EPISODES = {"AgentSokoban-v0": 180_000, "AgentFrozenLake-v0": 6_000, "AgentFrozenLakeNoSlip-v0": 12_000,
                     "AgentBandit-v0": 1_000}
@@ -44,7 +44,7 @@ thread, where two threads fall to 0.62x (benchmarks/warmstart_threads.md). The p
 last bits of the sums, so the same seed on other counts gives another model, as another seed would (run 7 of
 docs/lab/2026-11-22-warm-start-ablations.md: Sokoban 0.66 on one thread, 0.59 on two)."""
 MATCH_ENVS = ("Bargain-v0",)
-"""Two-player env ids with a demonstrator: random-demand matches (:mod:`trainers.warmstart`)."""
+"""Two-player env ids with a demonstrator: random-demand matches (:mod:`trainers.sft.warmstart`)."""
 
 
 @dataclass
@@ -89,7 +89,7 @@ class SFTConfig:
     batch_size: int = 128
     """Rows (turns) per optimiser step."""
     group_by_length: bool = False
-    """Make each step of rows of similar length (:func:`trainers.warmstart.epoch_batches`): less padding, faster on
+    """Make each step of rows of similar length (:func:`trainers.sft.warmstart.epoch_batches`): less padding, faster on
     envs whose prompts differ in length (WebShop's pages: 110 to ~870 tokens); another order, so another model."""
     lr: float = 2e-3
     """Peak learning rate (AdamW, weight decay 0.01, linear warm-up then cosine decay)."""
@@ -186,13 +186,13 @@ class SFTConfig:
 
 def sft_config_from_dict(data: Mapping[str, Any], overrides: Sequence[str] | Mapping[str, Any] = ()) -> SFTConfig:
     """Defaults < ``data`` < ``overrides`` (``key=value`` strings or a nested dict), by the one loader
-    (:func:`trainers.config_loading.config_from_dict`)."""
+    (:func:`trainers.runtime.config_loading.config_from_dict`)."""
     return config_loading.config_from_dict(SFTConfig, data, overrides)
 
 
 def load_sft_config(path: str | os.PathLike | None, overrides: Sequence[str] | Mapping[str, Any] = ()) -> SFTConfig:
-    """Read a YAML config file (:func:`trainers.config_loading.read_yaml`; ``None``: the defaults alone), then apply
-    ``overrides``.
+    """Read a YAML config file (:func:`trainers.runtime.config_loading.read_yaml`; ``None``: the defaults alone), then
+    apply ``overrides``.
 
     Raises:
         ConfigError: the file is missing, empty, not YAML or not a mapping, or the config is invalid.

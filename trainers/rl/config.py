@@ -16,12 +16,12 @@ ROLL's documented example configs load unchanged (``tests/trainers/test_roll_con
 that mean nothing here (:data:`IGNORED_KEYS`: worker placement, trackers, env manager classes) are dropped with a
 one-line notice on stderr, never silently.
 
-Loaded by the one loader of both trainers (:mod:`trainers.config_loading`). Precedence: dataclass defaults (=
-StarPO without its reward KL, which ``add_token_level_kl`` turns on) < ``preset`` (:mod:`trainers.presets`) < the YAML
-file < ``key=value`` overrides. Unknown keys are an error that names the closest known key; ``__post_init__`` checks
-every cross-field invariant and says how to fix a violation. Derived sizes are properties, never fields. Every error
-is a :class:`~trainers.config_loading.ConfigError` (a :class:`~agentgym_bench.errors.UserError`: the command line
-prints it as one line).
+Loaded by the one loader of both trainers (:mod:`trainers.runtime.config_loading`). Precedence: dataclass defaults (=
+StarPO without its reward KL, which ``add_token_level_kl`` turns on) < ``preset`` (:mod:`trainers.rl.presets`) < the
+YAML file < ``key=value`` overrides. Unknown keys are an error that names the closest known key; ``__post_init__``
+checks every cross-field invariant and says how to fix a violation. Derived sizes are properties, never fields. Every
+error is a :class:`~trainers.runtime.config_loading.ConfigError` (a :class:`~agentgym_bench.errors.UserError`: the
+command line prints it as one line).
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
-from trainers import config_loading
-from trainers.advantages import NORM_METHODS
-from trainers.config_loading import ConfigError, check_types, choice, merge, nest, notice, positive_int
-from trainers.dynamic_sampling import SELECTION_RULES
-from trainers.losses import AGG_MODES, KL_ESTIMATORS
-from trainers.metrics import EchoTrapRule
-from trainers.schedule import SCHEDULERS
+from trainers.algos.advantages import NORM_METHODS
+from trainers.algos.losses import AGG_MODES, KL_ESTIMATORS
+from trainers.rl.dynamic_sampling import SELECTION_RULES
+from trainers.runtime import config_loading
+from trainers.runtime.config_loading import ConfigError, check_types, choice, merge, nest, notice, positive_int
+from trainers.runtime.metrics import EchoTrapRule
+from trainers.runtime.schedule import SCHEDULERS
 
 ADV_ESTIMATORS = ("reinforce", "grpo", "gae", "gigpo")
 GROUPINGS = ("traj_group_id", "tags", "batch")
@@ -133,9 +133,9 @@ class EnvManager:
     sequence, so training rows are turns (step-level samples) for every algorithm; StarPO's advantages stay
     trajectory-level."""
 
-    # -- two-player envs (trainers/matches.py): these three keys and TrainConfig._check_match_manager go together
+    # -- two-player envs (trainers/rl/matches.py): these three keys and TrainConfig._check_match_manager go together
     opponent: str | None = None
-    """Makes the manager's episodes two-player matches (``trainers.matches.MatchGroups``) against ``random`` /
+    """Makes the manager's episodes two-player matches (``trainers.rl.matches.MatchGroups``) against ``random`` /
     ``scripted`` (Bargain's fixed policies), ``self`` (the learner on both seats) or ``snapshot`` (a frozen copy of
     the learner, refreshed every ``snapshot_every`` rollouts). ``tags`` then holds one two-player env id
     (``Bargain-v0``, ``TextArena/<id>``) and only the learner seat's turns are trained on; ``success`` is a win and
@@ -153,8 +153,8 @@ class AsyncRollout:
     """Asynchronous rollouts with bounded staleness (issue 52; docs/trainers.md, "Asynchronous rollouts").
 
     With ``max_staleness >= 1`` a rollout worker process generates the next batches with the latest weights it has
-    while the learner updates (:mod:`trainers.async_rollout`), and the update corrects for the lag with AReaL's
-    decoupled PPO objective (:func:`trainers.losses.behaviour_weights`)."""
+    while the learner updates (:mod:`trainers.rl.async_rollout`), and the update corrects for the lag with AReaL's
+    decoupled PPO objective (:func:`trainers.algos.losses.behaviour_weights`)."""
 
     max_staleness: int = 0
     """Policy versions a training batch may lag behind the learner (AReaL ``max_head_offpolicyness``): batch ``k``
@@ -168,7 +168,7 @@ class AsyncRollout:
 @dataclass
 class DynamicSampling:
     """Signal-aware sampling (docs/trainers.md, "Signal-aware sampling"; the selection is
-    :mod:`trainers.dynamic_sampling`): play a pool of ``oversample * num_env_groups`` env groups, train on the
+    :mod:`trainers.rl.dynamic_sampling`): play a pool of ``oversample * num_env_groups`` env groups, train on the
     ``num_env_groups`` that carry the most signal (RAGEN-2's SNR-aware filter, arXiv 2604.06268), never a
     zero-variance group while informative ones are left, and refill the pool when it has too few (DAPO's dynamic
     sampling, arXiv 2503.14476). Off by default (``oversample: 1``, ``max_refill_rounds: 0``)."""
@@ -198,7 +198,7 @@ class TrainConfig:
     # -- run -------------------------------------------------------------------------------------------------------
     preset: str | None = None
     """``starpo``, ``starpo_s``, ``starpo_s_grpo`` (StarPO-S without the critic), ``gigpo`` or ``starpo_snr`` (StarPO
-    with signal-aware sampling): settings applied before the file's own (see trainers/presets.py)."""
+    with signal-aware sampling): settings applied before the file's own (see trainers/rl/presets.py)."""
     pretrain: str = "~/.cache/agentgym-bench/models/warmstart"
     """Model folder, a name under ``$AGENTGYM_BENCH_HOME/models`` or a hub id to start from (ROLL ``pretrain``;
     :func:`agentgym_bench.paths.resolve_model`); the critic starts from the same weights."""
@@ -296,7 +296,7 @@ class TrainConfig:
     train_reward: str = "env"
     """What the update optimises: ``env``, the env's turn rewards as they are (RAGEN, ROLL); ``success``, 1 on the
     last turn of a successful episode plus every turn's format penalty, with the env's shaping dropped
-    (:func:`trainers.samples.success_rewards`; Sokoban's -0.1 a step taught the default model to send one action a
+    (:func:`trainers.rl.samples.success_rewards`; Sokoban's -0.1 a step taught the default model to send one action a
     turn, docs/lab/2026-11-22-v1-boards-rl-recipe.md, "Why RL lost Sokoban"). Validation always reports success."""
     adv_estimator: str = "grpo"
     """``grpo`` / ``reinforce`` (group-normalised episode score, one value per trajectory; identical in ROLL's
@@ -363,7 +363,8 @@ class TrainConfig:
     """Coefficient of the reward KL penalty (ROLL): fixed, or the starting value of the adaptive controller."""
     target_kl: float | None = None
     """Adaptive KL control of the reward penalty (ROLL; Ziegler et al. 2019): after each iteration the coefficient
-    moves toward keeping the batch's mean KL at this target (:func:`trainers.losses.adaptive_kl_coef`). null: fixed."""
+    moves toward keeping the batch's mean KL at this target (:func:`trainers.algos.losses.adaptive_kl_coef`). null:
+    fixed."""
     kl_horizon: int = 10_000
     """Samples over which the adaptive controller may change the coefficient by 20% (ROLL)."""
     kl_penalty: str = "k1"
@@ -399,7 +400,7 @@ class TrainConfig:
     echo_trap: EchoTrapRule = field(default_factory=EchoTrapRule)
     """Thresholds of the collapse warnings (``warn/echo_trap``, ``warn/vanishing_gradient``, ``warn/success_drop``,
     ``warn/format_collapse``), e.g. ``echo_trap: {success_drop: 0.5, window: 5}``: the fields of
-    :class:`trainers.metrics.EchoTrapRule`, whose defaults docs/trainers.md justifies."""
+    :class:`trainers.runtime.metrics.EchoTrapRule`, whose defaults docs/trainers.md justifies."""
 
     def __post_init__(self) -> None:
         nest(self)
@@ -471,7 +472,7 @@ class TrainConfig:
     @property
     def train_seed_range(self) -> range:
         """Every seed a training episode can use in this run (each iteration reserves the seeds of all its refill
-        rounds, :func:`trainers.dynamic_sampling.pool_round_index`)."""
+        rounds, :func:`trainers.rl.dynamic_sampling.pool_round_index`)."""
         rounds = self.max_steps * (self.dynamic_sampling.max_refill_rounds + 1)
         groups = rounds * self.pool_env_manager.num_env_groups
         return range(self.train_seed_start, self.train_seed_start + groups)
@@ -583,13 +584,13 @@ class TrainConfig:
             raise ConfigError(f"{prefix}.history_length={manager.history_length!r} must be null or an integer >= 0")
 
     def _check_match_manager(self, prefix: str) -> None:
-        """An env manager with an ``opponent`` (trainers/matches.py)."""
+        """An env manager with an ``opponent`` (trainers/rl/matches.py)."""
         try:
             from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
         except ImportError as error:
             raise ConfigError(f"{prefix}.opponent needs the multiagent extra ({error}): "
                               "pip install -e '.[multiagent]'") from None
-        from trainers.matches import FIXED_OPPONENTS, OPPONENTS
+        from trainers.rl.matches import FIXED_OPPONENTS, OPPONENTS
 
         manager: EnvManager = getattr(self, prefix)
         choice(f"{prefix}.opponent", manager.opponent, OPPONENTS)
@@ -777,7 +778,7 @@ def _validation_defaults(merged: dict[str, Any]) -> dict[str, Any]:
 def _prepare(merged: dict[str, Any]) -> dict[str, Any]:
     """ROLL's infrastructure keys dropped and its tag names mapped (with a notice each), the validation manager's
     defaults, then the ``preset`` under the rest."""
-    from trainers.presets import PRESETS
+    from trainers.rl.presets import PRESETS
 
     merged = _validation_defaults(_read_roll_keys(merged))
     preset = merged.get("preset")
@@ -792,14 +793,14 @@ def _prepare(merged: dict[str, Any]) -> dict[str, Any]:
 
 def config_from_dict(data: Mapping[str, Any], overrides: Sequence[str] | Mapping[str, Any] = ()) -> TrainConfig:
     """Defaults < ``preset`` < ``data`` < ``overrides`` (``key=value`` strings or a nested dict), through the one
-    loader (:func:`trainers.config_loading.config_from_dict`).
+    loader (:func:`trainers.runtime.config_loading.config_from_dict`).
 
     ROLL's infrastructure keys are dropped and its tag names mapped, with a notice each (module docstring)."""
     return config_loading.config_from_dict(TrainConfig, data, overrides, prepare=_prepare)
 
 
 def load_config(path: str | os.PathLike, overrides: Sequence[str] | Mapping[str, Any] = ()) -> TrainConfig:
-    """Read a YAML config file (:func:`trainers.config_loading.read_yaml`), then apply ``overrides``.
+    """Read a YAML config file (:func:`trainers.runtime.config_loading.read_yaml`), then apply ``overrides``.
 
     Raises:
         ConfigError: the file is missing, empty, not YAML or not a mapping (the message names the file), or the

@@ -171,7 +171,7 @@ def gae_advantages(
     token's reward, undiscounted); rewards before a row's first generated token are ignored. This is verl's
     masked GAE (``compute_gae_advantage_return``) plus that reward carry. RAGEN's default (gamma = lam = 1,
     reward on the last token) gives ``A_t = R - V_t``. No whitening here: call
-    :func:`trainers.masked.masked_whiten` next, as RAGEN does.
+    :func:`trainers.algos.masked.masked_whiten` next, as RAGEN does.
 
     Args:
         token_rewards: (B, T) rewards per position.

@@ -1,6 +1,6 @@
 """Two-player rollouts for the trainers: :class:`MatchGroups`, the rollout engine's ``EnvGroups`` for a PettingZoo env.
 
-An env manager with an ``opponent`` (``trainers.config.EnvManager``) rolls out matches instead of single-agent
+An env manager with an ``opponent`` (``trainers.rl.config.EnvManager``) rolls out matches instead of single-agent
 episodes: ``num_env_groups x group_size`` matches of one two-player env (``Bargain-v0``, ``TextArena/<id>``), all
 members of a group on the group's seed and the learner on the same seat, played in lockstep by
 :func:`agentgym_bench.multiagent.selfplay.play_matches` (one batched ``generate`` per policy per tick). Only the

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import torch
 
-from trainers.masked import masked_mean
+from trainers.algos.masked import masked_mean
 
 __all__ = [
     "AGG_MODES",
@@ -197,7 +197,7 @@ def value_loss(
     Args:
         values: (B, T) current critic predictions (carries the gradient).
         old_values: (B, T) predictions at rollout time.
-        returns: (B, T) targets (e.g. from :func:`trainers.advantages.gae_advantages`).
+        returns: (B, T) targets (e.g. from :func:`trainers.algos.advantages.gae_advantages`).
         cliprange_value: c > 0 (RAGEN: 0.5), or None for no clipping.
 
     Returns:

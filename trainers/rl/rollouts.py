@@ -9,7 +9,7 @@ seeds and each rank's share are the rollout engine's, :class:`agentgym_bench.rol
 - :func:`play` / :func:`play_validation`: roll out and gather every rank's trajectories
   (:func:`agentgym_bench.benchmark.episodes.play_episodes`, which the warm start and ``demo`` play through too);
   :func:`rollout_metrics`. The groups are ``EnvGroups`` or, for an env manager with an ``opponent``, two-player matches
-  (:class:`trainers.matches.MatchGroups`, the same ``rollout`` interface).
+  (:class:`trainers.rl.matches.MatchGroups`, the same ``rollout`` interface).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from agentgym_bench.rollout.engine import EnvGroups, even_partition
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.tokens import TokenInTokenOut, encode, render
 from agentgym_bench.rollout.trajectory import Trajectory
-from trainers.config import ConfigError, EnvManager, TrainConfig
-from trainers.distributed import Dist, autocast
+from trainers.rl.config import ConfigError, EnvManager, TrainConfig
+from trainers.runtime.distributed import Dist, autocast
 
 if TYPE_CHECKING:
-    from trainers.matches import MatchGroups  # imports pettingzoo (the multiagent extra)
+    from trainers.rl.matches import MatchGroups  # imports pettingzoo (the multiagent extra)
 
 
 def seed_from(seed: int, *words: int) -> int:
@@ -124,7 +124,7 @@ class Sampler:
 def make_env_groups(manager: EnvManager, prefix: str, dist: Dist, seed: int, fixed: bool,
                     config_seed: int = 0) -> EnvGroups | MatchGroups:
     """This rank's share of a manager's env groups (the engine owns partition, sharding and seeds); with an
-    ``opponent``, its share of two-player matches (:class:`trainers.matches.MatchGroups`; the training opponent's
+    ``opponent``, its share of two-player matches (:class:`trainers.rl.matches.MatchGroups`; the training opponent's
     stream is seeded from the run's ``config_seed``, the validation opponent's is the same in every run).
 
     Raises:
@@ -132,7 +132,7 @@ def make_env_groups(manager: EnvManager, prefix: str, dist: Dist, seed: int, fix
     """
     try:
         if manager.opponent is not None:  # two-player matches
-            from trainers.matches import MatchGroups
+            from trainers.rl.matches import MatchGroups
 
             return MatchGroups(manager.tags[0], manager.num_env_groups, manager.group_size, opponent=manager.opponent,
                                env_kwargs=manager.env_kwargs, learner_seats=manager.learner_seats, seed=seed,
@@ -182,7 +182,7 @@ def rollout_metrics(trajectories: list[Trajectory], prefix: str, *, turn_prefix:
         f"{per_turn}/response_length": float(np.mean(lengths)) if lengths else float("nan"),
     }
     outcomes = [t.turns[-1].info.get("outcome") for t in trajectories if t.turns]
-    if outcomes and all(o in ("win", "draw", "loss") for o in outcomes):  # two-player matches (trainers/matches.py)
+    if outcomes and all(o in ("win", "draw", "loss") for o in outcomes):  # two-player matches (trainers/rl/matches.py)
         for name in ("win", "draw", "loss"):
             out[f"{prefix}/{name}"] = float(np.mean([o == name for o in outcomes]))
     per_env = Played(trajectories).success

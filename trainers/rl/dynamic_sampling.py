@@ -14,7 +14,7 @@ The definitions implemented here:
   groups.
 
 A group is *informative* when the in-group (unbiased) std of its training scores is above :data:`INFORMATIVE_EPS`,
-the floor under which :func:`trainers.advantages.group_normalize` gives every member an advantage of 0.
+the floor under which :func:`trainers.algos.advantages.group_normalize` gives every member an advantage of 0.
 
 The functions are pure: tensors (or callables) in, values out; no config, no random state, no logging.
 """
@@ -26,7 +26,7 @@ from typing import NamedTuple, TypeVar
 
 import torch
 
-from trainers.advantages import select_groups_by_std
+from trainers.algos.advantages import select_groups_by_std
 
 __all__ = ["INFORMATIVE_EPS", "SELECTION_RULES", "PoolSelection", "count_informative", "fill_pool",
            "pool_round_index", "select_pool_groups"]
@@ -61,7 +61,7 @@ def select_pool_groups(scores: torch.Tensor, group_ids: torch.Tensor, num_keep: 
     - ``first_nonzero``: informative groups in ascending group id, i.e. sampling order when ids number the groups in
       the order they were played (DAPO's dynamic sampling keeps the first ones that fill the batch).
 
-    Ties (stds equal to 9 decimals, as :func:`~trainers.advantages.select_groups_by_std`) and the zero-variance
+    Ties (stds equal to 9 decimals, as :func:`~trainers.algos.advantages.select_groups_by_std`) and the zero-variance
     leftovers go by group id, smaller first, so the choice is deterministic.
 
     Args:

@@ -1,7 +1,7 @@
 """Asynchronous rollouts with bounded staleness (``async_rollout.max_staleness >= 1``; issue 52).
 
 A rollout worker in its own process (``torch.multiprocessing``, ``spawn``) plays the training batches while the
-learner (the main process, :func:`trainers.train.run_iteration`) updates::
+learner (the main process, :func:`trainers.rl.train.run_iteration`) updates::
 
     learner   publish v0 | take batch 1 | update | publish v1 | take batch 2 | update | publish v2 | ...
     worker    batch 1 (v0) | batch 2 (v0, needs >= v0) | batch 3 (v1, needs >= v1) | ...      (max_staleness 1)
@@ -24,7 +24,7 @@ learner (the main process, :func:`trainers.train.run_iteration`) updates::
 - **Each batch records** its iteration, the policy version that played it, the sampler's log-probs of every
   generated token (the behaviour policy's, in the trajectories' turns), the worker's random-stream state after it
   (the checkpoint keeps it, so a resumed worker continues the stream) and its generation time.
-- **The loss** corrects the lag with AReaL's decoupled PPO objective (:func:`trainers.losses.behaviour_weights`).
+- **The loss** corrects the lag with AReaL's decoupled PPO objective (:func:`trainers.algos.losses.behaviour_weights`).
 
 Killing either process, at any moment, leaves a run that resumes from its last checkpoint: the worker polls for its
 parent and exits when the learner is gone; the learner, while it waits for a batch, looks every ``_POLL_S`` seconds
@@ -222,9 +222,9 @@ def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str,
     allows it, and write each batch to its file (:class:`BatchFiles`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainers.config import config_from_dict
-    from trainers.distributed import Dist, resolve_device
-    from trainers.rollouts import Sampler, make_env_groups, play, prompt_fits
+    from trainers.rl.config import config_from_dict
+    from trainers.rl.rollouts import Sampler, make_env_groups, play, prompt_fits
+    from trainers.runtime.distributed import Dist, resolve_device
 
     config = config_from_dict(config_data)
     torch.set_num_threads(config.num_threads or 1)
