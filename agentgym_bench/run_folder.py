@@ -10,6 +10,7 @@ Layout::
     config.yaml          the resolved config (:data:`CONFIG`)
     metrics.jsonl        one line per iteration and evaluation (:data:`METRICS`)
     curves.png           the curves (:data:`CURVES`)
+    compute_dtype.json   with ``dtype: auto``: the dtype chosen at the start and the probe's timings
     summary.json         once finished: validation success before and after, wall time (:data:`SUMMARY`)
     checkpoint-N/        after iteration N (``trainers/runtime/checkpoint.py`` describes what it holds): ``actor/``, a
                          Hugging Face folder, ``trainer_state.pt`` (:data:`STATE`), ...

@@ -220,8 +220,12 @@ class TrainConfig:
     """``cpu``, ``cuda``, ``cuda:1`` ...; ``auto`` is ``cuda`` when available. Under torchrun each rank uses its own
     local GPU."""
     dtype: str = "float32"
-    """Compute dtype: ``float32``, or ``bfloat16`` for mixed precision on GPU (autocast; parameters, gradients and
-    optimiser states stay float32, as verl's FSDP mixed precision; the vLLM engine runs in bfloat16)."""
+    """Compute dtype: ``float32``; ``bfloat16`` for mixed precision (autocast on the run's device, GPU or CPU;
+    parameters, gradients and optimiser states stay float32, as verl's FSDP mixed precision; the vLLM engine runs in
+    bfloat16); or ``auto``: chosen by measurement at the start (``bfloat16`` on a GPU that supports it; on a CPU
+    whichever a short forward + backward probe shows faster), recorded in the run folder's ``compute_dtype.json`` and
+    kept when the run resumes (:mod:`trainers.runtime.compute_dtype`). The reference recipes keep ``float32``: on the
+    reference machine bfloat16 was no faster (benchmarks/iteration_split.md)."""
     progress: bool = True
     """Show a tqdm progress bar over iterations (rank 0)."""
     num_threads: int | None = None
@@ -497,7 +501,7 @@ class TrainConfig:
         choice("kl_penalty", self.kl_penalty, tuple(KL_ESTIMATORS))
         choice("kl_loss_type", self.kl_loss_type, tuple(KL_ESTIMATORS))
         choice("lr_scheduler_type", self.lr_scheduler_type, SCHEDULERS)
-        choice("dtype", self.dtype, ("float32", "bfloat16"))
+        choice("dtype", self.dtype, ("float32", "bfloat16", "auto"))
         choice("generation_backend", self.generation_backend, ("hf", "vllm"))
         choice("strategy", self.strategy, ("ddp", "fsdp2"))
         positive_int("lora_rank", self.lora_rank)

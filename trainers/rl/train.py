@@ -37,6 +37,7 @@ Run: ``agentgym-bench train CONFIG [key=value ...]`` or ``torchrun --nproc_per_n
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass, field
@@ -78,7 +79,7 @@ from trainers.rl.samples import (
     trajectory_samples,
 )
 from trainers.runtime import checkpoint as ckpt
-from trainers.runtime import fsdp, lora
+from trainers.runtime import compute_dtype, fsdp, lora
 from trainers.runtime.distributed import Dist, init_distributed, shutdown_distributed
 from trainers.runtime.metrics import WARNINGS, MetricsLog, plot_metrics, success_gain
 from trainers.runtime.schedule import iteration_schedule
@@ -455,7 +456,9 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
                                  config_seed=config.seed)
     out = Path(config.output_dir)
     resume = ckpt.find_checkpoint(out, config.resume_from_checkpoint)
+    config = _with_dtype(config, dist, out, None)  # dtype auto: chosen now on CUDA, recorded, or left for the probe
     models = load_models(config, dist, resume)
+    config = _with_dtype(config, dist, out, models.actor_module)
     optimizers, schedulers = make_optimizers(config, models)
     rng = np.random.default_rng(seed_from(config.seed, 1))
     sampler = Sampler(config, models.actor_module, models.tokenizer, dist,
@@ -475,6 +478,13 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
     result = TrainResult(out, records=log.history() if log else [], first_eval=first_eval)
     return Run(config, dist, models, optimizers, schedulers, rng, sampler, train_groups, val_groups, log, result,
                t0=started - elapsed, start=start, kl_coef=kl_coef)
+
+
+def _with_dtype(config: TrainConfig, dist: Dist, out: Path, model: torch.nn.Module | None) -> TrainConfig:
+    """``config`` with ``dtype: auto`` resolved where it can be (:func:`trainers.runtime.compute_dtype.resolve`)."""
+    dtype = compute_dtype.resolve(config.dtype, dist.device, out, model, is_main=dist.is_main,
+                                  share=lambda record: dist.gather(record)[0])
+    return config if dtype == config.dtype else dataclasses.replace(config, dtype=dtype)
 
 
 def generating(run: Run) -> contextlib.AbstractContextManager:

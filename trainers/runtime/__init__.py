@@ -7,5 +7,6 @@ math (``trainers/algos/``), below the trainers; it imports neither trainer.
 - ``distributed.py``: torchrun/DDP; ``fsdp.py``: the sharded strategy (FSDP2); ``lora.py``: LoRA through peft;
 - ``checkpoint.py``: checkpoints a killed run resumes from, both trainers' (the run folder's rule);
 - ``schedule.py``: the learning-rate schedules of both;
+- ``compute_dtype.py``: ``dtype: auto``, the compute dtype chosen by a probe at the start and recorded;
 - ``metrics.py``: JSON lines, the Echo Trap rule, plots, the paired success gain.
 """

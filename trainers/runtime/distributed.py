@@ -59,9 +59,10 @@ class Dist:
 
 
 def autocast(config: Any, job: Dist) -> contextlib.AbstractContextManager:
-    """bfloat16 autocast on GPU when ``config.dtype`` is ``bfloat16`` (parameters stay float32), else nothing."""
-    if config.dtype == "bfloat16" and job.device.type == "cuda":
-        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    """bfloat16 autocast on the job's device (GPU or CPU) when ``config.dtype`` is ``bfloat16`` (parameters stay
+    float32), else nothing."""
+    if config.dtype == "bfloat16":
+        return torch.autocast(device_type=job.device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
