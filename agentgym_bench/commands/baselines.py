@@ -97,12 +97,13 @@ BOARD_NAMES = {"oracle": "oracle", "random": "random", "scripted": "scripted", "
 REFERENCE_MINUTES = {
     "init-model": 0.1, "warmstart stage 1": 35.0, "warmstart stage 2": 56.0, "warmstart": 55.0,
     "eval oracle": 0.3, "eval random": 0.2, "eval": 0.8, "submit oracle": 0.2, "submit random": 0.1, "submit": 0.8,
-    "train starpo": 5.0, "train starpo-s": 4.5, "train gigpo": 4.9,
+    "train starpo": 5.0, "train starpo-s": 4.5, "train gigpo": 12.7,
     "eval-ma random": 0.3, "eval-ma scripted": 0.3, "eval-ma": 5.2, "submit-ma random": 0.2,
     "submit-ma scripted": 0.2, "submit-ma": 5.2}
 """The reference recipe's steps on the reference machine (2 cores; docs/results.md, "Wall time"): measured in the
 main job of 2026-11-27 (from the published checkpoint, 17.8 minutes for its steps; the trainers' steps again on
-2026-11-28, 12.3 minutes for all steps, once identical rows were shared) and the checkpoint's 1,200
+2026-11-28, 12.3 minutes for all steps, once identical rows were shared; GiGPO's five-env recipe on 2026-11-29,
+beside other work) and the checkpoint's 1,200
 two-player matches (5.2 minutes; their re-generation taken as long), and for the warm start's stages on two threads
 in earlier runs; ``submit`` of a local model re-generates every reply."""
 SELECTION = {"warmstart": "the last stage of the recipe's warm start, as the recipe ends (no checkpoint chosen)",
@@ -114,12 +115,13 @@ RECIPES: dict[str, Recipe] = {
                         train={name: (config, ()) for name, config in TRAINED.items()},
                         ma_models=("warmstart",), minutes=REFERENCE_MINUTES),
     "smoke": Recipe(warmstart=("warmstart-smoke-1", "warmstart-smoke-2"),
-                    train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=8",
-                                           "train_env_manager.num_env_groups=4",
-                                           "train_env_manager.num_groups_partition=[1,1,1,1]",
+                    # 5 groups split evenly over each recipe's tags (4 or 5 envs: every tag gets one or more)
+                    train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=10",
+                                           "train_env_manager.num_env_groups=5",
+                                           "train_env_manager.num_groups_partition=null",
                                            "train_env_manager.group_size=2",
-                                           "val_batch_size=8", "val_env_manager.num_env_groups=8",
-                                           "ppo_mini_batch_size=8", "micro_batch_size=8"))
+                                           "val_batch_size=10", "val_env_manager.num_env_groups=10",
+                                           "ppo_mini_batch_size=10", "micro_batch_size=10"))
                            for name, config in TRAINED.items()},
                     ma_models=("warmstart",), ma_model_eval=("--max-new-tokens", "4"), compared=False,
                     # its evaluations and submissions play and re-generate the whole suite, as the reference's do

@@ -173,3 +173,10 @@ def test_train_command_reports_config_errors_without_a_traceback(tmp_path):
     assert "starpo_s-frozenlake" in bundled_configs()
     with pytest.raises(UserError, match="no bundled config of that name"):
         resolve_config("no-such-config")
+
+
+def test_an_even_split_needs_a_group_for_every_tag():
+    tags = ["AgentSokoban-v0", "AgentFrozenLake-v0", "AgentBandit-v0"]
+    with pytest.raises(ConfigError, match="fewer than its 3 tags"):
+        config_from_dict({"train_env_manager": {"num_env_groups": 2, "group_size": 2, "tags": tags},
+                          "rollout_batch_size": 4})

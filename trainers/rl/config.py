@@ -576,6 +576,10 @@ class TrainConfig:
         else:
             self._check_match_manager(prefix)
         partition = manager.num_groups_partition
+        if partition is None and manager.num_env_groups < len(manager.tags):
+            raise ConfigError(f"{prefix}.num_env_groups={manager.num_env_groups} is fewer than its "
+                              f"{len(manager.tags)} tags, so an even split leaves a tag without a group: give more "
+                              "groups, fewer tags, or num_groups_partition")
         if partition is not None:
             if len(partition) != len(manager.tags) or sum(partition) != manager.num_env_groups:
                 raise ConfigError(f"{prefix}.num_groups_partition={partition} must give one count per tag "
