@@ -15,12 +15,13 @@ Each (env, side, round) runs in a fresh subprocess so that its peak resident mem
 timed part is the rollout only (model loading and a one-episode warm-up are excluded). Rounds alternate the sides.
 
     .venv/bin/python benchmarks/rollout_throughput.py [--model DIR] [--rounds 3] [--threads 1] [--sample]
-        [--no-share-prefill]
+        [--no-share-prefill] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import statistics
@@ -68,9 +69,16 @@ def worker(args: argparse.Namespace) -> None:
     EnvGroups([args.env], [1], 1, **kwargs).rollout(policy, history=args.history, keyed=args.sample)  # warm-up
     groups = EnvGroups([args.env], [args.groups], args.group_size, **kwargs)
     prefill_rows.clear()
+    if args.profile:  # the profiler's first start takes about a second: not the rollout's
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            pass
+    profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if args.profile else None
     start, cpu = time.perf_counter(), time.process_time()
-    trajectories = groups.rollout(policy, history=args.history, keyed=args.sample)
+    with profiler or contextlib.nullcontext():
+        trajectories = groups.rollout(policy, history=args.history, keyed=args.sample)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if profiler is not None:
+        print_profile(profiler, wall)
     turns = sum(len(t.turns) for t in trajectories)
     tokens = sum(len(u.token_ids) for t in trajectories for u in t.turns)
     # replies and outcomes (log-probs differ in the last float bits between batch shapes)
@@ -80,6 +88,18 @@ def worker(args: argparse.Namespace) -> None:
                       "tokens": tokens, "prefill_rows": sum(prefill_rows),
                       "success": sum(t.success for t in trajectories) / len(trajectories),
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "digest": digest}))
+
+
+def print_profile(profiler, wall: float) -> None:
+    """The torch ops' self CPU time as shares of the profiled rollout's wall time (to stderr): what a forward pass
+    spends where, and, as the remainder, Python (the engine, transformers' module code, sampling) and the envs."""
+    rows = sorted(profiler.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    ops = sum(e.self_cpu_time_total for e in rows) / 1e6
+    print(f"profile: {wall:.2f} s wall, torch ops {ops:.2f} s ({ops / wall:.0%}); the rest Python and envs",
+          file=sys.stderr)
+    for e in rows[:14]:
+        print(f"  {e.key:40s} {e.self_cpu_time_total / 1e6:6.3f} s  {e.self_cpu_time_total / 1e6 / wall:5.1%}  "
+              f"{e.count} calls", file=sys.stderr)
 
 
 def main() -> None:
@@ -98,6 +118,8 @@ def main() -> None:
                         "(default: greedy, which makes a group's members play the same episode)")
     parser.add_argument("--no-share-prefill", action="store_true", help="add a third side: batched without "
                         "prefill sharing (HFPolicy(share_prefill=False))")
+    parser.add_argument("--profile", action="store_true", help="profile one batched rollout per env in-process "
+                        "(torch.profiler: each op's self CPU time as a share of the wall time) instead of timing")
     parser.add_argument("--worker", choices=list(SIDES), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--env", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -114,6 +136,12 @@ def main() -> None:
             from trainers.sft.default_model import build_default_model
 
             args.model = str(build_default_model(Path(tempfile.mkdtemp()) / "default"))
+    if args.profile:
+        for env in args.envs:
+            print(f"{env}, batched{', sampled' if args.sample else ', greedy'}:", file=sys.stderr)
+            args.side, args.env = "batched", env
+            worker(args)
+        return
     sides = ["batched", "unshared", "single"] if args.no_share_prefill else ["batched", "single"]
     print(f"model {args.model}; {args.groups} groups x {args.group_size} envs; {args.rounds} rounds; "
           f"{args.threads} thread(s); {'sampled (keyed, temperature 1)' if args.sample else 'greedy'}")
