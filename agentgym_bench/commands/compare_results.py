@@ -29,6 +29,9 @@ from agentgym_bench.benchmark.results import Results, ResultsError, read_results
 from agentgym_bench.benchmark.scores import summarize
 from agentgym_bench.benchmark.suites import Suite, load_suite, quick_check, quick_text
 from agentgym_bench.errors import UserError
+from agentgym_bench.leaderboard.render import PAIRED_REPS, compare, entry_outcomes
+from agentgym_bench.leaderboard.verify import check_entries, check_suite
+from agentgym_bench.stats import paired_difference
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -45,8 +48,6 @@ def read_checked(path: str, suite: Suite | None, base: Results | None = None) ->
     """A results file and the suite (or the part of it a quick check played) it is compared on, checked like a
     submission's (but not replayed); a :class:`UserError` naming the file otherwise. ``base``: the file it is
     compared with, whose ``metadata.quick_check`` it must share (the same episodes on both sides)."""
-    from agentgym_bench.leaderboard.verify import check_entries, check_suite
-
     try:
         results = read_results(path)
     except ResultsError as error:
@@ -73,9 +74,6 @@ def comparison_table(suite: Suite, base: Results, other: Results, base_score: fl
     """Markdown rows of ``other`` against ``base`` (``other - base``; ``base_score``: the base's suite score): the
     suite score, then every entry. On a single-agent suite each entry also shows its mean return and their paired
     difference: where rewards are graded (WebShop's purchase score) success is only the top grade."""
-    from agentgym_bench.leaderboard.render import PAIRED_REPS, compare, entry_outcomes
-    from agentgym_bench.stats import paired_difference
-
     def interval(d: Any) -> str:
         return f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
 

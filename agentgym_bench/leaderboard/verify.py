@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentgym_bench.benchmark import results as results_file
 from agentgym_bench.benchmark.evaluate import package_version
 from agentgym_bench.benchmark.kinds import kind_of, policy_turns, suite_policy
 from agentgym_bench.benchmark.replay import EpisodeText, ModelFree, ReplayMismatch
@@ -152,7 +153,7 @@ def check_decoding(results: Results, tokenizer: Any, stop_ids: Sequence[int]) ->
     (:func:`~agentgym_bench.rollout.hf.decode_reply`, how evaluation wrote it); else a :class:`ResultsError` naming
     the first turn whose text and tokens disagree. Replay plays the text and re-generation compares the tokens, so
     this is what makes both checks speak of one reply."""
-    from agentgym_bench.rollout.hf import decode_reply
+    from agentgym_bench.rollout.hf import decode_reply  # noqa: PLC0415 - brings torch
 
     stops, vocabulary = set(stop_ids), len(tokenizer)
     for where, turn in policy_turns(results):
@@ -189,8 +190,7 @@ def read_source(source: str | os.PathLike | bytes) -> bytes:
     """The bytes of a results file given as bytes or a path: a regular file, never a symbolic link (its target
     could be any file, another entry's among them), at most :data:`~agentgym_bench.benchmark.results.
     MAX_FILE_BYTES` (checked before reading, and while reading)."""
-    from agentgym_bench.benchmark.results import MAX_FILE_BYTES  # read when called: tests lower the limit
-
+    limit = results_file.MAX_FILE_BYTES  # read when called: tests lower the limit
     if isinstance(source, bytes):
         return source
     path = Path(source)
@@ -207,11 +207,11 @@ def read_source(source: str | os.PathLike | bytes) -> bytes:
         os.close(fd)
         raise ResultsError(f"results file {path} is not a regular file")
     with os.fdopen(fd, "rb") as f:
-        if info.st_size > MAX_FILE_BYTES:
-            raise ResultsError(f"results file {path} is {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
-        raw = f.read(MAX_FILE_BYTES + 1)
-    if len(raw) > MAX_FILE_BYTES:
-        raise ResultsError(f"results file {path} is more than {MAX_FILE_BYTES:,} bytes")
+        if info.st_size > limit:
+            raise ResultsError(f"results file {path} is {info.st_size:,} bytes; the limit is {limit:,}")
+        raw = f.read(limit + 1)
+    if len(raw) > limit:
+        raise ResultsError(f"results file {path} is more than {limit:,} bytes")
     return raw
 
 
@@ -312,7 +312,7 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
             REGENERATION_CAP`, :func:`~agentgym_bench.leaderboard.regenerate.regeneration_cost_blocker`); a file
             above it stays *replayed*, saying so.
     """
-    from agentgym_bench.rollout.hf import load_tokenizer
+    from agentgym_bench.rollout.hf import load_tokenizer  # noqa: PLC0415 - brings torch
 
     raw = read_source(source)
     digest = hashlib.sha256(raw).hexdigest()
