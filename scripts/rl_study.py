@@ -40,9 +40,9 @@ import numpy as np
 
 from agentgym_bench import stats
 from agentgym_bench.commands.baselines import SELECTION
-from agentgym_bench.commands.compare_results import read_checked
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.render import PAIRED_REPS, entry_outcomes
+from agentgym_bench.leaderboard.verify import read_checked
 from agentgym_bench.leaderboard.weights import publish_model
 from agentgym_bench.run_folder import SUMMARY, final_actor
 

@@ -33,32 +33,9 @@ import yaml
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.rollout.scripted import DEMONSTRATORS, has_demonstrator
-from trainers.runtime.config_loading import merge, parse_overrides, read_yaml
+from trainers.runtime.config_loading import bundled_configs, merge, parse_overrides, read_yaml, resolve_config
 from trainers.runtime.metrics import success_gain
 from trainers.sft.sft_config import DEFAULT_ENVS, SFTConfig, sft_config_from_dict
-
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
-"""The bundled configs (``agentgym-bench train --list``, ``agentgym-bench warmstart --list``)."""
-WARMSTART_PREFIX = "warmstart-"
-"""The bundled configs whose name starts so are the warm start's (:class:`~trainers.sft.sft_config.SFTConfig`)."""
-
-
-def bundled_configs(warmstart: bool = False) -> list[str]:
-    """The names of the bundled RL configs, or with ``warmstart`` the warm start's."""
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if p.stem.startswith(WARMSTART_PREFIX) == warmstart)
-
-
-def resolve_config(name: str, warmstart: bool = False) -> Path:
-    """A path to an existing file, or the bundled config of that name."""
-    path = Path(name).expanduser()
-    if path.is_file():
-        return path
-    bundled = CONFIG_DIR / f"{name.removesuffix('.yaml')}.yaml"
-    if bundled.is_file() and bundled.stem.startswith(WARMSTART_PREFIX) == warmstart:
-        return bundled
-    raise UserError(f"no config file {name!r} and no bundled config of that name; bundled: "
-                    f"{', '.join(bundled_configs(warmstart))}")
-
 
 # -- train -------------------------------------------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ import gymnasium as gym
 
 import agentgym_bench  # noqa: F401  (registers the ids)
 from agentgym_bench.agent.env import LLMAgentEnv
-from agentgym_bench.commands.envs import check_env_id
 from agentgym_bench.errors import UserError
+from agentgym_bench.registration import check_env_id
 
 
 def parse_kwargs(items: list[str]) -> dict:

@@ -59,6 +59,9 @@ file cannot pair its policy with a weaker opponent than the suite's; the payoffs
 learner's payoff must equal the recorded ones. Check 6 plays the recorded model-free policy in the learner's seat
 (both seats in self-play); check 7 covers a model's moves (both seats' in self-play).
 
+Files compared without going on a board (``compare-results``) are read by :func:`read_checked`: checks 1-4, no
+replay.
+
 Submission names (:func:`check_name`) are 1-64 characters of ``[A-Za-z0-9 ._+-]``: no path separators, no markup.
 """
 
@@ -78,8 +81,8 @@ from agentgym_bench.benchmark import results as results_file
 from agentgym_bench.benchmark.evaluate import package_version
 from agentgym_bench.benchmark.kinds import kind_of, policy_turns, suite_policy
 from agentgym_bench.benchmark.replay import EpisodeText, ModelFree, ReplayMismatch
-from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, loads
-from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite, quick_text
+from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, loads, read_results
+from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite, quick_check, quick_text
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.regenerate import (
     REGENERATION_CAP,
@@ -277,6 +280,34 @@ def check_entries(results: Results, suite: Suite) -> None:
 
 def _some(values: list[int], k: int = 5) -> str:
     return "[]" if not values else f"{values[:k]}{' ...' if len(values) > k else ''} ({len(values)})"
+
+
+def read_checked(path: str, suite: Suite | None, base: Results | None = None) -> tuple[Results, Suite]:
+    """A results file and the suite (or the part of it a quick check played) it is compared on, checked like a
+    submission's (checks 1-4 of :func:`verify`; not replayed); a :class:`UserError` naming the file otherwise.
+    ``base``: the file it is compared with, whose ``metadata.quick_check`` it must share (the same episodes on both
+    sides)."""
+    try:
+        results = read_results(path)
+    except ResultsError as error:
+        raise UserError(str(error)) from None
+    mine = results.metadata.get("quick_check")
+    if base is not None and mine != base.metadata.get("quick_check"):
+        raise UserError(f"{path} is {played_text(mine)}, the base is {played_text(base.metadata.get('quick_check'))}: "
+                        "compare files that played the same episodes")
+    try:
+        suite = check_suite(results, suite)
+        if mine is not None:
+            suite = quick_check(suite, mine["episodes"], mine["entries"])[0]
+        check_entries(results, suite)
+    except ResultsError as error:
+        raise UserError(f"{path}: {error}") from None
+    return results, suite
+
+
+def played_text(quick: dict[str, Any] | None) -> str:
+    """What a file played: the whole suite, or the part a quick check (``metadata.quick_check``) names."""
+    return "the whole suite" if quick is None else f"a quick check ({quick_text(quick)})"
 
 
 def replay_entry(recorded: EntryResults, *, keep: set[int] | frozenset[int] = frozenset(),
