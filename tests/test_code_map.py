@@ -66,6 +66,7 @@ import importlib.util
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -451,51 +452,44 @@ def heavy_command_problems(cm: CodeMap, heavy=HEAVY, allowed=HEAVY_COMMANDS) -> 
                        for module in sorted(set(allowed) - found)]
 
 
+def script_files(checkout: Path) -> list[str]:
+    return sorted(p.relative_to(checkout).as_posix() for folder in ("scripts", "examples")
+                  for p in (checkout / folder).glob("*.py"))
+
+
+RULES: dict[str, tuple[str, Callable[[CodeMap], list[str]]]] = {
+    "imports run down the layers or are allowed":
+        ("layers", lambda cm: layer_problems(cm.edges, cm.layer) + unlayered_problems(cm.files)),
+    "no import cycles": ("cycles", lambda cm: cycle_problems(cm.edges)),
+    "files and functions are short or allowed": ("sizes", size_problems),
+    "package docstrings name their modules": ("docstrings", docstring_problems),
+    "imports inside functions bring a heavy package":
+        ("imports", lambda cm: function_import_problems(light_function_imports(cm))),
+    "import agentgym_bench and the command table bring no heavy package": ("imports", startup_problems),
+    "every noqa of the import rules gives its reason":
+        ("imports", lambda cm: noqa_problems(cm.checkout, cm.files + script_files(cm.checkout))),
+    "the command table names command modules or listed ones": ("commands", command_home_problems),
+    "only the command line imports a command module": ("commands", command_import_problems),
+    "command modules hold little besides parsing and calls": ("commands", command_logic_problems),
+    "a command's --help loads no heavy package": ("commands", heavy_command_problems),
+}
+"""Each rule of the module docstring: its name -> (its group, the function that lists its problems)."""
+
+
 def all_problems(cm: CodeMap) -> dict[str, list[str]]:
-    return {"layers": layer_problems(cm.edges, cm.layer) + unlayered_problems(cm.files),
-            "cycles": cycle_problems(cm.edges), "sizes": size_problems(cm), "docstrings": docstring_problems(cm),
-            "imports": function_import_problems(light_function_imports(cm)) + startup_problems(cm),
-            "commands": command_home_problems(cm) + command_import_problems(cm) + command_logic_problems(cm)
-            + heavy_command_problems(cm)}
+    """The problems of every rule, by group."""
+    problems: dict[str, list[str]] = {}
+    for group, rule in RULES.values():
+        problems.setdefault(group, []).extend(rule(cm))
+    return problems
 
 
 # The rules on this checkout.
 
 
-def test_imports_run_down_the_layers_or_are_allowed(code_map):
-    problems = layer_problems(code_map.edges, code_map.layer) + unlayered_problems(code_map.files)
-    assert not problems, "\n".join(problems)
-
-
-def test_no_import_cycles(code_map):
-    problems = cycle_problems(code_map.edges)
-    assert not problems, "\n".join(problems)
-
-
-def test_files_and_functions_are_short_or_allowed(code_map):
-    problems = size_problems(code_map)
-    assert not problems, "\n".join(problems)
-
-
-def test_package_docstrings_name_their_modules(code_map):
-    problems = docstring_problems(code_map)
-    assert not problems, "\n".join(problems)
-
-
-def test_imports_inside_functions_bring_a_heavy_package(code_map):
-    problems = function_import_problems(light_function_imports(code_map))
-    assert not problems, "\n".join(problems)
-
-
-def test_import_agentgym_bench_and_the_command_table_bring_no_heavy_package(code_map):
-    problems = startup_problems(code_map)
-    assert not problems, "\n".join(problems)
-
-
-def test_every_noqa_of_the_import_rules_gives_its_reason(code_map):
-    scripts = sorted(p.relative_to(ROOT).as_posix() for folder in ("scripts", "examples")
-                     for p in (ROOT / folder).glob("*.py"))
-    problems = noqa_problems(ROOT, code_map.files + scripts)
+@pytest.mark.parametrize("rule", list(RULES))
+def test_the_rule_holds(code_map, rule):
+    problems = RULES[rule][1](code_map)
     assert not problems, "\n".join(problems)
 
 
@@ -504,26 +498,6 @@ def test_the_heavy_list_is_ruffs():
     planted = ('[tool.ruff.lint.flake8-tidy-imports]\nbanned-module-level-imports = ["torch",\n  "vllm"]\n\n'
                '[x]\nbanned-module-level-imports = ["numpy"]\n')
     assert heavy_packages(planted) == {"torch", "vllm"}
-
-
-def test_the_command_table_names_command_modules_or_listed_ones(code_map):
-    problems = command_home_problems(code_map)
-    assert not problems, "\n".join(problems)
-
-
-def test_only_the_command_line_imports_a_command_module(code_map):
-    problems = command_import_problems(code_map)
-    assert not problems, "\n".join(problems)
-
-
-def test_command_modules_hold_little_besides_parsing_and_calls(code_map):
-    problems = command_logic_problems(code_map)
-    assert not problems, "\n".join(problems)
-
-
-def test_a_commands_help_loads_no_heavy_package(code_map):
-    problems = heavy_command_problems(code_map)
-    assert not problems, "\n".join(problems)
 
 
 def test_every_allowance_gives_a_one_line_reason():
