@@ -21,8 +21,6 @@ match, except that a fixed opponent's (``random``, ``scripted``) replies are re-
 must equal the recorded ones, so a file cannot pair its policy with a weaker opponent than the suite's; the payoffs,
 outcome, deal, win and the learner's payoff must equal the recorded ones. The score averages the learner's payoff
 (with a normal interval; payoffs are not binary, so no McNemar test pairs two files).
-
-PettingZoo, which the two-player envs need, is imported only when a match is played.
 """
 
 from __future__ import annotations
