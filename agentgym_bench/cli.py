@@ -1,9 +1,11 @@
 """``agentgym-bench``: the command line.
 
-Each subcommand lives in the module that owns its work; that module defines ``configure_parser(parser)`` and
-``run(args) -> int`` (a module with several commands, ``trainers/cli.py``, an object of both per command, named
-``module:NAME``). This file only lists them, so ``--help`` works without importing torch or transformers, and
-turns a :class:`~agentgym_bench.errors.UserError` into one line, ``agentgym-bench: error: ...``, and exit code 2.
+Each subcommand is a command module, of ``agentgym_bench/commands/`` or ``trainers/cli.py``, that parses its arguments
+and calls the library; it defines ``configure_parser(parser)`` and ``run(args) -> int`` (``trainers/cli.py``, which
+holds two commands, an object of both per command, named ``module:NAME``). Three are the module that owns their
+work (``webshop-serve``, ``init-model``, ``compare-runs``); ``tests/test_code_map.py`` holds the rule and lists them.
+This file only lists the commands, so ``--help`` works without importing torch or transformers, and turns a
+:class:`~agentgym_bench.errors.UserError` into one line, ``agentgym-bench: error: ...``, and exit code 2.
 ``agentgym-bench --debug COMMAND ...`` (or ``AGENTGYM_BENCH_DEBUG=1``) shows the traceback instead.
 """
 

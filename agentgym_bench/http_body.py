@@ -48,6 +48,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from agentgym_bench.errors import UserError
 
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None
+
 
 @dataclass(frozen=True)
 class ServerLimits:
@@ -411,9 +416,7 @@ def listen_error(host: str, port_number: int, err: OSError) -> UserError:
 def raise_open_files_limit(wanted: int) -> int:
     """Raise this process's soft limit on open files towards ``wanted`` (never above the hard limit), as vLLM's
     server does, so that ``--max-connections`` connections can be accepted; the soft limit now."""
-    try:
-        import resource
-    except ImportError:  # not on Windows
+    if resource is None:  # not on Windows
         return wanted
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)

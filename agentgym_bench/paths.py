@@ -16,6 +16,8 @@ import difflib
 import functools
 import os
 import re
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from agentgym_bench.errors import UserError
@@ -189,9 +191,6 @@ def hub_endpoint() -> str:
 def hub_reachable(endpoint: str) -> bool:
     """Whether ``endpoint`` answers an HTTP request within :data:`HUB_SECONDS` (any status counts: the hub is
     there); asked once per process."""
-    import urllib.error
-    import urllib.request
-
     try:
         with urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=HUB_SECONDS):
             return True

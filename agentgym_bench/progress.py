@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from tqdm import tqdm
+
 
 class LineProgress:
     """``update``/``close``/``set_postfix_str`` like a tqdm bar, printing a line every ``interval`` seconds."""
@@ -90,7 +92,5 @@ def progress(total: int | None, desc: str, unit: str = "it", *, enabled: bool = 
     if not enabled:
         return _Silent()
     if sys.stderr.isatty():
-        from tqdm import tqdm
-
         return tqdm(total=total, desc=desc, unit=unit, leave=leave, initial=initial)
     return LineProgress(total, desc, unit, interval, initial=initial)

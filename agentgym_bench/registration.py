@@ -10,6 +10,7 @@ what the agent reads each turn. No agent id sets ``max_episode_steps``.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentgym_bench.agent.env import LLMAgentEnv
+from agentgym_bench.errors import UserError
 
 RAGEN_BUDGET = {"max_turns": 5, "max_actions_per_turn": 5, "max_actions_per_episode": 10}
 ONE_SHOT_BUDGET = {"max_turns": 1, "max_actions_per_turn": 1, "max_actions_per_episode": 1}
@@ -80,6 +82,16 @@ def is_graded(env_id: str) -> bool:
     """Whether ``env_id`` is an agent id whose reward grades an episode (``AgentEnvSpec.graded``)."""
     spec = AGENT_ENVS.get(env_id)
     return spec is not None and spec.graded
+
+
+def check_env_id(env_id: str) -> str:
+    """``env_id`` if it is one of this package's agent env ids, else a :class:`UserError` listing them."""
+    known = list(AGENT_ENVS)
+    if env_id in known:
+        return env_id
+    close = difflib.get_close_matches(str(env_id), known, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise UserError(f"unknown env id {env_id!r}: {hint}`agentgym-bench envs` lists them ({', '.join(known)})")
 
 
 def load_class(entry_point: str) -> type:

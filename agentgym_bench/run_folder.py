@@ -32,6 +32,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from agentgym_bench.errors import UserError
 
 CONFIG = "config.yaml"
@@ -77,8 +79,6 @@ def final_actor(run: str | Path) -> Path:
 
 def read_config(run: str | Path) -> dict[str, Any]:
     """The run's resolved config as a plain dict (``{}`` for an empty file)."""
-    import yaml
-
     return yaml.safe_load(Path(run, CONFIG).read_text()) or {}
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,6 @@ def _z(confidence: float) -> float:
         raise ValueError(f"confidence={confidence} must be in (0, 1)")
     if confidence == 0.95:
         return Z95
-    from statistics import NormalDist
 
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from agentgym_bench.stats import paired_difference
-from trainers.cli import resolve_config
 from trainers.rl.compare import compare_runs, read_episodes
 from trainers.rl.config import load_config
+from trainers.runtime.config_loading import resolve_config
 from trainers.runtime.metrics import EchoTrapRule, read_metrics
 
 VARIANTS = ("starpo", "starpo_s_grpo")

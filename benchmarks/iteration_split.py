@@ -43,9 +43,9 @@ def worker(args: argparse.Namespace) -> dict:
 
     import agentgym_bench  # noqa: F401  (registers the envs)
     import trainers.rl.ppo
-    from trainers.cli import resolve_config
     from trainers.rl.config import load_config
     from trainers.rl.train import build_samples, run_iteration, start_run
+    from trainers.runtime.config_loading import resolve_config
     from trainers.runtime.distributed import Dist
 
     torch.set_num_threads(args.threads)

@@ -17,12 +17,14 @@ import argparse
 import os
 import tempfile
 
+from agentgym_bench.paths import model_dir
+from agentgym_bench.seeds import TRAIN_SEED_START
+from trainers.sft.default_model import build_default_model
+
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func prints an "experimental" warning otherwise
 
 
 def main() -> None:
-    from agentgym_bench.paths import model_dir
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None, help="model folder or hub id (default: the warm-started local model "
                         "if present, else the default model, built if missing)")
@@ -36,10 +38,13 @@ def main() -> None:
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
-    from agentgym_bench.adapters.trl import EpisodeRollout, checkpointing_off, env_reward, episode_dataset
-    from agentgym_bench.rollout.hf import load_model
-    from agentgym_bench.seeds import TRAIN_SEED_START
-    from trainers.sft.default_model import build_default_model
+    from agentgym_bench.adapters.trl import (  # noqa: PLC0415 - brings trl
+        EpisodeRollout,
+        checkpointing_off,
+        env_reward,
+        episode_dataset,
+    )
+    from agentgym_bench.rollout.hf import load_model  # noqa: PLC0415 - brings torch
 
     torch.set_num_threads(1)
     path = args.model

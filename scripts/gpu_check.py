@@ -40,6 +40,7 @@ import json
 import math
 import os
 import platform
+import random
 import shutil
 import subprocess
 import sys
@@ -51,9 +52,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
+from tokenizers import models as token_models
+from tokenizers import trainers as token_trainers
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the project, also when it is not installed
     sys.path.insert(0, str(ROOT))
+
+import agentgym_bench  # noqa: E402 - after the sys.path setup
+from agentgym_bench.rollout.tokens import trajectory_token_view  # noqa: E402 - after the sys.path setup
+from trainers.runtime.config_loading import merge  # noqa: E402 - after the sys.path setup
+from trainers.sft.default_model import bargain_texts, webshop_texts  # noqa: E402 - after the sys.path setup
 
 TAG = "[gpu-check]"
 QWEN3_TEMPLATE = ROOT / "scripts" / "qwen3_chat_template.jinja"
@@ -190,10 +201,10 @@ class Meter:
     _params: dict[int, int] = field(default_factory=dict)
 
     def install(self) -> None:
-        import trainers.rl.rollouts
-        import trainers.rl.train
-        import trainers.runtime.checkpoint
-        from agentgym_bench.rollout.hf import HFPolicy
+        import trainers.rl.rollouts  # noqa: PLC0415 - brings torch
+        import trainers.rl.train  # noqa: PLC0415 - brings torch
+        import trainers.runtime.checkpoint  # noqa: PLC0415 - brings torch
+        from agentgym_bench.rollout.hf import HFPolicy  # noqa: PLC0415 - brings torch
 
         train, rollouts = trainers.rl.train, trainers.rl.rollouts
         original_play = rollouts.play
@@ -272,7 +283,7 @@ class Meter:
         return tokens, per_token * n * tokens
 
     def _loaded(self, models, *args, **kwargs) -> tuple[int, float]:
-        from trainers.runtime import fsdp
+        from trainers.runtime import fsdp  # noqa: PLC0415 - brings torch
 
         self.sharded = fsdp.is_sharded(models.actor_module)
         return 0, 0.0
@@ -312,13 +323,6 @@ def figures(name: str, phases: dict[str, Phase], peak: float | None) -> str:
 def corpus(tiny: bool) -> list[str]:
     """Text to train the tokenizer on: every agent env's observations and instructions (both prompt templates, a
     few random steps), the bundled WebShop store, Bargain, and the project's Markdown docs."""
-    import random
-
-    import gymnasium as gym
-
-    import agentgym_bench
-    from trainers.sft.default_model import bargain_texts, webshop_texts
-
     texts: list[str] = []
     seeds = range(3 if tiny else 40)
     rng = random.Random(0)
@@ -348,17 +352,16 @@ def corpus(tiny: bool) -> list[str]:
 def build_tokenizer(size: Size, tiny: bool):
     """A byte-level BPE tokenizer as Qwen's (NFC, Qwen's split regex, byte-level, BPE), trained here on
     :func:`corpus`, with Qwen3's special tokens and chat template: a ``PreTrainedTokenizerFast``."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    core = Tokenizer(models.BPE())
+    core = Tokenizer(token_models.BPE())
     core.normalizer = normalizers.NFC()
     core.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(QWEN_SPLIT), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     core.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=size.vocab, min_frequency=2, special_tokens=SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = token_trainers.BpeTrainer(vocab_size=size.vocab, min_frequency=2, special_tokens=SPECIAL,
+                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     core.train_from_iterator(corpus(tiny), trainer)
     core.add_tokens([AddedToken(t, special=False, normalized=False) for t in ADDED])
     return PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
@@ -438,8 +441,6 @@ def free_memory() -> None:
 def train_config(args: argparse.Namespace, model: Path, out: Path, preset: str, **extra: Any) -> dict[str, Any]:
     """A short Sokoban run of ``preset``: RAGEN's prompt, whole conversations of 2 turns, the HF backend, bfloat16
     mixed precision and gradient checkpointing (the GPU recipes' settings), sized for minutes."""
-    from trainers.runtime.config_loading import merge
-
     tiny = args.tiny
     groups, group_size = (4, 2) if tiny else (8, 4)
     env = {"tags": ["AgentSokoban-v0"], "env_kwargs": {"prompt": "ragen", "max_turns": 2}, "history_length": None}
@@ -462,8 +463,8 @@ def train_config(args: argparse.Namespace, model: Path, out: Path, preset: str, 
 
 def train(config: dict[str, Any], meter: Meter, name: str) -> None:
     """Run (or resume) the training loop in this process, measured under ``name``."""
-    from trainers.rl.config import config_from_dict
-    from trainers.rl.train import main
+    from trainers.rl.config import config_from_dict  # noqa: PLC0415 - brings torch
+    from trainers.rl.train import main  # noqa: PLC0415 - brings torch
 
     meter.current = name
     try:
@@ -564,8 +565,6 @@ def check_tito(meter: Meter, model: Path) -> str:
     """The last StarPO-S training rollout, rebuilt as whole-episode rows token-in-token-out: each row, cut after each
     reply, is exactly a prompt the actor was asked to continue plus the ids it sampled."""
     from transformers import AutoTokenizer
-
-    from agentgym_bench.rollout.tokens import trajectory_token_view
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     expect("think" in (tokenizer.chat_template or ""), "the tokenizer does not carry Qwen3's template")

@@ -36,6 +36,16 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
+from agentgym_bench import stats
+from agentgym_bench.commands.baselines import SELECTION
+from agentgym_bench.errors import UserError
+from agentgym_bench.leaderboard.render import PAIRED_REPS, entry_outcomes
+from agentgym_bench.leaderboard.verify import read_checked
+from agentgym_bench.leaderboard.weights import publish_model
+from agentgym_bench.run_folder import SUMMARY, final_actor
+
 SUITE = "agentgym-v2-validation"
 TEST_SUITE = "agentgym-v2"
 EVAL = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16", "--seed", "0")
@@ -72,10 +82,6 @@ def run_one(args: argparse.Namespace, recipe: str, seed: int) -> None:
 def test(args: argparse.Namespace) -> int:
     """Read the test suite once per finished run: the main job's evaluation of a trained model, so that seed 0's
     file can go onto the board as it is."""
-    from agentgym_bench.commands.baselines import SELECTION
-    from agentgym_bench.leaderboard.weights import publish_model
-    from agentgym_bench.run_folder import SUMMARY, final_actor
-
     out, failed = Path(args.out), 0
     entry_seed, entry_name = (int(args.board_entry[0]), args.board_entry[1]) if args.board_entry else (None, None)
     for recipe in args.recipes:
@@ -135,11 +141,6 @@ def compare_seeds(suite, base: list, other: list) -> dict[str, dict[str, float]]
     averaged over the seeds, bootstrapped; stratified by entry for the score, as ``compare-results`` does for one
     pair) and, for k >= 2, its Student's t interval over the k per-seed differences. Returns name -> ``{"difference",
     "episodes_low", "episodes_high", "seeds_low", "seeds_high", "per_seed": [...]}``."""
-    import numpy as np
-
-    from agentgym_bench import stats
-    from agentgym_bench.leaderboard.render import PAIRED_REPS, entry_outcomes
-
     bases = base if len(base) == len(other) else base * len(other)
     names = [e.name for e in suite.entries]
     per_seed = {n: np.stack([entry_outcomes(o, n) - entry_outcomes(b, n) for b, o in zip(bases, other, strict=True)])
@@ -170,9 +171,6 @@ def comparison_lines(title: str, rows: dict[str, dict[str, float]]) -> list[str]
 
 def report(args: argparse.Namespace) -> int:
     """Per recipe: its seeds against the reference; per pair: candidate minus control, seed by seed."""
-    from agentgym_bench.commands.compare_results import read_checked
-    from agentgym_bench.errors import UserError
-
     try:
         reference, suite = read_checked(args.reference, None)
         found = {}

@@ -24,7 +24,7 @@ def rl_study():
 
 @pytest.fixture(scope="module")
 def files():
-    from agentgym_bench.commands.compare_results import read_checked
+    from agentgym_bench.leaderboard.verify import read_checked
 
     names = ("default-model-sft", "default-model-sft-starpo", "default-model-sft-starpo-s", "default-model-sft-gigpo")
     loaded = {n: read_checked(str(SUBMISSIONS / f"{n}.json.gz"), None) for n in names}

@@ -28,34 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.rollout.scripted import DEMONSTRATORS, has_demonstrator
-from trainers.runtime.config_loading import merge, parse_overrides, read_yaml
+from trainers.runtime.config_loading import bundled_configs, merge, parse_overrides, read_yaml, resolve_config
+from trainers.runtime.metrics import success_gain
 from trainers.sft.sft_config import DEFAULT_ENVS, SFTConfig, sft_config_from_dict
-
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
-"""The bundled configs (``agentgym-bench train --list``, ``agentgym-bench warmstart --list``)."""
-WARMSTART_PREFIX = "warmstart-"
-"""The bundled configs whose name starts so are the warm start's (:class:`~trainers.sft.sft_config.SFTConfig`)."""
-
-
-def bundled_configs(warmstart: bool = False) -> list[str]:
-    """The names of the bundled RL configs, or with ``warmstart`` the warm start's."""
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if p.stem.startswith(WARMSTART_PREFIX) == warmstart)
-
-
-def resolve_config(name: str, warmstart: bool = False) -> Path:
-    """A path to an existing file, or the bundled config of that name."""
-    path = Path(name).expanduser()
-    if path.is_file():
-        return path
-    bundled = CONFIG_DIR / f"{name.removesuffix('.yaml')}.yaml"
-    if bundled.is_file() and bundled.stem.startswith(WARMSTART_PREFIX) == warmstart:
-        return bundled
-    raise UserError(f"no config file {name!r} and no bundled config of that name; bundled: "
-                    f"{', '.join(bundled_configs(warmstart))}")
-
 
 # -- train -------------------------------------------------------------------------------------------------------
 
@@ -81,17 +61,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from trainers.rl.config import load_config
+    from trainers.rl.config import load_config  # noqa: PLC0415 - brings torch
 
     config = load_config(resolve_config(args.config), args.overrides)
     if args.print_config:
-        import yaml
-
         print(yaml.safe_dump(config.to_dict(), sort_keys=False), end="")
         return 0
     import transformers
 
-    from trainers.rl.train import main as train_main
+    from trainers.rl.train import main as train_main  # noqa: PLC0415 - brings torch
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
@@ -100,8 +78,6 @@ def _train(args: argparse.Namespace) -> int:
         return 0
     print(f"run folder: {result.output_dir}  (metrics.jsonl, curves.png, summary.json, checkpoint-*/)")
     if result.first_eval and result.last_eval:
-        from trainers.runtime.metrics import success_gain
-
         gain = success_gain(result.first_eval, result.last_eval)
         print(f"validation success {gain['before']:.3f} -> {gain['after']:.3f} over {gain['n_after']} episodes: "
               f"gain {gain['gain']:+.3f} (paired 95% CI {gain['ci_low']:+.3f} .. {gain['ci_high']:+.3f}, "
@@ -254,8 +230,8 @@ def parse_demonstrators(values: list[str], envs: list[str]) -> dict[str, str]:
 def _warm_start(config: SFTConfig, instead: str | None) -> int:
     """Run ``config``; ``instead``: the ``key=value`` form of the old flags given, said once every check passed (a
     refused command prints one line)."""
-    from trainers.runtime.launch import launch, under_torchrun
-    from trainers.sft import warmstart
+    from trainers.runtime.launch import launch, under_torchrun  # noqa: PLC0415 - brings torch
+    from trainers.sft import warmstart  # noqa: PLC0415 - brings torch
 
     if under_torchrun():  # torchrun's processes; launch refuses another number
         processes = config.processes or int(os.environ["WORLD_SIZE"])
@@ -277,8 +253,6 @@ def _warm_start(config: SFTConfig, instead: str | None) -> int:
 
 
 def _yaml_text(value: Any, flow: bool = False) -> str:
-    import yaml
-
     text = yaml.safe_dump(value, sort_keys=False, default_flow_style=True if flow else None, width=10**6)
     return text.strip().removesuffix("...").strip() if flow else text
 

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from starlette.websockets import WebSocketDisconnect
 
 import agentgym_bench  # registers the env ids
 from agentgym_bench import seeds
@@ -263,7 +264,6 @@ class SessionGuard:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "websocket":
             return await self.app(scope, receive, send)
-        from starlette.websockets import WebSocketDisconnect
 
         ttl = self.limits.session_ttl
 

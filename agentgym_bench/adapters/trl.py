@@ -38,6 +38,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import gymnasium as gym
+
 import agentgym_bench  # noqa: F401 - registers the env ids
 from agentgym_bench.adapters import require
 from agentgym_bench.agent.policies import agent_env
@@ -239,8 +241,6 @@ class AgentToolEnv:
     def reset(self, seed: int | None = None, env_id: str | None = None, **row: Any) -> str:
         """Start the episode ``(env_id, seed)`` of a dataset row (other columns are ignored); returns its first
         observation. ``seed`` is required and must be a training seed."""
-        import gymnasium as gym
-
         env_id = env_id or self.env_id
         if seed is None:
             raise ValueError("AgentToolEnv.reset needs a seed: build the dataset with environment_dataset()")

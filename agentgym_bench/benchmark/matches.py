@@ -21,8 +21,6 @@ match, except that a fixed opponent's (``random``, ``scripted``) replies are re-
 must equal the recorded ones, so a file cannot pair its policy with a weaker opponent than the suite's; the payoffs,
 outcome, deal, win and the learner's payoff must equal the recorded ones. The score averages the learner's payoff
 (with a normal interval; payoffs are not binary, so no McNemar test pairs two files).
-
-PettingZoo, which the two-player envs need, is imported only when a match is played.
 """
 
 from __future__ import annotations
@@ -53,6 +51,7 @@ from agentgym_bench.benchmark.results import (
 )
 from agentgym_bench.benchmark.suites import OPPONENTS, Suite, SuiteEntry
 from agentgym_bench.errors import UserError
+from agentgym_bench.multiagent.selfplay import SCRIPTED, play_matches
 from agentgym_bench.rollout.engine import tag_hash
 from agentgym_bench.rollout.policy import Generation, Policy
 from agentgym_bench.rollout.specs import Sampling, policy_from_spec
@@ -70,8 +69,6 @@ def match_key_tag(env_id: str, opponent: str) -> int:
 def opponent_policy(entry: SuiteEntry, learner: Policy) -> Policy:
     """The entry's opponent: the suite's fixed random or scripted policy (random drawing with
     :data:`OPPONENT_SEED`), or ``learner`` itself."""
-    from agentgym_bench.multiagent.selfplay import SCRIPTED
-
     if entry.opponent == "self":
         return learner
     if entry.opponent in SCRIPTED:
@@ -83,8 +80,6 @@ def play_entry(policy: Policy, entry: SuiteEntry, *, history: int | None = None,
                opponent: Policy | None = None) -> list[Any]:
     """Play the entry's matches with ``policy`` as the learner; :class:`~agentgym_bench.multiagent.selfplay.
     MatchResult` objects in seed order. ``opponent``: play this policy instead of the entry's."""
-    from agentgym_bench.multiagent.selfplay import play_matches
-
     seeds = list(entry.seeds)
     return play_matches(entry.env_id, seeds, policy, opponent or opponent_policy(entry, policy),
                         env_kwargs=entry.env_kwargs, learner_seats=[entry.learner_seat(s) for s in seeds],
@@ -174,8 +169,6 @@ def replay_matches(recorded: EntryResults, *, keep: set[int] | frozenset[int] = 
     once a match has replayed, those replies must equal the recorded ones (:class:`~.replay.RegenerationMismatch` at
     the first that does not). Texts of the matches in ``keep``: the observations in play order and the learner's
     final observation."""
-    from agentgym_bench.multiagent.selfplay import play_matches
-
     opponent = str(recorded.opponent)
     if opponent not in OPPONENTS:
         raise ReplayMismatch(f"entry {recorded.name}: unknown opponent {opponent!r}")
@@ -330,7 +323,6 @@ class Matches:
         if spec == "oracle":
             raise UserError(f"{suite.name} is a two-player suite, where no oracle exists (the best reply depends on "
                             "the opponent); use 'scripted', the scripted bargainer, as the reference")
-        from agentgym_bench.multiagent.selfplay import SCRIPTED
 
         return policy_from_spec(spec, sampling, scripted=SCRIPTED, **kwargs)
 

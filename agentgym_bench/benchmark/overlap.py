@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import gymnasium as gym
+
+import agentgym_bench  # noqa: F401 - registers the ids
 from agentgym_bench.benchmark.suites import SuiteEntry
+from agentgym_bench.envs.bandit import BanditGame
+from agentgym_bench.envs.webshop.game import WebShopGame
+from agentgym_bench.multiagent.bargain import BargainEnv
+from agentgym_bench.multiagent.bargain_rules import deal_text
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, seed_split
 
 
@@ -42,9 +49,6 @@ class Overlap:
 def content_reader(entry: SuiteEntry):
     """A function ``seed -> content text`` for ``entry``'s env, or ``None`` if the env generates no content."""
     if entry.opponent is not None:
-        from agentgym_bench.multiagent.bargain import BargainEnv
-        from agentgym_bench.multiagent.bargain_rules import deal_text
-
         if entry.env_id != "Bargain-v0":
             return None
         env = BargainEnv(**entry.env_kwargs)
@@ -53,11 +57,6 @@ def content_reader(entry: SuiteEntry):
             env.reset(seed=seed)
             return deal_text(env.counts, *env.values.values())
         return deal
-    import gymnasium as gym
-
-    import agentgym_bench  # noqa: F401 - registers the ids
-    from agentgym_bench.envs.bandit import BanditGame
-    from agentgym_bench.envs.webshop.game import WebShopGame
 
     game = gym.make(entry.env_id, **entry.make_kwargs()).unwrapped.game.unwrapped
     if isinstance(game, BanditGame):

@@ -32,6 +32,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import BOARD_INDEX
@@ -164,8 +166,6 @@ def with_start(trainer: dict[str, Any], folder: str | os.PathLike, root: str | o
 
 
 def _raw_pretrain(folder: Path) -> str | None:
-    import yaml
-
     try:
         config = run_folder.read_config(folder)
     except (OSError, yaml.YAMLError):

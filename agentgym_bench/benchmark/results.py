@@ -32,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 
 from agentgym_bench.errors import UserError
@@ -194,8 +195,6 @@ line breaks or control characters, so no field can add a line to a board's table
 
 def validate(data: Any) -> None:
     """Raise :class:`ResultsError` naming the first offending field (as a JSON path) if ``data`` breaks the schema."""
-    import jsonschema
-
     validator = jsonschema.Draft202012Validator(schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:

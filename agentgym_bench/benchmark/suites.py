@@ -54,7 +54,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
+
+import agentgym_bench  # noqa: F401 - registers the ids
+from agentgym_bench.agent.tools import ACTION_FORMATS
+from agentgym_bench.envs.frozen_lake import FrozenLakeGame
 from agentgym_bench.errors import UserError
+from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
+from agentgym_bench.registration import is_graded
+from agentgym_bench.rollout.engine import EnvGroups
+from agentgym_bench.rollout.scripted import OraclePolicy
 
 SUITES_PACKAGE = "agentgym_bench.benchmark.data"
 DEFAULT_SUITE = "agentgym-v2"
@@ -91,8 +101,6 @@ class SuiteEntry:
     def graded(self) -> bool:
         """The entry's reward grades an episode (WebShop's purchase score; ``AgentEnvSpec.graded``), so the boards
         show its mean return beside the success rate (the score still counts success)."""
-        from agentgym_bench.registration import is_graded
-
         return is_graded(self.env_id)
 
     @property
@@ -103,8 +111,6 @@ class SuiteEntry:
         """``gym.make`` keyword arguments with ``prompt`` (default: the entry's first) and ``action_format`` (one of
         :data:`~agentgym_bench.agent.tools.ACTION_FORMATS`; ``None`` or ``"answer"``, the agent env's default, is
         left out, so those kwargs are what they always were); a match entry's env kwargs."""
-        from agentgym_bench.agent.tools import ACTION_FORMATS
-
         if self.opponent is not None:
             if prompt is not None:
                 raise UserError(f"suite entry {self.name!r} is a two-player match: its game writes its own text, "
@@ -176,10 +182,6 @@ def load_suite(name: str = DEFAULT_SUITE) -> Suite:
 
 def parse_suite(data: dict[str, Any]) -> Suite:
     """Check and build a suite from its JSON form."""
-    import gymnasium as gym
-
-    import agentgym_bench  # noqa: F401 - registers the ids
-
     seed_start = int(data["seed_start"])
     entries = []
     for raw in data["entries"]:
@@ -211,15 +213,9 @@ def _match_entry(suite: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry
         raise ValueError(f"{where}: opponent {raw['opponent']!r} is not one of {list(OPPONENTS)}")
     if raw.get("prompts") or "oracle_success" in raw:
         raise ValueError(f"{where}: a match entry has no prompts and no oracle_success")
-    if not raw["env_id"].startswith("TextArena/"):
-        try:
-            from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
-        except ImportError as e:
-            raise UserError(f"{where} is a two-player game, which needs PettingZoo ({e}): "
-                            "pip install -e . in a clone of agentgym-bench") from None
-        if raw["env_id"] not in MULTIAGENT_ENVS:
-            raise ValueError(f"{where}: {raw['env_id']!r} is not a two-player env id ({sorted(MULTIAGENT_ENVS)} or "
-                             "'TextArena/<id>')")
+    if not raw["env_id"].startswith("TextArena/") and raw["env_id"] not in MULTIAGENT_ENVS:
+        raise ValueError(f"{where}: {raw['env_id']!r} is not a two-player env id ({sorted(MULTIAGENT_ENVS)} or "
+                         "'TextArena/<id>')")
     if raw["opponent"] != "self" and raw["env_id"] != "Bargain-v0":
         raise ValueError(f"{where}: the {raw['opponent']} opponent plays Bargain-v0 only")
     return SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
@@ -231,14 +227,6 @@ def oracle_success(entry: SuiteEntry) -> float:
     """The oracle's success on ``entry``'s episodes: its exact success probability averaged over the episodes for
     FrozenLake (slips make a played rate noisy, and a noisy ceiling could be beaten by luck), the played rate for
     the other games, whose oracles are deterministic. How ``oracle_success`` in the suite files is computed."""
-    import gymnasium as gym
-    import numpy as np
-
-    import agentgym_bench  # noqa: F401 - registers the ids
-    from agentgym_bench.envs.frozen_lake import FrozenLakeGame
-    from agentgym_bench.rollout.engine import EnvGroups
-    from agentgym_bench.rollout.scripted import OraclePolicy
-
     env = gym.make(entry.env_id, **entry.make_kwargs()).unwrapped
     if isinstance(env.game.unwrapped, FrozenLakeGame):
         values = []

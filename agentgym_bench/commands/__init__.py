@@ -1,6 +1,7 @@
 """The ``agentgym-bench`` subcommands that belong to no lower layer, one module each (``agentgym_bench.cli`` lists
 every command; ``init-model``, ``warmstart``, ``train`` and ``compare-runs`` are in ``trainers``, ``webshop-serve``
-in ``agentgym_bench.envs.webshop.server``).
+in ``agentgym_bench.envs.webshop.server``). A command module parses its arguments and calls the library; what
+library logic some still hold, and where it should go, ``tests/test_code_map.py`` lists (``COMMAND_LOGIC``).
 
 - ``envs.py``: ``envs``, the registered env ids;
 - ``play.py``: ``play``, an agent env in the terminal;

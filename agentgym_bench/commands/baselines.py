@@ -35,6 +35,7 @@ again.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import re
 import signal
@@ -49,8 +50,13 @@ import yaml
 
 from agentgym_bench import run_folder
 from agentgym_bench.benchmark.provenance import published_entry
-from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE
+from agentgym_bench.benchmark.results import read_results
+from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE, load_suite, parse_suite
 from agentgym_bench.errors import UserError
+from agentgym_bench.leaderboard.board import read_index, slugify
+from agentgym_bench.leaderboard.render import compare, markdown
+from agentgym_bench.leaderboard.weights import published_path
+from agentgym_bench.rollout.specs import model_sha256
 
 TRAINER_CONFIGS = Path(__file__).resolve().parents[2] / "trainers" / "configs"
 """The trainers' bundled configs (``trainers/configs/``, shipped beside this package), read here as files: the warm
@@ -171,10 +177,6 @@ class Job:
 
 def on_board(board: Path, name: str, results: Path) -> bool:
     """Whether ``board`` holds ``results`` byte for byte as the submission ``name`` (its SHA-256 in the index)."""
-    import hashlib
-
-    from agentgym_bench.leaderboard.board import read_index, slugify
-
     if not results.is_file():
         return False
     index = read_index(board) if board.is_dir() else None
@@ -306,10 +308,6 @@ def published_checkpoint(committed_root: Path, suite: str) -> Path | None:
     Raises:
         UserError: weights that are not the ones the board scored (the message says how to start from scratch).
     """
-    from agentgym_bench.leaderboard.board import read_index
-    from agentgym_bench.leaderboard.weights import published_path
-    from agentgym_bench.rollout.specs import model_sha256
-
     name = BOARD_NAMES["warmstart"]
     board = committed_root / suite
     folder = published_path(board, name)
@@ -504,7 +502,6 @@ def run(args: argparse.Namespace) -> int:
     work = Path(args.work or f"runs/baselines-{args.recipe}")
     board = Path(args.board) if args.board else work / "leaderboard"
     ma_board = Path(args.ma_board) if args.ma_board else work / "leaderboard-ma"
-    from agentgym_bench.benchmark.suites import load_suite
 
     suite_name = load_suite(args.suite).name
     checkpoint = None if args.from_scratch else published_checkpoint(Path(args.committed), suite_name)
@@ -553,11 +550,6 @@ def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset(
     the paired difference of the suite score on the same seeds (yours - committed; a two-player board: of the mean
     payoff). Entries named in ``apart`` (a smoke run's trained models) are not compared: they are not the
     committed models' recipe."""
-    from agentgym_bench.benchmark.results import read_results
-    from agentgym_bench.benchmark.suites import parse_suite
-    from agentgym_bench.leaderboard.board import read_index
-    from agentgym_bench.leaderboard.render import compare, markdown
-
     index = read_index(board)
     if index is None:
         return f"no board in {board}"

@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark.kinds import kind_of
-from agentgym_bench.benchmark.results import Results, ResultsError, read_results
+from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.scores import summarize
-from agentgym_bench.benchmark.suites import Suite, load_suite, quick_check, quick_text
-from agentgym_bench.errors import UserError
+from agentgym_bench.benchmark.suites import Suite, load_suite
+from agentgym_bench.leaderboard.render import PAIRED_REPS, compare, entry_outcomes
+from agentgym_bench.leaderboard.verify import played_text, read_checked
+from agentgym_bench.stats import paired_difference
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -41,41 +43,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "file (default: the bundled suite BASE names)")
 
 
-def read_checked(path: str, suite: Suite | None, base: Results | None = None) -> tuple[Results, Suite]:
-    """A results file and the suite (or the part of it a quick check played) it is compared on, checked like a
-    submission's (but not replayed); a :class:`UserError` naming the file otherwise. ``base``: the file it is
-    compared with, whose ``metadata.quick_check`` it must share (the same episodes on both sides)."""
-    from agentgym_bench.leaderboard.verify import check_entries, check_suite
-
-    try:
-        results = read_results(path)
-    except ResultsError as error:
-        raise UserError(str(error)) from None
-    mine = results.metadata.get("quick_check")
-    if base is not None and mine != base.metadata.get("quick_check"):
-        raise UserError(f"{path} is {_played(mine)}, the base is {_played(base.metadata.get('quick_check'))}: "
-                        "compare files that played the same episodes")
-    try:
-        suite = check_suite(results, suite)
-        if mine is not None:
-            suite = quick_check(suite, mine["episodes"], mine["entries"])[0]
-        check_entries(results, suite)
-    except ResultsError as error:
-        raise UserError(f"{path}: {error}") from None
-    return results, suite
-
-
-def _played(quick: dict[str, Any] | None) -> str:
-    return "the whole suite" if quick is None else f"a quick check ({quick_text(quick)})"
-
-
 def comparison_table(suite: Suite, base: Results, other: Results, base_score: float) -> list[str]:
     """Markdown rows of ``other`` against ``base`` (``other - base``; ``base_score``: the base's suite score): the
     suite score, then every entry. On a single-agent suite each entry also shows its mean return and their paired
     difference: where rewards are graded (WebShop's purchase score) success is only the top grade."""
-    from agentgym_bench.leaderboard.render import PAIRED_REPS, compare, entry_outcomes
-    from agentgym_bench.stats import paired_difference
-
     def interval(d: Any) -> str:
         return f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
 
@@ -103,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     base, suite = read_checked(args.base, load_suite(args.suite) if args.suite else None)
     quick = base.metadata.get("quick_check")
     base_score = summarize(base, suite).score[0]
-    part = f" ({_played(quick)}: the score is over its entries and episodes only)" if quick else ""
+    part = f" ({played_text(quick)}: the score is over its entries and episodes only)" if quick else ""
     for path in args.others:
         other, _ = read_checked(path, suite, base)
         test = "McNemar's exact p" if kind_of(suite).paired_test else "mean payoffs, no p"

@@ -42,6 +42,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.evaluate import evaluate_by_entry
 from agentgym_bench.benchmark.kinds import kind_of, suite_policy
@@ -50,9 +52,11 @@ from agentgym_bench.benchmark.results import Results, ResultsError, read_results
 from agentgym_bench.benchmark.scores import format_summary, summarize
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, available_suites, load_suite, quick_check, quick_text
 from agentgym_bench.errors import UserError
+from agentgym_bench.leaderboard.verify import check_entries, replay_entry
 from agentgym_bench.rollout.endpoint import CONTEXT_HINT, check_model, what_to_change
 from agentgym_bench.rollout.openai_compat import GenerationError
 from agentgym_bench.rollout.specs import SPEC_HELP, Sampling
+from agentgym_bench.rollout.trajectory import build_messages
 
 
 def history_arg(text: str) -> int | None:
@@ -171,8 +175,6 @@ def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict
 def check_kept(done: Results, suite: Suite) -> None:
     """Raise a :class:`ResultsError` unless every entry of ``done`` is one of ``suite``'s, once, with the entry's env
     id, fixed env_kwargs (and opponent and seats) and exactly its seeds, and replays."""
-    from agentgym_bench.leaderboard.verify import check_entries, replay_entry
-
     names = [e.name for e in done.entries]
     foreign = [n for n in dict.fromkeys(names) if n not in {e.name for e in suite.entries}]
     if foreign:
@@ -279,9 +281,6 @@ def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], acti
     if context is not None and max_new_tokens is not None and max_new_tokens >= context:
         raise UserError(f"--max-new-tokens {max_new_tokens} leaves no room for a prompt in the model's context of "
                         f"{context} tokens (max_model_len at /models): lower it; nothing was played")
-    import gymnasium as gym
-
-    from agentgym_bench.rollout.trajectory import build_messages
 
     for entry in suite.entries:
         env = gym.make(entry.env_id, **entry.make_kwargs(prompts[entry.name], action_format))

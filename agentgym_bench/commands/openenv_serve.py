@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 
+import uvicorn
+
 from agentgym_bench import http_body
 from agentgym_bench.errors import UserError
 
@@ -36,10 +38,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
     limits = http_body.ServerLimits().with_flags(max_sessions=args.max_sessions, session_ttl=args.session_ttl or None)
 
-    from agentgym_bench.adapters.openenv import make_app  # raises UserError naming the extra if it is missing
+    # raises UserError naming the extra if it is missing
+    from agentgym_bench.adapters.openenv import make_app  # noqa: PLC0415 - brings openenv
 
     app = make_app(args.env_ids, env_kwargs=env_kwargs, limits=limits)
-    import uvicorn
 
     print(f"[openenv-serve] {args.env_ids} on ws://{args.host}:{args.port}/ws (max {limits.max_sessions} sessions)",
           flush=True)

@@ -7,9 +7,10 @@ import ast
 
 import gymnasium as gym
 
+import agentgym_bench  # noqa: F401  (registers the ids)
 from agentgym_bench.agent.env import LLMAgentEnv
-from agentgym_bench.commands.envs import check_env_id
 from agentgym_bench.errors import UserError
+from agentgym_bench.registration import check_env_id
 
 
 def parse_kwargs(items: list[str]) -> dict:
@@ -67,8 +68,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import agentgym_bench  # noqa: F401  (registers the ids)
-
     check_env_id(args.env_id)
     try:
         env = gym.make(args.env_id, render_mode="ansi", **parse_kwargs(args.arg))

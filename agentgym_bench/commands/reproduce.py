@@ -48,6 +48,7 @@ from agentgym_bench.benchmark.scores import summarize
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.board import read_index, slugify
+from agentgym_bench.leaderboard.render import compare
 from agentgym_bench.leaderboard.verify import MODEL_FREE
 from agentgym_bench.paths import default_board, repository_root
 from agentgym_bench.rollout.specs import locate_model, model_sha256, sampling_of
@@ -157,8 +158,6 @@ def agreement(suite: Suite, recorded: Results, new: Results) -> list[dict[str, A
     Wilson interval, a match entry's mean payoff with its normal interval, the suite score with its bootstrap
     interval, as ``(mean, low, high)``), the paired difference ``new - recorded`` (``difference``, ``low``,
     ``high``, ``p``), whether its interval holds 0 (``agrees``), and the identical replies and episodes."""
-    from agentgym_bench.leaderboard.render import compare
-
     paired = compare(suite, recorded, new, reps=stats.BOOTSTRAP_REPS)
     rows = []
     for e in suite.entries:

@@ -81,6 +81,7 @@ import io
 import itertools
 import json
 import math
+import os
 import re
 import secrets
 import threading
@@ -90,7 +91,7 @@ import urllib.parse
 from typing import Any
 
 import anyio
-import torch
+import torch  # noqa: TID253 - serves a local model: cli.py imports this module only for `serve`
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
@@ -99,7 +100,7 @@ from agentgym_bench.agent.tools import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, split_to
 from agentgym_bench.commands import serve_responses
 from agentgym_bench.commands.serve_responses import FieldError
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.hf import HFPolicy, logits_argument
+from agentgym_bench.rollout.hf import HFPolicy, load_model, logits_argument
 
 HOST = "127.0.0.1"
 MAX_N = 16
@@ -834,10 +835,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
-    from agentgym_bench.rollout.hf import load_model
-
     if args.model is not None and args.model_flag is not None and args.model != args.model_flag:
         raise UserError(f"two models given: {args.model} and --model {args.model_flag}; serve one")
     name = args.model or args.model_flag or "default"

@@ -56,11 +56,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from agentgym_bench.benchmark.replay import EpisodeText
 from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.scores import Summary, summarize
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
+from agentgym_bench.leaderboard import render
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, Verified, check_name, replay_entry
 from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board, write_atomic
 
@@ -232,8 +235,6 @@ def read_index(folder: str | os.PathLike) -> dict[str, Any] | None:
 
 def _check_index(path: Path, index: Any) -> None:
     """Raise the :func:`_damaged` error of the first way ``index`` is not a board's index."""
-    import jsonschema
-
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(INDEX_SCHEMA).iter_errors(index))
     if error is not None:
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
@@ -488,8 +489,6 @@ def write_board(folder: Path, suite: Suite, records: list[dict[str, Any]], store
         new: slug -> bytes of results files to store.
         transcripts_for: slugs whose transcripts are (re-)written.
     """
-    from agentgym_bench.leaderboard import render
-
     records = sorted(records, key=lambda r: (-r["summary"]["score"][0], r["submitted"]))
     staging = board_path(folder, f".staging-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)

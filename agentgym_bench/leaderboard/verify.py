@@ -59,6 +59,9 @@ file cannot pair its policy with a weaker opponent than the suite's; the payoffs
 learner's payoff must equal the recorded ones. Check 6 plays the recorded model-free policy in the learner's seat
 (both seats in self-play); check 7 covers a model's moves (both seats' in self-play).
 
+Files compared without going on a board (``compare-results``) are read by :func:`read_checked`: checks 1-4, no
+replay.
+
 Submission names (:func:`check_name`) are 1-64 characters of ``[A-Za-z0-9 ._+-]``: no path separators, no markup.
 """
 
@@ -74,11 +77,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentgym_bench.benchmark import results as results_file
 from agentgym_bench.benchmark.evaluate import package_version
 from agentgym_bench.benchmark.kinds import kind_of, policy_turns, suite_policy
 from agentgym_bench.benchmark.replay import EpisodeText, ModelFree, ReplayMismatch
-from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, loads
-from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite, quick_text
+from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, loads, read_results
+from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite, quick_check, quick_text
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.regenerate import (
     REGENERATION_CAP,
@@ -152,7 +156,7 @@ def check_decoding(results: Results, tokenizer: Any, stop_ids: Sequence[int]) ->
     (:func:`~agentgym_bench.rollout.hf.decode_reply`, how evaluation wrote it); else a :class:`ResultsError` naming
     the first turn whose text and tokens disagree. Replay plays the text and re-generation compares the tokens, so
     this is what makes both checks speak of one reply."""
-    from agentgym_bench.rollout.hf import decode_reply
+    from agentgym_bench.rollout.hf import decode_reply  # noqa: PLC0415 - brings torch
 
     stops, vocabulary = set(stop_ids), len(tokenizer)
     for where, turn in policy_turns(results):
@@ -189,8 +193,7 @@ def read_source(source: str | os.PathLike | bytes) -> bytes:
     """The bytes of a results file given as bytes or a path: a regular file, never a symbolic link (its target
     could be any file, another entry's among them), at most :data:`~agentgym_bench.benchmark.results.
     MAX_FILE_BYTES` (checked before reading, and while reading)."""
-    from agentgym_bench.benchmark.results import MAX_FILE_BYTES  # read when called: tests lower the limit
-
+    limit = results_file.MAX_FILE_BYTES  # read when called: tests lower the limit
     if isinstance(source, bytes):
         return source
     path = Path(source)
@@ -207,11 +210,11 @@ def read_source(source: str | os.PathLike | bytes) -> bytes:
         os.close(fd)
         raise ResultsError(f"results file {path} is not a regular file")
     with os.fdopen(fd, "rb") as f:
-        if info.st_size > MAX_FILE_BYTES:
-            raise ResultsError(f"results file {path} is {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
-        raw = f.read(MAX_FILE_BYTES + 1)
-    if len(raw) > MAX_FILE_BYTES:
-        raise ResultsError(f"results file {path} is more than {MAX_FILE_BYTES:,} bytes")
+        if info.st_size > limit:
+            raise ResultsError(f"results file {path} is {info.st_size:,} bytes; the limit is {limit:,}")
+        raw = f.read(limit + 1)
+    if len(raw) > limit:
+        raise ResultsError(f"results file {path} is more than {limit:,} bytes")
     return raw
 
 
@@ -279,6 +282,34 @@ def _some(values: list[int], k: int = 5) -> str:
     return "[]" if not values else f"{values[:k]}{' ...' if len(values) > k else ''} ({len(values)})"
 
 
+def read_checked(path: str, suite: Suite | None, base: Results | None = None) -> tuple[Results, Suite]:
+    """A results file and the suite (or the part of it a quick check played) it is compared on, checked like a
+    submission's (checks 1-4 of :func:`verify`; not replayed); a :class:`UserError` naming the file otherwise.
+    ``base``: the file it is compared with, whose ``metadata.quick_check`` it must share (the same episodes on both
+    sides)."""
+    try:
+        results = read_results(path)
+    except ResultsError as error:
+        raise UserError(str(error)) from None
+    mine = results.metadata.get("quick_check")
+    if base is not None and mine != base.metadata.get("quick_check"):
+        raise UserError(f"{path} is {played_text(mine)}, the base is {played_text(base.metadata.get('quick_check'))}: "
+                        "compare files that played the same episodes")
+    try:
+        suite = check_suite(results, suite)
+        if mine is not None:
+            suite = quick_check(suite, mine["episodes"], mine["entries"])[0]
+        check_entries(results, suite)
+    except ResultsError as error:
+        raise UserError(f"{path}: {error}") from None
+    return results, suite
+
+
+def played_text(quick: dict[str, Any] | None) -> str:
+    """What a file played: the whole suite, or the part a quick check (``metadata.quick_check``) names."""
+    return "the whole suite" if quick is None else f"a quick check ({quick_text(quick)})"
+
+
 def replay_entry(recorded: EntryResults, *, keep: set[int] | frozenset[int] = frozenset(),
                  bar: Any = None, model_free: ModelFree | None = None) -> dict[int, EpisodeText]:
     """Replay every episode of ``recorded`` (check 5; with ``model_free``, check 6 too) as its kind replays it
@@ -312,7 +343,7 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
             REGENERATION_CAP`, :func:`~agentgym_bench.leaderboard.regenerate.regeneration_cost_blocker`); a file
             above it stays *replayed*, saying so.
     """
-    from agentgym_bench.rollout.hf import load_tokenizer
+    from agentgym_bench.rollout.hf import load_tokenizer  # noqa: PLC0415 - brings torch
 
     raw = read_source(source)
     digest = hashlib.sha256(raw).hexdigest()

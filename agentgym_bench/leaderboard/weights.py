@@ -37,7 +37,7 @@ def publish_model(source: str | os.PathLike, board: str | os.PathLike, name: str
     """
     import torch
 
-    from agentgym_bench.rollout.hf import load_model, no_progress_bars
+    from agentgym_bench.rollout.hf import load_model, no_progress_bars  # noqa: PLC0415 - brings torch
 
     target = board_path(board, MODELS, slugify(name))  # neither models/ nor the model's folder a link
     if target.exists() and not replace:

@@ -17,6 +17,7 @@ from agentgym_bench.agent.env import LLMAgentEnv
 from agentgym_bench.agent.prompts import RAGEN, PromptTemplate
 from agentgym_bench.multiagent.textarena_bridge import textarena_available
 from agentgym_bench.multiagent.textarena_catalog import SINGLE_PLAYER
+from agentgym_bench.multiagent.textarena_game import TextArenaGame
 
 TEXTARENA_PROMPT = PromptTemplate(
     system=RAGEN.system,
@@ -46,8 +47,6 @@ def agent_id(game: str) -> str:
 
 def make_textarena_agent_env(*, game: str, render_mode: str | None = None, **agent_kwargs: Any) -> LLMAgentEnv:
     """``LLMAgentEnv(TextArenaGame(game, render_mode), **agent_kwargs)`` over :data:`TEXTARENA_AGENT_DEFAULTS`."""
-    from agentgym_bench.multiagent.textarena_game import TextArenaGame
-
     return LLMAgentEnv(TextArenaGame(game, render_mode=render_mode), **{**TEXTARENA_AGENT_DEFAULTS, **agent_kwargs})
 
 

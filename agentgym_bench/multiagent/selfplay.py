@@ -20,6 +20,8 @@ and the agent to move). :class:`ScriptedBargainPolicy` and :class:`RandomBargain
 
 from __future__ import annotations
 
+import argparse
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +32,7 @@ from pettingzoo.utils.conversions import parallel_to_aec
 
 from agentgym_bench.multiagent.bargain import BargainEnv, random_reply, scripted_reply
 from agentgym_bench.multiagent.seats import read_move
+from agentgym_bench.multiagent.textarena_aec import TextArenaAECEnv
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.policy import Generation, Message, Policy, key_seed
 from agentgym_bench.rollout.specs import Sampling, Scripted, policy_from_spec
@@ -38,8 +41,6 @@ from agentgym_bench.stats import wilson_interval
 
 
 def _make_textarena(game: str, **kwargs: Any) -> AECEnv:
-    from agentgym_bench.multiagent.textarena_aec import TextArenaAECEnv
-
     return TextArenaAECEnv(game, **kwargs)
 
 
@@ -316,9 +317,6 @@ def _policy(name: str, seed: int) -> Policy:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """``python -m agentgym_bench.multiagent.selfplay --learner scripted --opponent random --matches 200``."""
-    import argparse
-    import json
-
     parser = argparse.ArgumentParser(description="Win/draw/loss of a learner against an opponent on Bargain-v0, "
                                                  "on validation seeds 0..matches-1, seats alternating.")
     parser.add_argument("--learner", default="scripted", help="scripted, random or a model folder")

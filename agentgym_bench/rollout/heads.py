@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
+import torch  # noqa: TID253 - training math: imported only by trainers/
 
 
 def logits_at(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,

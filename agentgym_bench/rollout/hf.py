@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
+import torch  # noqa: TID253 - the HF backend: imported only where a model runs (through specs, or trainers/)
 
 from agentgym_bench.agent.tools import offered_tools
 from agentgym_bench.errors import UserError

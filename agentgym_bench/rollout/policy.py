@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 if TYPE_CHECKING:
     from agentgym_bench.agent.env import LLMAgentEnv
 
@@ -54,6 +56,4 @@ class Policy(Protocol):
 
 def key_seed(seed: int, key: Sequence[int]) -> int:
     """A 63-bit seed for one keyed conversation, from the policy's ``seed`` and the conversation's ``key``."""
-    import numpy as np
-
     return int(np.random.SeedSequence([seed & 0xFFFFFFFFFFFFFFFF, *key]).generate_state(1, np.uint64)[0] >> 1)

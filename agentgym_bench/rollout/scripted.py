@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import gymnasium as gym
 import numpy as np
 
 from agentgym_bench.agent.env import LLMAgentEnv
 from agentgym_bench.agent.policies import oracle_reply, random_reply
+from agentgym_bench.registration import GAMES, load_class
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
 
 DEMONSTRATORS = {"oracle": "oracle_turn", "first-hit": "first_hit_turn"}
@@ -22,10 +24,6 @@ DEMONSTRATORS = {"oracle": "oracle_turn", "first-hit": "first_hit_turn"}
 def has_demonstrator(env_id: str, name: str) -> bool:
     """Whether the game of the registered agent env ``env_id`` plans turns of demonstrator ``name`` (read from the
     registration, no env built)."""
-    import gymnasium as gym
-
-    from agentgym_bench.registration import GAMES, load_class
-
     game = gym.spec(env_id).kwargs.get("game") if env_id in gym.registry else None
     return name in DEMONSTRATORS and game in GAMES and hasattr(load_class(GAMES[game]), DEMONSTRATORS[name])
 

@@ -32,6 +32,9 @@ from typing import Any
 from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import expand, home, is_machine_path, model_dir, repository_root, resolve_model
+from agentgym_bench.rollout.openai_compat import OpenAIPolicy, OpenAIResponsesPolicy
+from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy
+from agentgym_bench.rollout.vllm_backend import VLLMPolicy
 
 SPEC_HELP = ("oracle, random, hf:PATH (a model folder, a trainer run folder (its last checkpoint) or a hub id), "
              "openai:MODEL@URL (chat completions), openai-responses:MODEL@URL (the Responses API), vllm:PATH")
@@ -60,14 +63,10 @@ class Scripted:
 
 
 def _oracle(sampling: Sampling) -> Any:
-    from agentgym_bench.rollout.scripted import OraclePolicy
-
     return OraclePolicy()
 
 
 def _random(sampling: Sampling) -> Any:
-    from agentgym_bench.rollout.scripted import RandomPolicy
-
     return RandomPolicy(sampling.seed)
 
 
@@ -201,8 +200,6 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, scripted: Ma
     record = policy_record("openai" if kind in ENDPOINT_KINDS else kind, sampling, keyed=True)
     assert target is not None
     if kind in ENDPOINT_KINDS:
-        from agentgym_bench.rollout.openai_compat import OpenAIPolicy, OpenAIResponsesPolicy
-
         model, url = target.split("@", 1)
         record["model"] = model
         backend = OpenAIResponsesPolicy if kind == "openai-responses" else OpenAIPolicy
@@ -214,11 +211,9 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, scripted: Ma
     record["model"] = model_name(target)  # never this machine's path to a folder inside a repository
     record["model_sha256"] = model_sha256(path)
     if kind == "vllm":
-        from agentgym_bench.rollout.vllm_backend import VLLMPolicy
-
         return VLLMPolicy(path, temperature=sampling.temperature, top_p=sampling.top_p,
                           max_new_tokens=sampling.max_new_tokens, seed=sampling.seed), record
-    from agentgym_bench.rollout.hf import HFPolicy
+    from agentgym_bench.rollout.hf import HFPolicy  # noqa: PLC0415 - brings torch
 
     policy = HFPolicy.from_pretrained(path, device=device, temperature=sampling.temperature, top_p=sampling.top_p,
                                       max_new_tokens=sampling.max_new_tokens, seed=sampling.seed,

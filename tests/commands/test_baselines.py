@@ -300,8 +300,8 @@ def test_the_published_checkpoint_must_be_the_weights_the_board_scored(tmp_path,
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
 def test_every_recipe_trains_from_valid_configs(recipe):
     # the smoke recipe shrinks the bundled configs with overrides; a bundled config's change must not break them
-    from trainers.cli import resolve_config
     from trainers.rl.config import load_config
+    from trainers.runtime.config_loading import resolve_config
 
     for name, (config, overrides) in RECIPES[recipe].train.items():
         cfg = load_config(resolve_config(config), overrides)
@@ -311,7 +311,7 @@ def test_every_recipe_trains_from_valid_configs(recipe):
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
 def test_every_recipe_warm_starts_from_bundled_stage_configs(recipe):
     # the stages are files of trainers/configs/, read by the warm start's own loader; each names its processes
-    from trainers.cli import resolve_config
+    from trainers.runtime.config_loading import resolve_config
     from trainers.sft.sft_config import load_sft_config
 
     for stage, name in enumerate(RECIPES[recipe].warmstart):

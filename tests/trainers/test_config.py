@@ -144,7 +144,7 @@ def test_wrong_types_are_named(tmp_path):
 
 
 def test_every_bundled_config_loads():
-    from trainers.cli import CONFIG_DIR, bundled_configs
+    from trainers.runtime.config_loading import CONFIG_DIR, bundled_configs
 
     names = bundled_configs()  # RL's; the warm start's (warmstart-*) load in tests/trainers/test_sft_config.py
     assert names == sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if not p.stem.startswith("warmstart-"))
@@ -168,7 +168,7 @@ def test_train_command_reports_config_errors_without_a_traceback(tmp_path):
                               text=True, timeout=120)
         assert done.returncode == 2, done.stderr
         assert message in done.stderr and "Traceback" not in done.stderr
-    from trainers.cli import bundled_configs, resolve_config
+    from trainers.runtime.config_loading import bundled_configs, resolve_config
 
     assert "starpo_s-frozenlake" in bundled_configs()
     with pytest.raises(UserError, match="no bundled config of that name"):

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from trainers.cli import CONFIG_DIR
 from trainers.rl.config import load_config
 from trainers.rl.train import main
+from trainers.runtime.config_loading import CONFIG_DIR
 from trainers.runtime.metrics import success_gain
 
 pytestmark = pytest.mark.slow

@@ -6,15 +6,8 @@ import argparse
 import pytest
 
 from agentgym_bench.errors import UserError
-from trainers.cli import (
-    CONFIG_DIR,
-    bundled_configs,
-    configure_warmstart_parser,
-    new_form,
-    resolve_config,
-    warmstart_config,
-)
-from trainers.runtime.config_loading import ConfigError
+from trainers.cli import configure_warmstart_parser, new_form, warmstart_config
+from trainers.runtime.config_loading import CONFIG_DIR, ConfigError, bundled_configs, resolve_config
 from trainers.sft.sft_config import DEFAULT_EPISODES, SFTConfig, load_sft_config, sft_config_from_dict
 
 OLD_RECIPES = {

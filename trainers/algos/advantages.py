@@ -14,7 +14,7 @@ import math
 from collections.abc import Hashable, Sequence
 from typing import NamedTuple
 
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 __all__ = [
     "NORM_METHODS",

@@ -7,7 +7,7 @@ Nothing here reads a config, logs, or calls ``.item()``; see docs/trainers-math.
 
 from typing import NamedTuple
 
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 from trainers.algos.masked import masked_mean
 

@@ -8,7 +8,7 @@ These are verl's ``verl_F.masked_mean / masked_var / masked_whiten`` without the
 gives 0 instead of raising, so nothing here forces a device sync.
 """
 
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 __all__ = ["masked_mean", "masked_var", "masked_whiten", "explained_variance"]
 

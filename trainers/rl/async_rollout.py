@@ -45,10 +45,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.trajectory import Trajectory
+from trainers.rl.config import config_from_dict
+from trainers.rl.rollouts import Sampler, make_env_groups, play, prompt_fits
+from trainers.runtime.distributed import Dist, resolve_device
 
 _POLL_S = 0.05
 _NAME = re.compile(r"^policy-(\d+)\.pt$")
@@ -221,10 +224,6 @@ def _work(config_data: dict[str, Any], start: int, model_path: str, folder: str,
     """The worker process: play iterations ``start + 1 .. max_steps``, each with the newest weights once the bound
     allows it, and write each batch to its file (:class:`BatchFiles`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from trainers.rl.config import config_from_dict
-    from trainers.rl.rollouts import Sampler, make_env_groups, play, prompt_fits
-    from trainers.runtime.distributed import Dist, resolve_device
 
     config = config_from_dict(config_data)
     torch.set_num_threads(config.num_threads or 1)

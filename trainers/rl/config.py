@@ -33,10 +33,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
+
+import agentgym_bench  # noqa: F401 - registers the env ids
+from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
 from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 from trainers.algos.advantages import NORM_METHODS
 from trainers.algos.losses import AGG_MODES, KL_ESTIMATORS
 from trainers.rl.dynamic_sampling import SELECTION_RULES
+from trainers.rl.matches import FIXED_OPPONENTS, OPPONENTS
+from trainers.rl.presets import PRESETS
 from trainers.runtime import config_loading
 from trainers.runtime.config_loading import ConfigError, check_types, choice, merge, nest, notice, positive_int
 from trainers.runtime.metrics import EchoTrapRule
@@ -593,13 +599,6 @@ class TrainConfig:
 
     def _check_match_manager(self, prefix: str) -> None:
         """An env manager with an ``opponent`` (trainers/rl/matches.py)."""
-        try:
-            from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
-        except ImportError as error:
-            raise ConfigError(f"{prefix}.opponent needs the multiagent extra ({error}): "
-                              "pip install -e '.[multiagent]'") from None
-        from trainers.rl.matches import FIXED_OPPONENTS, OPPONENTS
-
         manager: EnvManager = getattr(self, prefix)
         choice(f"{prefix}.opponent", manager.opponent, OPPONENTS)
         choice(f"{prefix}.learner_seats", manager.learner_seats, ("alternate", "player_0", "player_1"))
@@ -729,10 +728,6 @@ class TrainConfig:
 
 
 def _check_env_ids(prefix: str, tags: Sequence[str]) -> None:
-    import gymnasium as gym
-
-    import agentgym_bench  # noqa: F401 - registers the env ids
-
     for tag in tags:
         if tag not in gym.registry:
             close = difflib.get_close_matches(tag, [k for k in gym.registry if k.startswith("Agent")], n=1)
@@ -786,8 +781,6 @@ def _validation_defaults(merged: dict[str, Any]) -> dict[str, Any]:
 def _prepare(merged: dict[str, Any]) -> dict[str, Any]:
     """ROLL's infrastructure keys dropped and its tag names mapped (with a notice each), the validation manager's
     defaults, then the ``preset`` under the rest."""
-    from trainers.rl.presets import PRESETS
-
     merged = _validation_defaults(_read_roll_keys(merged))
     preset = merged.get("preset")
     if preset is not None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple, TypeVar
 
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 from trainers.algos.advantages import select_groups_by_std
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench.rollout.heads import logits_at
 from trainers.algos.advantages import (

@@ -16,21 +16,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench.benchmark.episodes import Played, play_episodes
 from agentgym_bench.rollout.engine import EnvGroups, even_partition
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.tokens import TokenInTokenOut, encode, render
 from agentgym_bench.rollout.trajectory import Trajectory
+from agentgym_bench.rollout.vllm_backend import VLLMPolicy
 from trainers.rl.config import ConfigError, EnvManager, TrainConfig
+from trainers.rl.matches import MatchGroups
 from trainers.runtime.distributed import Dist, autocast
-
-if TYPE_CHECKING:
-    from trainers.rl.matches import MatchGroups  # imports pettingzoo (the multiagent extra)
 
 
 def seed_from(seed: int, *words: int) -> int:
@@ -56,8 +55,6 @@ class Sampler:
         self.config, self.dist = config, dist
         seed = seed_from(config.seed, 2, dist.rank)
         if config.generation_backend == "vllm":
-            from agentgym_bench.rollout.vllm_backend import VLLMPolicy
-
             self.engine = VLLMPolicy(model_path, temperature=config.temperature, top_p=config.top_p,
                                      max_new_tokens=config.max_new_tokens, seed=seed,
                                      gpu_memory_utilization=config.vllm_gpu_memory_utilization,
@@ -132,8 +129,6 @@ def make_env_groups(manager: EnvManager, prefix: str, dist: Dist, seed: int, fix
     """
     try:
         if manager.opponent is not None:  # two-player matches
-            from trainers.rl.matches import MatchGroups
-
             return MatchGroups(manager.tags[0], manager.num_env_groups, manager.group_size, opponent=manager.opponent,
                                env_kwargs=manager.env_kwargs, learner_seats=manager.learner_seats, seed=seed,
                                fixed_seeds=fixed, shard=(dist.rank, dist.world_size),

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench.rollout.tokens import collate, step_token_views, trajectory_token_view
 from agentgym_bench.rollout.trajectory import Trajectory

@@ -45,13 +45,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-import torch.distributed
+import torch  # noqa: TID253 - trainers/ runs on torch
+import torch.distributed  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench import run_folder
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.engine import EnvGroups
+from agentgym_bench.rollout.hf import no_progress_bars
 from agentgym_bench.rollout.trajectory import Trajectory
 from trainers.algos.advantages import select_groups_by_std, state_ids_from_keys
 from trainers.algos.losses import adaptive_kl_coef, approx_kl, behaviour_weights
@@ -132,8 +133,6 @@ def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None)
     ``critic_adapter/``). No Hugging Face progress bars while they load from a local folder (a few MB: the bars
     say nothing); a hub id keeps its download bars.
     """
-    from agentgym_bench.rollout.hf import no_progress_bars
-
     pretrain = resolve_model(config.pretrain)
     with no_progress_bars() if Path(pretrain).is_dir() else contextlib.nullcontext():
         return _load_models(config, dist, checkpoint, pretrain)

@@ -43,7 +43,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench import run_folder
 from agentgym_bench.paths import write_atomic

@@ -6,7 +6,8 @@ One loader for every config dataclass (:class:`trainers.rl.config.TrainConfig` f
 lets the config type adjust the merged keys (RL: ROLL's key names and its presets), refuses an unknown key naming the
 closest known one, and builds the dataclass, whose ``__post_init__`` checks the rest (:func:`check_types`: each
 field's value against its annotation). Every error is a :class:`ConfigError` (a
-:class:`~agentgym_bench.errors.UserError`: the command line prints it as one line).
+:class:`~agentgym_bench.errors.UserError`: the command line prints it as one line). A config is named by its file
+or by the name of a bundled one (:func:`resolve_config`; ``trainers/configs/``, :data:`CONFIG_DIR`).
 """
 
 from __future__ import annotations
@@ -236,3 +237,26 @@ def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
 def save_yaml(data: Mapping[str, Any], path: str | os.PathLike) -> None:
     """Write ``data`` (plain data: a config's ``to_dict()``) as YAML, keys in their order."""
     Path(path).write_text(yaml.safe_dump(dict(data), sort_keys=False))
+
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+"""The bundled configs (``agentgym-bench train --list``, ``agentgym-bench warmstart --list``)."""
+WARMSTART_PREFIX = "warmstart-"
+"""The bundled configs whose name starts so are the warm start's (:class:`~trainers.sft.sft_config.SFTConfig`)."""
+
+
+def bundled_configs(warmstart: bool = False) -> list[str]:
+    """The names of the bundled RL configs, or with ``warmstart`` the warm start's."""
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if p.stem.startswith(WARMSTART_PREFIX) == warmstart)
+
+
+def resolve_config(name: str, warmstart: bool = False) -> Path:
+    """A path to an existing file, or the bundled config of that name."""
+    path = Path(name).expanduser()
+    if path.is_file():
+        return path
+    bundled = CONFIG_DIR / f"{name.removesuffix('.yaml')}.yaml"
+    if bundled.is_file() and bundled.stem.startswith(WARMSTART_PREFIX) == warmstart:
+        return bundled
+    raise UserError(f"no config file {name!r} and no bundled config of that name; bundled: "
+                    f"{', '.join(bundled_configs(warmstart))}")

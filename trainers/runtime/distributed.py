@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import torch
-import torch.distributed as dist
+import torch  # noqa: TID253 - trainers/ runs on torch
+import torch.distributed as dist  # noqa: TID253 - trainers/ runs on torch
 
 T = TypeVar("T")
 

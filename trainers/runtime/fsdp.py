@@ -33,7 +33,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 
 def is_sharded(model: Any) -> bool:

@@ -16,8 +16,8 @@ import socket
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import torch
-import torch.multiprocessing as mp
+import torch  # noqa: TID253 - trainers/ runs on torch
+import torch.multiprocessing as mp  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench.errors import UserError
 from trainers.runtime.distributed import init_distributed, shutdown_distributed

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 from trainers.runtime.config_loading import ConfigError
 

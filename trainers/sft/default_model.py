@@ -86,8 +86,18 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
+import gymnasium as gym
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+import agentgym_bench
+from agentgym_bench.agent.prompts import TEMPLATES
+from agentgym_bench.envs.webshop import pages
+from agentgym_bench.envs.webshop.catalog import load_catalog
 from agentgym_bench.errors import UserError
+from agentgym_bench.multiagent import bargain_rules as rules
+from agentgym_bench.multiagent.bargain import AGENTS, BargainEnv
 from agentgym_bench.paths import expand, model_dir
+from agentgym_bench.spaces import CHARSET
 
 PAD, UNK, SYSTEM, USER, ASSISTANT, END = "<|pad|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"
 SPECIAL_TOKENS = [PAD, UNK, SYSTEM, USER, ASSISTANT, END]
@@ -151,11 +161,6 @@ def env_words() -> tuple[list[str], list[str]]:
         ``(words, skipped)``: the words found (unsorted, may repeat) and the ids whose env could not be built (a
         game not installed yet); those are reported, not fatal.
     """
-    import gymnasium as gym
-
-    import agentgym_bench
-    from agentgym_bench.agent.prompts import TEMPLATES
-
     texts: list[str] = []
     for template in TEMPLATES.values():
         texts.extend(str(v) for v in vars(template).values())
@@ -179,9 +184,6 @@ def env_words() -> tuple[list[str], list[str]]:
 def webshop_texts() -> list[str]:
     """Every string of the bundled WebShop store (products with their pages' text, goals) and the fixed page text:
     what a WebShop page can show, so the default model reads it without ``<|unk|>``."""
-    from agentgym_bench.envs.webshop import pages
-    from agentgym_bench.envs.webshop.catalog import load_catalog
-
     def strings(value: object) -> list[str]:
         if isinstance(value, str):
             return [value]
@@ -201,9 +203,6 @@ def webshop_texts() -> list[str]:
 def bargain_texts() -> list[str]:
     """What a Bargain player can read (:class:`~agentgym_bench.multiagent.bargain.BargainEnv`, our two-player game):
     the opening, a round without a deal, a deal, the end without one, and every bundle's description."""
-    from agentgym_bench.multiagent import bargain_rules as rules
-    from agentgym_bench.multiagent.bargain import AGENTS, BargainEnv
-
     env = BargainEnv(max_rounds=2)
     texts = []
     for deal in (True, False):
@@ -221,8 +220,6 @@ def bargain_texts() -> list[str]:
 def build_vocab(extra_words: list[str] = (), tokenizer: str = "words") -> dict[str, int]:
     """Token -> id: special tokens first (``<|pad|>`` = 0), then tags, characters of the charset, sorted words;
     for the ``space-words`` tokenizer then every word and lower-case letter with a space before it, sorted."""
-    from agentgym_bench.spaces import CHARSET
-
     tokens = list(SPECIAL_TOKENS) + list(TAGS) + [ROW_BREAK]
     tokens += sorted(set(CHARSET) - set(tokens))
     words = {w for w in [*BASE_WORDS, *extra_words] if WORD_RE.fullmatch(w) and len(w) > 1}
@@ -238,7 +235,6 @@ def build_tokenizer(vocab: dict[str, int], tokenizer: str = "words"):
     """A ``PreTrainedTokenizerFast`` over ``vocab`` with the splitting rules (of ``tokenizer``, one of
     :data:`TOKENIZERS`) and chat template described above; ``vocab`` from :func:`build_vocab` with the same
     ``tokenizer``."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     if tokenizer not in PIECE_PATTERNS:
@@ -301,7 +297,7 @@ def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
     Returns:
         The folder, ready for ``AutoTokenizer.from_pretrained`` / ``AutoModelForCausalLM.from_pretrained``.
     """
-    from agentgym_bench.rollout.hf import no_progress_bars
+    from agentgym_bench.rollout.hf import no_progress_bars  # noqa: PLC0415 - brings torch
 
     words = env_words()[0] if words is None else words
     built = build_tokenizer(build_vocab(words, tokenizer), tokenizer)
@@ -337,7 +333,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentgym_bench.rollout.hf import load_model
+    from agentgym_bench.rollout.hf import load_model  # noqa: PLC0415 - brings torch
 
     size = ModelSize(n_layer=args.layers, n_embd=args.width, n_head=args.heads, n_positions=args.positions,
                      architecture=args.architecture)

@@ -55,11 +55,14 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-import torch
-import torch.distributed as dist
+import numpy as np
+import torch  # noqa: TID253 - trainers/ runs on torch
+import torch.distributed as dist  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench import run_folder
 from agentgym_bench.benchmark.episodes import Played, play_episodes
+from agentgym_bench.envs.webshop.augment import copy_variants
+from agentgym_bench.multiagent.selfplay import RandomBargainPolicy, ScriptedBargainPolicy, play_matches
 from agentgym_bench.paths import expand, model_dir, resolve_model
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.registration import is_graded
@@ -114,9 +117,6 @@ def copy_augmented(trajectories: list[Trajectory], k: int, seed: int) -> list[Tr
     ``seed``); none for other envs' turns or with ``k`` 0."""
     if k == 0:
         return []
-    import numpy as np
-
-    from agentgym_bench.envs.webshop.augment import copy_variants
 
     rng, out = np.random.default_rng(seed), []
     for t in trajectories:
@@ -129,8 +129,6 @@ def copy_augmented(trajectories: list[Trajectory], k: int, seed: int) -> list[Tr
 def match_demonstrations(env_id: str, matches: int, config: SFTConfig) -> list[Trajectory]:
     """Both seats of ``matches`` random-demand matches of a two-player env, seeds ``TRAIN_SEED_START, ...``
     (``2 * matches`` trajectories, match by match, ``player_0`` first)."""
-    from agentgym_bench.multiagent.selfplay import RandomBargainPolicy, play_matches
-
     results = play_matches(env_id, range(TRAIN_SEED_START, TRAIN_SEED_START + matches),
                            RandomBargainPolicy(config.seed), RandomBargainPolicy(config.seed + 1),
                            env_kwargs=config.kwargs_of(env_id), learner_seats="player_0", history=config.history)
@@ -331,8 +329,6 @@ def success_table(policy: Any, config: SFTConfig, *, history: int | None) -> dic
 
 
 def _match_evaluation(env_id: str, policy: Any, config: SFTConfig, history: int | None) -> list[Trajectory]:
-    from agentgym_bench.multiagent.selfplay import RandomBargainPolicy, ScriptedBargainPolicy, play_matches
-
     stand_in = {OraclePolicy: ScriptedBargainPolicy, RandomPolicy: lambda: RandomBargainPolicy(config.seed)}
     learner = stand_in[type(policy)]() if type(policy) in stand_in else policy
     results = play_matches(env_id, range(VALIDATION_SEED_START, VALIDATION_SEED_START + config.eval_episodes),

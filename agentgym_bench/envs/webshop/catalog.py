@@ -28,6 +28,7 @@ target (all 2,000 products can appear in every episode's search results).
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import math
@@ -343,8 +344,6 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
 
 def main(argv: list[str] | None = None) -> int:
     """Regenerate ``data/catalog.json.gz`` (``--check``: only compare, exit 1 if it differs)."""
-    import argparse
-
     parser = argparse.ArgumentParser(description="Regenerate the bundled WebShop catalog.")
     parser.add_argument("--check", action="store_true", help="compare with the committed file instead of writing")
     args = parser.parse_args(argv)
