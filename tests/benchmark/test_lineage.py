@@ -72,14 +72,19 @@ def test_a_start_without_a_record_leaves_the_record_as_it_was(tmp_path, model_di
 
 
 def test_the_committed_board_shows_the_warm_starts_envs_for_the_rl_entries():
-    """The committed RL results files name the published checkpoint as their pretrain but carry no started_from;
-    the board takes it from that checkpoint's entry, so "Trained on" includes sokoban-8x8-2box."""
+    """The StarPO and StarPO-S results files (2026-11-27) name the published checkpoint as their pretrain but carry
+    no started_from; the board takes it from that checkpoint's entry, so "Trained on" includes sokoban-8x8-2box. The
+    GiGPO entry (2026-11-29) was evaluated since ``eval --trained-by`` records the start's training itself."""
     board = json.loads((BOARD / "board.json").read_text())
     records, suite = board["submissions"], load_suite("agentgym-v2")
-    rl = [r for r in records if r["trainer"] in ("gigpo", "starpo", "starpo_s")]
-    assert len(rl) == 3 and all("started_from" not in r["trainer_config"] for r in rl)
-    for r in rl:
+    rl = {r["trainer"]: r for r in records if r["trainer"] in ("gigpo", "starpo", "starpo_s")}
+    assert len(rl) == 3
+    assert "started_from" in rl["gigpo"]["trainer_config"]
+    for name in ("starpo", "starpo_s"):
+        r = rl[name]
+        assert "started_from" not in r["trainer_config"]
         assert training_summary(suite, r)["text"] == "all but bandit-heldout-arms, sokoban-8x8-2box, webshop"
+    for r in rl.values():
         summary = training_summary(suite, r, records)
         assert summary["text"] == "all but bandit-heldout-arms, webshop"
         assert "AgentSokobanLarge-v0" in summary["envs"] and "sokoban-8x8-2box" in summary["entries"]

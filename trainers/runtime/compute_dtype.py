@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
+import torch  # noqa: TID253 - trainers/ runs on torch
 
 FILE = "compute_dtype.json"
 """The recorded choice, in the run folder."""
