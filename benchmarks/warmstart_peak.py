@@ -1,0 +1,108 @@
+"""The warm start's FLOP rate against the machine's matmul peak at the model's shapes (issue 60's target: >= 70%).
+
+Run:  .venv/bin/python benchmarks/warmstart_peak.py [--steps 20] [--rounds 3]
+
+The untrained default model and the batches of benchmarks/warmstart_threads.py (batch 128 of Sokoban demonstration
+rows). For each step it counts the FLOPs the step must do, on the real (unpadded) tokens only: for every linear layer
+of the blocks ``2 * tokens * in * out``, causal attention ``2 * 2 * d * sum over rows of T(T+1)/2`` a layer, the
+output head ``2 * M * d * V`` on the ``M`` positions that predict a reply token; backward twice the forward. It
+times:
+
+- **the peak**: the same linear layers' matrix products alone (``torch.mm`` at each layer's shapes for the step's
+  token count: the forward and the backward's two products), on one thread, best of ``--rounds``: what the machine
+  does at these shapes with nothing else in the way;
+- **the warm start**: optimiser steps as ``warmstart`` runs them (reply loss, backward, clipping, AdamW), on one
+  thread and on two one-thread processes (``--processes 2``, whose peak is twice one thread's).
+
+It prints the rates and each as a share of its peak. Results: benchmarks/warmstart_peak.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from warmstart_threads import data_parallel_seconds, seconds_per_step
+
+from agentgym_bench.rollout.hf import load_model
+from agentgym_bench.rollout.tokens import collate, step_token_views
+from trainers.sft.default_model import build_default_model
+from trainers.sft.sft_config import SFTConfig
+from trainers.sft.warmstart import collect_demonstrations, pack_rows
+
+
+def linear_shapes(model) -> list[tuple[int, int]]:
+    """``(in, out)`` of every linear layer of the blocks (GPT-2's ``Conv1D`` weights are ``(in, out)``)."""
+    return [tuple(m.weight.shape) for m in model.transformer.h.modules() if type(m).__name__ == "Conv1D"]
+
+
+def step_flops(model, batch) -> float:
+    """Forward + backward FLOPs of one step on ``batch``'s real tokens (the module docstring's count)."""
+    lengths = batch["attention_mask"].sum(dim=1).double()
+    tokens = float(lengths.sum())
+    d, vocab = model.config.n_embd, model.config.vocab_size
+    linear = sum(2 * tokens * i * o for i, o in linear_shapes(model))
+    attention = model.config.n_layer * 2 * 2 * d * float((lengths * (lengths + 1) / 2).sum())
+    head = 2 * float(batch["loss_mask"][:, 1:].sum()) * d * vocab
+    return 3 * (linear + attention + head)
+
+
+def matmul_peak(shapes: list[tuple[int, int]], tokens: int, rounds: int) -> float:
+    """FLOP/s of the layers' products alone on one thread: forward ``(N, in) @ (in, out)``, backward
+    ``(N, out) @ (out, in)`` and ``(in, N) @ (N, out)``, best of ``rounds`` passes over all layers."""
+    g = torch.Generator().manual_seed(0)
+    work = []
+    for i, o in shapes:
+        x, w, dy = (torch.randn(tokens, i, generator=g), torch.randn(i, o, generator=g),
+                    torch.randn(tokens, o, generator=g))
+        work += [(x, w), (dy, w.t().contiguous()), (x.t().contiguous(), dy)]
+    flops = sum(2 * a.shape[0] * a.shape[1] * b.shape[1] for a, b in work)
+    best = float("inf")
+    for _ in range(rounds + 1):  # the first pass warms up
+        start = time.perf_counter()
+        for a, b in work:
+            torch.mm(a, b)
+        best = min(best, time.perf_counter() - start)
+    return flops / best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=128)
+    args = parser.parse_args()
+    folder = tempfile.mkdtemp()
+    model, tokenizer = load_model(build_default_model(folder))
+    episodes = (args.steps + 3) * args.batch_size // 3 + 1
+    views = [v for t in collect_demonstrations(SFTConfig(envs=("AgentSokoban-v0",), episodes=episodes))
+             for v in step_token_views(t, tokenizer)]
+    rows_file = Path(folder) / "rows.pt"
+    torch.save(pack_rows(views), rows_file)
+    batches = [collate(views[i : i + args.batch_size], tokenizer.pad_token_id)
+               for i in range(0, args.steps * args.batch_size, args.batch_size)]
+    flops = sum(step_flops(model, b) for b in batches) / len(batches)
+    tokens = round(sum(float(b["attention_mask"].sum()) for b in batches) / len(batches))
+    padded = sum(b["attention_mask"].numel() for b in batches) / len(batches)
+    torch.set_num_threads(1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model.train()
+    seconds_per_step(model, optimizer, batches[:3])  # warm-up
+    peak, one, two = 0.0, float("inf"), float("inf")
+    for _ in range(args.rounds):  # alternating, so a change in load hits all three
+        peak = max(peak, matmul_peak(linear_shapes(model), tokens, 1))
+        one = min(one, seconds_per_step(model, optimizer, batches))
+        two = min(two, data_parallel_seconds(folder, rows_file, args.steps, args.batch_size))
+    print(f"{len(batches)} steps of batch {args.batch_size}: {tokens} real tokens a step ({padded:.0f} with "
+          f"padding), {flops / 1e9:.2f} GFLOP a step (forward + backward, real tokens), best of {args.rounds}")
+    print(f"matmul peak at the model's shapes, one thread: {peak / 1e9:.1f} GFLOP/s")
+    print("| run | s/step | GFLOP/s | share of its peak |\n|---|---|---|---|")
+    print(f"| 1 thread | {one:.3f} | {flops / one / 1e9:.1f} | {flops / one / peak:.0%} |")
+    print(f"| 2 processes x 1 thread | {two:.3f} | {flops / two / 1e9:.1f} | {flops / two / (2 * peak):.0%} |")
+
+
+if __name__ == "__main__":
+    main()
