@@ -22,18 +22,10 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import tempfile
 import time
-from pathlib import Path
 
 import torch
-from warmstart_threads import data_parallel_seconds, seconds_per_step
-
-from agentgym_bench.rollout.hf import load_model
-from agentgym_bench.rollout.tokens import collate, step_token_views
-from trainers.sft.default_model import build_default_model
-from trainers.sft.sft_config import SFTConfig
-from trainers.sft.warmstart import collect_demonstrations, pack_rows
+from warmstart_threads import data_parallel_seconds, seconds_per_step, sokoban_setup
 
 
 def linear_shapes(model) -> list[tuple[int, int]]:
@@ -95,15 +87,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=128)
     args = parser.parse_args()
-    folder = tempfile.mkdtemp()
-    model, tokenizer = load_model(build_default_model(folder))
-    episodes = (args.steps + 3) * args.batch_size // 3 + 1
-    views = [v for t in collect_demonstrations(SFTConfig(envs=("AgentSokoban-v0",), episodes=episodes))
-             for v in step_token_views(t, tokenizer)]
-    rows_file = Path(folder) / "rows.pt"
-    torch.save(pack_rows(views), rows_file)
-    batches = [collate(views[i : i + args.batch_size], tokenizer.pad_token_id)
-               for i in range(0, args.steps * args.batch_size, args.batch_size)]
+    folder, model, rows_file, batches = sokoban_setup(args.steps, args.batch_size)
     flops = sum(step_flops(model, b) for b in batches) / len(batches)
     tokens = round(sum(float(b["attention_mask"].sum()) for b in batches) / len(batches))
     padded = sum(b["attention_mask"].numel() for b in batches) / len(batches)

@@ -85,6 +85,22 @@ def _worker(rank: int, port: int, folder: str, rows_file: Path, steps: int, batc
     dist.destroy_process_group()
 
 
+def sokoban_setup(steps: int, batch_size: int):
+    """The untrained default model in a temporary folder, with ``steps`` batches of Sokoban demonstration rows
+    (and 3 more in ``rows.pt`` beside it, for the warm-up of the data-parallel workers): ``(folder, model, rows_file,
+    batches)``."""
+    folder = tempfile.mkdtemp()
+    model, tokenizer = load_model(build_default_model(folder))
+    episodes = (steps + 3) * batch_size // 3 + 1  # ~3.2 turns an episode
+    views = [v for t in collect_demonstrations(SFTConfig(envs=("AgentSokoban-v0",), episodes=episodes))
+             for v in step_token_views(t, tokenizer)]
+    rows_file = Path(folder) / "rows.pt"
+    torch.save(pack_rows(views), rows_file)
+    batches = [collate(views[i : i + batch_size], tokenizer.pad_token_id)
+               for i in range(0, steps * batch_size, batch_size)]
+    return folder, model, rows_file, batches
+
+
 def busy() -> None:
     while True:
         pass
@@ -97,15 +113,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--load", type=int, default=0, help="busy-looping processes beside the timed ones")
     args = parser.parse_args()
-    folder = tempfile.mkdtemp()
-    model, tokenizer = load_model(build_default_model(folder))
-    episodes = (args.steps + 3) * args.batch_size // 3 + 1  # ~3.2 turns an episode
-    views = [v for t in collect_demonstrations(SFTConfig(envs=("AgentSokoban-v0",), episodes=episodes))
-             for v in step_token_views(t, tokenizer)]
-    rows_file = Path(folder) / "rows.pt"
-    torch.save(pack_rows(views), rows_file)
-    batches = [collate(views[i : i + args.batch_size], tokenizer.pad_token_id)
-               for i in range(0, args.steps * args.batch_size, args.batch_size)]
+    folder, model, rows_file, batches = sokoban_setup(args.steps, args.batch_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     model.train()
     before = torch.get_num_threads()
