@@ -42,13 +42,18 @@ def test_a_probe_step_leaves_no_gradients_no_mode_change_and_no_random_state(mod
     assert all(torch.equal(p, w) for p, w in zip(model.parameters(), weights, strict=True))
 
 
-def test_resolve_keeps_a_fixed_dtype_and_reads_a_recorded_choice(tmp_path, model):
+def test_resolve_keeps_a_fixed_dtype_and_reads_a_recorded_choice_only_when_resuming(tmp_path, model):
     cpu = torch.device("cpu")
-    assert compute_dtype.resolve("float32", cpu, tmp_path, model, is_main=True) == "float32"
+    assert compute_dtype.resolve("float32", cpu, tmp_path, model, is_main=True, resumed=False) == "float32"
     assert not (tmp_path / compute_dtype.FILE).exists()
-    assert compute_dtype.resolve("auto", cpu, tmp_path, None, is_main=True) == "auto"  # a CPU probe needs the model
+    # a CPU probe needs the model
+    assert compute_dtype.resolve("auto", cpu, tmp_path, None, is_main=True, resumed=False) == "auto"
     (tmp_path / compute_dtype.FILE).write_text(json.dumps({"dtype": "bfloat16"}))  # what a run wrote before resuming
-    assert compute_dtype.resolve("auto", cpu, tmp_path, None, is_main=True) == "bfloat16"
+    assert compute_dtype.resolve("auto", cpu, tmp_path, None, is_main=True, resumed=True) == "bfloat16"
+    # a fresh run in the same folder measures again and replaces the record with its own
+    chosen = compute_dtype.resolve("auto", cpu, tmp_path, model, is_main=True, resumed=False)
+    record = json.loads((tmp_path / compute_dtype.FILE).read_text())
+    assert record["dtype"] == chosen and record["float32_s"] > 0 and record["bfloat16_s"] > 0
 
 
 def test_a_run_with_dtype_auto_records_its_choice_and_trains_in_it(tiny_model, tmp_path):

@@ -73,6 +73,28 @@ def test_a_llama_model_warm_starts_and_learns_the_format(tmp_path):
     assert report["evaluation"]["warm_start"][TOY_ID]["format_valid"] > 0.5
 
 
+def test_a_warm_start_in_bfloat16_or_auto_computes_in_it_and_keeps_float32_weights(tmp_path, small_model):
+    from safetensors.torch import load_file
+
+    from trainers.runtime import compute_dtype
+
+    short = dict(episodes=60, epochs=1, eval_episodes=10)
+    plain = warm_start(config(tmp_path, small_model, "fp32", **short))
+    bf16 = warm_start(config(tmp_path, small_model, "bf16", dtype="bfloat16", **short))
+    assert plain["train"]["dtype"] == "float32" and bf16["train"]["dtype"] == "bfloat16"
+    weights = load_file(tmp_path / "bf16" / "model.safetensors")
+    assert {w.dtype for w in weights.values()} == {torch.float32}
+    # autocast took effect: the same steps from the same start, other last bits (and nearly the same losses)
+    other = load_file(tmp_path / "fp32" / "model.safetensors")
+    assert any(not torch.equal(weights[name], other[name]) for name in weights)
+    assert bf16["train"]["first_loss"] == pytest.approx(plain["train"]["first_loss"], rel=0.02)
+    auto = warm_start(config(tmp_path, small_model, "auto", dtype="auto", **short))
+    record = json.loads((tmp_path / "auto" / compute_dtype.FILE).read_text())
+    assert auto["train"]["dtype"] == record["dtype"] and record["float32_s"] > 0
+    twin = "bf16" if record["dtype"] == "bfloat16" else "fp32"  # the same model as the fixed dtype it chose
+    assert (tmp_path / "auto" / "model.safetensors").read_bytes() == (tmp_path / twin / "model.safetensors").read_bytes()
+
+
 def test_the_report_shows_the_mean_return_of_a_graded_env_only():
     def row(success, mean_return):
         return {"success": success, "ci_low": 0.0, "ci_high": 1.0, "episodes": 10, "mean_return": mean_return,
@@ -343,13 +365,18 @@ def test_warmstart_on_two_processes_from_the_command_line(tmp_path, small_model)
     import subprocess
     import sys
 
+    from trainers.runtime import compute_dtype
+
     runs = {}
-    for processes in (1, 2):
-        out = tmp_path / f"p{processes}"
+    for processes, dtype in ((1, "float32"), (2, "float32"), (2, "auto")):
+        out = tmp_path / f"p{processes}-{dtype}"
         subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "warmstart", f"model={small_model}",
                         f"output={out}", "envs=[AgentFrozenLakeNoSlip-v0]", "episodes=60", "batch_size=16",
-                        "eval_episodes=8", "num_threads=1", f"processes={processes}"], check=True, timeout=600)
-        runs[processes] = json.loads((out / "warmstart.json").read_text())["train"]
+                        "eval_episodes=8", "num_threads=1", f"processes={processes}", f"dtype={dtype}"],
+                       check=True, timeout=600)
+        runs[processes if dtype == "float32" else dtype] = json.loads((out / "warmstart.json").read_text())["train"]
+    # dtype auto on two processes: both probe, process 0's choice is every process's and is recorded
+    assert runs["auto"]["dtype"] == compute_dtype.recorded(tmp_path / "p2-auto") and runs["auto"]["processes"] == 2
     assert runs[2]["processes"] == 2 and "processes" not in runs[1]
     assert runs[2]["steps"] == runs[1]["steps"]  # the same steps, each batch split between the processes
     assert runs[2]["first_loss"] == pytest.approx(runs[1]["first_loss"], rel=1e-4)  # same weights, same first batch

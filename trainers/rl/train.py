@@ -455,9 +455,10 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
                                  config_seed=config.seed)
     out = Path(config.output_dir)
     resume = ckpt.find_checkpoint(out, config.resume_from_checkpoint)
-    config = _with_dtype(config, dist, out, None)  # dtype auto: chosen now on CUDA, recorded, or left for the probe
+    # dtype auto: chosen now on CUDA, read back when resuming, or left for the probe once the actor is loaded
+    config = _with_dtype(config, dist, out, None, resume is not None)
     models = load_models(config, dist, resume)
-    config = _with_dtype(config, dist, out, models.actor_module)
+    config = _with_dtype(config, dist, out, models.actor_module, resume is not None)
     optimizers, schedulers = make_optimizers(config, models)
     rng = np.random.default_rng(seed_from(config.seed, 1))
     sampler = Sampler(config, models.actor_module, models.tokenizer, dist,
@@ -479,9 +480,10 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
                t0=started - elapsed, start=start, kl_coef=kl_coef)
 
 
-def _with_dtype(config: TrainConfig, dist: Dist, out: Path, model: torch.nn.Module | None) -> TrainConfig:
+def _with_dtype(config: TrainConfig, dist: Dist, out: Path, model: torch.nn.Module | None,
+                resumed: bool) -> TrainConfig:
     """``config`` with ``dtype: auto`` resolved where it can be (:func:`trainers.runtime.compute_dtype.resolve`)."""
-    dtype = compute_dtype.resolve(config.dtype, dist.device, out, model, is_main=dist.is_main,
+    dtype = compute_dtype.resolve(config.dtype, dist.device, out, model, is_main=dist.is_main, resumed=resumed,
                                   share=lambda record: dist.gather(record)[0])
     return config if dtype == config.dtype else dataclasses.replace(config, dtype=dtype)
 

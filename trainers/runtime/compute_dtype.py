@@ -11,8 +11,10 @@ benchmarks/iteration_split.md), so a fixed default is wrong on one of them. With
 
 Parameters, gradients and optimiser states stay float32 either way (autocast computes in bfloat16). The choice and
 its timings go to ``compute_dtype.json`` in the run folder; a resumed run reads it back instead of measuring again,
-so one run keeps one dtype. Evaluation and the board's re-generation never use this: an ``hf:`` policy on a CPU
-computes in float32 (``agentgym_bench.rollout.hf.load_model``), so that *reproduced* keeps its meaning.
+so one run keeps one dtype (a fresh run measures again: the folder's record may be another run's). The RL trainer
+(``dtype`` in its config) and the warm start (``dtype`` in ``SFTConfig``) both resolve it here. Evaluation and the
+board's re-generation never use this: an ``hf:`` policy on a CPU computes in float32
+(``agentgym_bench.rollout.hf.load_model``), so that *reproduced* keeps its meaning.
 """
 
 from __future__ import annotations
@@ -32,6 +34,14 @@ MARGIN = 1.15
 tie is not worth results that differ from float32's in their last bits."""
 
 
+def autocast(dtype: str, device: torch.device) -> contextlib.AbstractContextManager:
+    """bfloat16 autocast on ``device`` (GPU or CPU) for ``dtype == "bfloat16"`` (parameters stay float32), else
+    nothing. Forward passes run under it; backward passes outside, as torch recommends."""
+    if dtype == "bfloat16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def time_step(model: torch.nn.Module, device: torch.device, dtype: str, rows: int = 64, length: int = 64,
               reps: int = 3) -> float:
     """Best of ``reps`` seconds of one forward + backward of ``model`` on a (rows, length) batch of fixed token ids
@@ -39,15 +49,13 @@ def time_step(model: torch.nn.Module, device: torch.device, dtype: str, rows: in
     (the token ids come from their own generator; the model is in eval mode, so no dropout draws)."""
     vocab = model.get_input_embeddings().num_embeddings
     ids = torch.randint(0, vocab, (rows, length), generator=torch.Generator().manual_seed(0)).to(device)
-    autocast = (torch.autocast(device_type=device.type, dtype=torch.bfloat16) if dtype == "bfloat16"
-                else contextlib.nullcontext())
     best = float("inf")
     was_training = model.training
     model.eval()
     try:
         for _ in range(reps):
             start = time.perf_counter()
-            with autocast:
+            with autocast(dtype, device):
                 logits = model(input_ids=ids).logits
             logits.float().mean().backward()
             if device.type == "cuda":
@@ -78,26 +86,32 @@ def probe(model: torch.nn.Module, device: torch.device, rounds: int = 2) -> dict
                       f"CPU (chosen at >= {MARGIN}x)"}
 
 
-def resolve(requested: str, device: torch.device, out: Path, model: torch.nn.Module | None, *, is_main: bool,
-            share=None) -> str:
-    """The dtype a run computes in: ``requested`` unless it is ``auto``; then the run folder's recorded choice if
-    there is one (a resumed run), else :func:`probe`'s, written there by the main process. On a CPU the probe needs
-    the actor: with ``model=None`` it returns ``auto`` (call again once the model is loaded); on CUDA it needs none, so
-    a sharded model can be wrapped for the chosen dtype. ``share`` (a callable taking this process's record and
-    returning rank 0's on every process, e.g. through a gather) makes every process use the main one's choice; every
-    process runs the probe, so a sharded model's collectives stay in step."""
+def recorded(out: Path) -> str:
+    """The dtype recorded in run folder ``out`` by :func:`resolve`."""
+    return json.loads((out / FILE).read_text())["dtype"]
+
+
+def resolve(requested: str, device: torch.device, out: Path | None, model: torch.nn.Module | None, *,
+            is_main: bool, resumed: bool, share=None) -> str:
+    """The dtype a run computes in: ``requested`` unless it is ``auto``; then, for a ``resumed`` run, the run folder's
+    recorded choice, else :func:`probe`'s, written there by the main process (``out=None``: not written). On a CPU
+    the probe needs the actor: with ``model=None`` it returns ``auto`` (call again once the model is loaded); on CUDA
+    it needs none, so a sharded model can be wrapped for the chosen dtype. ``share`` (a callable taking this
+    process's record and returning rank 0's on every process, e.g. through a gather) makes every process use the
+    main one's choice; every process runs the probe, so a sharded model's collectives stay in step."""
     if requested != "auto":
         return requested
-    path = out / FILE
-    if path.exists():
-        return json.loads(path.read_text())["dtype"]
+    path = out / FILE if out is not None else None
+    if resumed and path is not None and path.exists():
+        return recorded(out)
     if model is None and device.type != "cuda":
         return "auto"
     record = probe(model, device)
     if share is not None:
         record = share(record)
-    if is_main:
+    if is_main and path is not None:
         out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=1) + "\n")
+    if is_main:
         print(f"[train] dtype auto: {record['dtype']} ({record['reason']})", flush=True)
     return record["dtype"]

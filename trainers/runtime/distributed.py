@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 import torch  # noqa: TID253 - trainers/ runs on torch
 import torch.distributed as dist  # noqa: TID253 - trainers/ runs on torch
 
+from trainers.runtime import compute_dtype
+
 T = TypeVar("T")
 
 
@@ -61,9 +63,7 @@ class Dist:
 def autocast(config: Any, job: Dist) -> contextlib.AbstractContextManager:
     """bfloat16 autocast on the job's device (GPU or CPU) when ``config.dtype`` is ``bfloat16`` (parameters stay
     float32), else nothing."""
-    if config.dtype == "bfloat16":
-        return torch.autocast(device_type=job.device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+    return compute_dtype.autocast(config.dtype, job.device)
 
 
 def resolve_device(device: str, local_rank: int = 0) -> torch.device:

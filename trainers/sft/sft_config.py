@@ -95,6 +95,12 @@ class SFTConfig:
     """Peak learning rate (AdamW, weight decay 0.01, linear warm-up then cosine decay)."""
     warmup: float = 0.05
     """Fraction of the steps with linear warm-up."""
+    dtype: str = "float32"
+    """Compute dtype of the fine-tuning: ``float32``; ``bfloat16`` autocast (weights, gradients and optimiser states
+    stay float32); or ``auto``: whichever a short forward + backward probe shows faster on this machine (bfloat16 on
+    a GPU that supports it), recorded in the run folder's ``compute_dtype.json`` and kept when the run resumes
+    (:mod:`trainers.runtime.compute_dtype`). The evaluation at the end generates in float32 either way. The bundled
+    stages keep ``float32``, so that they make the published models."""
     eval_episodes: int = 500
     """Validation episodes per env (seeds ``0 .. eval_episodes-1``)."""
     temperature: float = 1.0
@@ -130,6 +136,8 @@ class SFTConfig:
                 positive_int(name, getattr(self, name))
         if self.history is not None and self.history < 0:
             raise ConfigError(f"history={self.history} must be >= 0, or null for the whole conversation")
+        if self.dtype not in ("float32", "bfloat16", "auto"):
+            raise ConfigError(f"dtype={self.dtype!r} must be one of float32, bfloat16, auto")
         if self.copy_augment < 0:
             raise ConfigError(f"copy_augment={self.copy_augment} must be >= 0")
         if not self.envs:

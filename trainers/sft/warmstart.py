@@ -74,6 +74,7 @@ from agentgym_bench.rollout.tokens import TokenView, collate, step_token_views
 from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
 from trainers.runtime import checkpoint as ckpt
+from trainers.runtime import compute_dtype
 from trainers.runtime.metrics import MetricsLog
 from trainers.runtime.schedule import warm_start_schedule
 from trainers.sft.default_model import build_default_model
@@ -157,15 +158,17 @@ def reply_logits(model: Any, batch: dict[str, Any]) -> tuple[Any, Any]:
     return logits.float(), batch["input_ids"][:, 1:][predicts]
 
 
-def shard_step(model: Any, batch: dict[str, Any] | None) -> float:
+def shard_step(model: Any, batch: dict[str, Any] | None, dtype: str = "float32") -> float:
     """One data-parallel step's gradients: this process's share of the batch (``batch``; ``None`` if it has no
     rows), the summed cross-entropy of its reply tokens back-propagated, then one ``all_reduce`` of every gradient
     with the loss and the token count, so each process holds the gradient of the whole batch's mean (as
-    :func:`reply_loss` on the whole batch, up to the order of the sums). Returns that mean."""
+    :func:`reply_loss` on the whole batch, up to the order of the sums). Returns that mean. The forward pass runs in
+    ``dtype`` (:func:`trainers.runtime.compute_dtype.autocast`)."""
     params = [p for p in model.parameters() if p.requires_grad]
     loss_sum, count = torch.zeros(()), torch.zeros(())
     if batch is not None:
-        logits, targets = reply_logits(model, batch)
+        with compute_dtype.autocast(dtype, batch["input_ids"].device):
+            logits, targets = reply_logits(model, batch)
         loss_sum = torch.nn.functional.cross_entropy(logits, targets, reduction="sum")
         loss_sum.backward()
         count = torch.tensor(float(len(targets)))
@@ -200,7 +203,8 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: SFTConfig, *
     ``checkpoint-N/`` every ``config.save_steps`` steps and after the last
     (:func:`trainers.runtime.checkpoint.save_sft`); a run started again with the same settings (``config``,
     demonstrations, torch threads and processes) continues from its last checkpoint, bit for bit as if it had not
-    stopped; checkpoints of other settings are removed.
+    stopped; checkpoints of other settings are removed. ``config.dtype`` ``auto`` is resolved here, after the
+    checkpoint is found (:func:`trainers.runtime.compute_dtype.resolve`; recorded in ``run``).
 
     In a process group (:mod:`trainers.runtime.launch`) each of the ``W`` processes takes every ``W``-th row of each
     batch (:func:`shard_step`): the same steps, the batch's gradient shared."""
@@ -220,6 +224,8 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: SFTConfig, *
             dist.barrier()  # every process has read the checkpoint it does not take up
         if rank == 0:
             ckpt.remove_checkpoints(run)
+    dtype = compute_dtype.resolve(config.dtype, device, run, model, is_main=rank == 0, resumed=resumed is not None,
+                                  share=_from_process_0 if world > 1 else None)
     log = None
     if run is not None and rank == 0:
         log = MetricsLog(run / run_folder.METRICS, resume_step=len(resumed[1]["losses"]) if resumed else None)
@@ -243,7 +249,7 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: SFTConfig, *
             batches = epoch_batches([len(v) for v in views], config.batch_size, generator, config.group_by_length)
             for step in range(len(losses) - epoch * steps_per_epoch, steps_per_epoch):
                 loss, norm, lr = train_step(model, optimizer, schedule, [views[i] for i in batches[step][rank::world]],
-                                            tokenizer.pad_token_id, device, world)
+                                            tokenizer.pad_token_id, device, world, dtype)
                 losses.append(loss)
                 bar.update(1)
                 bar.set_postfix_str(f"loss {loss:.3f}")
@@ -261,23 +267,32 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: SFTConfig, *
 
 
 def train_step(model: Any, optimizer: Any, schedule: Any, rows: list[TokenView], pad_id: int, device: Any,
-               world: int) -> tuple[float, float, float]:
+               world: int, dtype: str = "float32") -> tuple[float, float, float]:
     """One optimiser step on ``rows``, this process's share of the batch (none: it has no rows): the reply loss's
-    gradient (shared over the ``world`` processes, :func:`shard_step`), clipped to norm 1, AdamW, the schedule's
-    step. Returns the batch's loss, the gradient norm before clipping and the learning rate of the step."""
+    gradient (shared over the ``world`` processes, :func:`shard_step`), its forward pass in ``dtype``, clipped to
+    norm 1, AdamW, the schedule's step. Returns the batch's loss, the gradient norm before clipping and the learning
+    rate of the step."""
     batch = {k: v.to(device) for k, v in collate(rows, pad_id).items()} if rows else None
     optimizer.zero_grad(set_to_none=True)
     if world == 1:
-        loss = reply_loss(model, batch)
+        with compute_dtype.autocast(dtype, device):
+            loss = reply_loss(model, batch)
         loss.backward()
         value = float(loss.detach())
     else:
-        value = shard_step(model, batch)
+        value = shard_step(model, batch, dtype)
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     lr = schedule.get_last_lr()[0]
     optimizer.step()
     schedule.step()
     return value, float(norm), lr
+
+
+def _from_process_0(record: dict[str, Any]) -> dict[str, Any]:
+    """Process 0's ``record`` on every process of the group (a broadcast)."""
+    shared = [record]
+    dist.broadcast_object_list(shared, src=0)
+    return shared[0]
 
 
 GROUP_BATCHES = 50
@@ -382,6 +397,7 @@ def warm_start(config: SFTConfig, *, progress: bool = False) -> dict[str, Any]:
         "demonstrations": described,
         "train": {"steps": len(losses), "first_loss": losses[0], "final_loss": sum(losses[-20:]) / len(losses[-20:]),
                   "seconds": round(trained - started + resumed_seconds, 1), "threads": torch.get_num_threads(),
+                  "dtype": compute_dtype.recorded(output) if config.dtype == "auto" else config.dtype,
                   **({"processes": world} if world > 1 else {}),
                   **({"resumed": True} if resumed_seconds else {})},
         "evaluation": evaluation,
