@@ -174,7 +174,8 @@ def report(args: argparse.Namespace) -> int:
     try:
         reference, suite = read_checked(args.reference, None)
         found = {}
-        for recipe in args.recipes:
+        paired = [r for pair in args.pair or [] for r in pair if r not in args.recipes]
+        for recipe in [*args.recipes, *dict.fromkeys(paired)]:  # a pair's recipes are read even if not listed
             paths = [Path(args.out) / args.split / f"{Path(recipe).stem}-s{seed}.json.gz" for seed in args.seeds]
             missing = [str(p) for p in paths if not p.exists()]
             if missing:
@@ -186,10 +187,14 @@ def report(args: argparse.Namespace) -> int:
         return 2
     lines = []
     for recipe, files in found.items():
+        if recipe not in args.recipes:
+            continue
         lines += comparison_lines(f"{recipe} (seeds {', '.join(map(str, args.seeds))}) - {Path(args.reference).name}",
                                   compare_seeds(suite, [reference], files))
     for control, candidate in args.pair or []:
-        if control in found and candidate in found:
+        if control not in found or candidate not in found:
+            lines.append(f"\n{candidate} - {control}: not both evaluated for seeds {args.seeds}")
+        else:
             lines += comparison_lines(f"{candidate} - {control}, seed by seed",
                                       compare_seeds(suite, found[control], found[candidate]))
     print("\n".join(lines))
