@@ -10,12 +10,15 @@ Greedy decoding flatters that: every member of a group plays the same episode, s
 ``--sample`` samples at temperature 1 with keyed per-row sampling (``EnvGroups.rollout(keyed=True)``: each
 episode's draws depend on that episode alone), so the sides still play identical trajectories while a group's
 members diverge. ``--no-share-prefill`` adds a third side, batched without sharing (``share_prefill=False``).
+``--plain-cache`` adds a side batched with the plain ``DynamicCache`` that grows by ``torch.cat`` each step
+(``HFPolicy.reserve_cache = False``, the path before the reserved cache of issue 60 D1); ``--no-single`` leaves out
+the one-at-a-time side (the slowest), for comparing batched sides only.
 
 Each (env, side, round) runs in a fresh subprocess so that its peak resident memory (``ru_maxrss``) is its own; the
 timed part is the rollout only (model loading and a one-episode warm-up are excluded). Rounds alternate the sides.
 
     .venv/bin/python benchmarks/rollout_throughput.py [--model DIR] [--rounds 3] [--threads 1] [--sample]
-        [--no-share-prefill] [--profile]
+        [--no-share-prefill] [--plain-cache] [--no-single] [--profile]
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ import time
 from pathlib import Path
 
 ENVS = ("AgentFrozenLake-v0", "AgentSokoban-v0")
-SIDES = {"batched": "batched", "unshared": "batched, no sharing", "single": "one at a time"}
+SIDES = {"batched": "batched", "unshared": "batched, no sharing", "plain": "batched, plain cache",
+         "single": "one at a time"}
 
 
 class OneAtATime:
@@ -59,6 +63,7 @@ def worker(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     policy = HFPolicy.from_pretrained(args.model, temperature=1 if args.sample else 0,
                                       max_new_tokens=args.max_new_tokens, share_prefill=args.side != "unshared")
+    policy.reserve_cache = args.side != "plain"
     prefill_rows = []  # the batch size of each prompt's forward (decode steps take one position)
     policy.model.register_forward_pre_hook(
         lambda _m, _a, kw: prefill_rows.append(kw["input_ids"].shape[0]) if kw["input_ids"].shape[1] > 1 else None,
@@ -118,6 +123,9 @@ def main() -> None:
                         "(default: greedy, which makes a group's members play the same episode)")
     parser.add_argument("--no-share-prefill", action="store_true", help="add a third side: batched without "
                         "prefill sharing (HFPolicy(share_prefill=False))")
+    parser.add_argument("--plain-cache", action="store_true", help="add a side: batched with the plain "
+                        "DynamicCache grown by torch.cat each step (HFPolicy.reserve_cache = False)")
+    parser.add_argument("--no-single", action="store_true", help="leave out the one-at-a-time side")
     parser.add_argument("--profile", action="store_true", help="profile one batched rollout per env in-process "
                         "(torch.profiler: each op's self CPU time as a share of the wall time) instead of timing")
     parser.add_argument("--worker", choices=list(SIDES), default=None, help=argparse.SUPPRESS)
@@ -142,7 +150,8 @@ def main() -> None:
             args.side, args.env = "batched", env
             worker(args)
         return
-    sides = ["batched", "unshared", "single"] if args.no_share_prefill else ["batched", "single"]
+    sides = ["batched"] + ["unshared"] * args.no_share_prefill + ["plain"] * args.plain_cache
+    sides += [] if args.no_single else ["single"]
     print(f"model {args.model}; {args.groups} groups x {args.group_size} envs; {args.rounds} rounds; "
           f"{args.threads} thread(s); {'sampled (keyed, temperature 1)' if args.sample else 'greedy'}")
     results: dict[tuple[str, str], list[dict]] = {}
@@ -165,26 +174,33 @@ def main() -> None:
         return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
 
     print("\n| env | side | turns | tokens | prefill rows | turns/s (median) | tokens/s (median) | CPU s "
-          "| peak RSS MB | vs one at a time (wall) | vs one at a time (CPU) | sharing vs not (wall) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| peak RSS MB | vs one at a time (wall) | vs one at a time (CPU) | sharing vs not (wall) "
+          "| reserved vs plain cache (wall) | (CPU) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for env in args.envs:
-        single = results[(env, "single")]
+        single = results.get((env, "single"))
         same = len({r["digest"] for side in sides for r in results[(env, side)]}) == 1
         for side in sides:
             rows = results[(env, side)]
             wall = statistics.median(r["wall"] for r in rows)
             cpu = statistics.median(r["cpu"] for r in rows)
             speed = "1x | 1x"
-            if side != "single":
+            if single is None:
+                speed = " | "
+            elif side != "single":
                 speed = f"**{speed_up((rows, single), 'wall')}** | {speed_up((rows, single), 'cpu')}"
             sharing = ""
             if side == "batched" and "unshared" in sides:
                 sharing = f"**{speed_up((rows, results[(env, 'unshared')]), 'wall')}**"
+            cache = " | "
+            if side == "batched" and "plain" in sides:
+                plain = results[(env, "plain")]
+                cache = f"**{speed_up((rows, plain), 'wall')}** | {speed_up((rows, plain), 'cpu')}"
             peak = max(r["peak_rss_mb"] for r in rows)
             print(f"| {env} | {SIDES[side]} | {rows[0]['turns']} | {rows[0]['tokens']} | {rows[0]['prefill_rows']} | "
                   f"{rows[0]['turns'] / wall:.1f} | {rows[0]['tokens'] / wall:.1f} | {cpu:.2f} | {peak:.0f} | "
-                  f"{speed} | {sharing} |")
-        print(f"success {single[0]['success']:.3f}; identical trajectories on every side: {same}")
+                  f"{speed} | {sharing} | {cache} |")
+        print(f"success {results[(env, sides[0])][0]['success']:.3f}; identical trajectories on every side: {same}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ and a KV cache (``cache`` in recent transformers, ``past_key_values`` before: :f
 default model), Qwen2, Llama, ... Where the forward takes ``logits_to_keep`` (:func:`logits_argument`) the output
 head runs on the last position only, the prompt's included. Rows of a batch with the same prompt (an RL group's
 members, often) share one prefill: the prompt runs through the model once and its KV cache is copied to each row.
+After the prefill the cache and the attention mask get room for the whole reply at once (:func:`reserve`), so a
+decode step writes one position in place instead of copying the cache by ``torch.cat``; the logits are bit-identical.
 
 :func:`load_model` loads ``(model, tokenizer)`` from a Hugging Face folder, a name under the home or a hub id: the
 one loader of every backend, command and trainer.
@@ -14,6 +16,7 @@ one loader of every backend, command and trainer.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import os
@@ -96,6 +99,81 @@ def expandable(cache: Any) -> bool:
                                                           "DynamicIndexedLayer") if hasattr(cache_utils, name))
     layers = getattr(cache, "layers", None)
     return bool(layers) and all(type(layer) in kinds for layer in layers)
+
+
+def reserve(cache: Any, capacity: int) -> Any:
+    """Give each of ``cache``'s plain ``DynamicLayer`` layers (transformers 5.24) room for ``capacity`` positions
+    at once (:func:`reserved_layer`), so that decoding writes each step's keys and values in place instead of growing
+    them by ``torch.cat``; other layers (sliding window, quantized, static, linear attention) are left as they are.
+    The keys and values the attention reads are the same numbers either way (checked token for token against the
+    plain cache, on the published checkpoint and a Llama model). Returns ``cache``."""
+    from transformers.cache_utils import DynamicLayer
+
+    layers = getattr(cache, "layers", None) or []
+    for i, layer in enumerate(layers):
+        if type(layer) is DynamicLayer and layer.is_initialized and layer.keys.dim() == 4:
+            layers[i] = reserved_layer()(layer.keys, layer.values, capacity)
+    return cache
+
+
+@functools.cache
+def reserved_layer() -> type:
+    """The class of :func:`reserve`'s layers, defined on first use (transformers is imported only where a model
+    runs): a ``DynamicLayer`` whose keys and values live in ``(B, H, capacity, D)`` buffers. ``keys`` and ``values``
+    are views of the filled positions; ``update`` copies the new positions into the buffers (which double if ever
+    full) and ``batch_select_indices`` indexes the buffers' rows, repeated indices too."""
+    from transformers.cache_utils import DynamicLayer
+
+    class ReservedLayer(DynamicLayer):
+        def __init__(self, keys: torch.Tensor, values: torch.Tensor, capacity: int):
+            super().__init__()
+            self.device, self.is_initialized, self.length = keys.device, True, keys.shape[-2]
+            self.key_buffer, self.value_buffer = self._buffer(keys, capacity), self._buffer(values, capacity)
+            self._views()
+
+        @staticmethod
+        def _buffer(states: torch.Tensor, capacity: int) -> torch.Tensor:
+            batch, heads, length, dim = states.shape
+            buffer = states.new_empty((batch, heads, max(capacity, length), dim))
+            buffer[:, :, :length] = states
+            return buffer
+
+        def _views(self) -> None:
+            self.keys = self.key_buffer[:, :, : self.length]
+            self.values = self.value_buffer[:, :, : self.length]
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+            end = self.length + key_states.shape[-2]
+            if end > self.key_buffer.shape[-2]:
+                self.key_buffer = self._buffer(self.keys, 2 * end)
+                self.value_buffer = self._buffer(self.values, 2 * end)
+            self.key_buffer[:, :, self.length : end] = key_states
+            self.value_buffer[:, :, self.length : end] = value_states
+            self.length = end
+            self._views()
+            return self.keys, self.values
+
+        def get_seq_length(self) -> int:
+            return self.length
+
+        def crop(self, tokens_to_remove: int) -> None:
+            super().crop(tokens_to_remove)
+            self.length = self.keys.shape[-2]
+
+        def batch_repeat_interleave(self, repeats: int) -> None:
+            self.key_buffer = self.key_buffer.repeat_interleave(repeats, dim=0)
+            self.value_buffer = self.value_buffer.repeat_interleave(repeats, dim=0)
+            self._views()
+
+        def batch_select_indices(self, indices: torch.Tensor) -> None:
+            self.key_buffer, self.value_buffer = self.key_buffer[indices], self.value_buffer[indices]
+            self._views()
+
+        def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+            self.batch_select_indices(beam_idx.to(self.key_buffer.device))
+
+    return ReservedLayer
 
 
 LogitsProcessor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -189,6 +267,7 @@ class HFPolicy:
         self.logits_processors = list(logits_processors)
         self.top_logprobs = top_logprobs
         self.share_prefill = share_prefill
+        self.reserve_cache = True  # False: the KV cache and mask grow by torch.cat each step (tests, benchmarks)
         self.stop_ids = stop_token_ids(model.generation_config, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
@@ -311,13 +390,21 @@ class HFPolicy:
         With :attr:`share_prefill`, rows with the same (padded) prompt are prefilled once and the cache and logits
         copied to each of them (:meth:`_prefill`). Finished rows leave the batch (and the KV cache,
         ``Cache.batch_select_indices``) so they cost nothing. The output head runs on each row's last position only
-        (:func:`logits_argument`), the prompt's included.
+        (:func:`logits_argument`), the prompt's included. With :attr:`reserve_cache` (the default) the cache's layers
+        and the mask are reserved for ``prompt + max_new_tokens`` positions after the prefill (:func:`reserve`); the
+        plain path grows both by ``torch.cat`` each step. Both give the same logits bit for bit (tested).
         """
         batch = input_ids.shape[0]
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         cache_name = cache_argument(self.model)
         last = {self.logits_argument: 1} if self.logits_argument else {}
         cache, logits = self._prefill(input_ids, attention_mask, position_ids, cache_name, last)
+        length = input_ids.shape[1]
+        if self.reserve_cache:  # room for every step at once: no torch.cat per step (same numbers, see reserve)
+            cache = reserve(cache, length + self.max_new_tokens)
+            mask = attention_mask.new_ones((batch, length + self.max_new_tokens))
+            mask[:, :length] = attention_mask
+            attention_mask = mask
         next_position = position_ids[:, -1:] + 1
         stop_ids = torch.tensor(self.stop_ids, device=self.device)
         tokens = torch.full((batch, self.max_new_tokens), self.pad_id, dtype=torch.long, device=self.device)
@@ -351,8 +438,11 @@ class HFPolicy:
                 rows, token, next_position = rows[keep], token[keep], next_position[keep]
                 attention_mask = attention_mask[keep]
                 cache.batch_select_indices(keep)
-            attention_mask = torch.cat([attention_mask, torch.ones_like(attention_mask[:, :1])], dim=1)
-            out = self.model(input_ids=token[:, None], attention_mask=attention_mask, position_ids=next_position,
+            if self.reserve_cache:
+                step_mask = attention_mask[:, : length + step + 1]
+            else:
+                attention_mask = step_mask = torch.cat([attention_mask, torch.ones_like(attention_mask[:, :1])], 1)
+            out = self.model(input_ids=token[:, None], attention_mask=step_mask, position_ids=next_position,
                              use_cache=True, **{cache_name: cache}, **last)
             cache, logits = getattr(out, cache_name), out.logits[:, -1, :]
             next_position = next_position + 1
