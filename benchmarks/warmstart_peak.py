@@ -15,7 +15,9 @@ times:
   thread and on two one-thread processes (``--processes 2``), whose peak is read two ways: twice one thread's, and
   two one-thread processes running the products at the same time (what the two cores give when both work).
 
-It prints the rates and each as a share of its peak. Results: benchmarks/warmstart_peak.md.
+It prints the rates and each as a share of its peak. ``--profile`` then runs the steps once more under torch's
+profiler, on one thread and as process 0 of two, and prints each one's ops by self time (where the time that is not
+matrix products goes). Results: benchmarks/warmstart_peak.md.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import multiprocessing
 import time
 
 import torch
-from warmstart_threads import data_parallel_seconds, seconds_per_step, sokoban_setup
+from warmstart_threads import data_parallel_seconds, op_table, seconds_per_step, sokoban_setup
 
 
 def linear_shapes(model) -> list[tuple[int, int]]:
@@ -86,6 +88,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="timed steps per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--profile", action="store_true", help="then profile one thread and two processes' steps")
     args = parser.parse_args()
     folder, model, rows_file, batches = sokoban_setup(args.steps, args.batch_size)
     flops = sum(step_flops(model, b) for b in batches) / len(batches)
@@ -110,6 +113,14 @@ def main() -> None:
     print(f"| 1 thread | {one:.3f} | {flops / one / 1e9:.1f} | {flops / one / peak:.0%} | | |")
     print(f"| 2 processes x 1 thread | {two:.3f} | {flops / two / 1e9:.1f} | | {flops / two / (2 * peak):.0%} | "
           f"{flops / two / peak2:.0%} |")
+    if args.profile:
+        from torch.profiler import profile
+
+        with profile() as prof:
+            seconds_per_step(model, optimizer, batches)
+        print(f"\none thread, {len(batches)} steps under the profiler:\n{op_table(prof)}")
+        seconds, table = data_parallel_seconds(folder, rows_file, args.steps, args.batch_size, profile=True)
+        print(f"\nprocess 0 of two, {args.steps} steps under the profiler ({seconds:.3f} s/step):\n{table}")
 
 
 if __name__ == "__main__":

@@ -45,15 +45,16 @@ def seconds_per_step(model, optimizer, batches) -> float:
     return (time.perf_counter() - start) / len(batches)
 
 
-def data_parallel_seconds(folder: str, rows_file: Path, steps: int, batch_size: int) -> float:
-    """Seconds a step of two one-thread processes sharing each batch (:func:`shard_step`), best of one round."""
+def data_parallel_seconds(folder: str, rows_file: Path, steps: int, batch_size: int, profile: bool = False):
+    """Seconds a step of two one-thread processes sharing each batch (:func:`shard_step`), best of one round; with
+    ``profile``, ``(seconds, table)``: process 0's timed steps under torch's profiler, its ops by self time."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     context = multiprocessing.get_context("spawn")
     queue = context.SimpleQueue()
-    workers = [context.Process(target=_worker, args=(rank, port, folder, rows_file, steps, batch_size, queue))
-               for rank in (0, 1)]
+    workers = [context.Process(target=_worker, args=(rank, port, folder, rows_file, steps, batch_size, queue,
+                                                     profile)) for rank in (0, 1)]
     for w in workers:
         w.start()
     for w in workers:
@@ -61,8 +62,12 @@ def data_parallel_seconds(folder: str, rows_file: Path, steps: int, batch_size: 
     return queue.get()
 
 
-def _worker(rank: int, port: int, folder: str, rows_file: Path, steps: int, batch_size: int, queue) -> None:
+def _worker(rank: int, port: int, folder: str, rows_file: Path, steps: int, batch_size: int, queue,
+            profile: bool = False) -> None:
+    import contextlib
+
     import torch.distributed as dist
+    from torch.profiler import profile as profiler
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
@@ -72,17 +77,26 @@ def _worker(rank: int, port: int, folder: str, rows_file: Path, steps: int, batc
                for i in range(0, (steps + 3) * batch_size, batch_size)]
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     model.train()
+    watch = profiler() if profile and rank == 0 else contextlib.nullcontext()
     for i, batch in enumerate(batches):
         if i == 3:  # after the warm-up steps
             dist.barrier()
+            watch.__enter__()
             start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         shard_step(model, batch)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
     if rank == 0:
-        queue.put((time.perf_counter() - start) / steps)
+        seconds = (time.perf_counter() - start) / steps
+        watch.__exit__(None, None, None)
+        queue.put((seconds, op_table(watch)) if profile else seconds)
     dist.destroy_process_group()
+
+
+def op_table(prof, rows: int = 12) -> str:
+    """A profiler's ops by self CPU time, the top ``rows``."""
+    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows)
 
 
 def sokoban_setup(steps: int, batch_size: int):
