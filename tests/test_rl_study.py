@@ -74,6 +74,14 @@ def test_report_reads_the_folder_run_leaves(tmp_path):
     assert "recipe - control, seed by seed" in done.stdout
     assert "missing: not evaluated yet" in done.stdout
     assert "| score |" in done.stdout
+    # a pair's recipes are read even when --recipes does not list them; a pair not evaluated says so
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "rl_study.py"), "report", "--recipes", "recipe",
+                           "--seeds", "0", "1", "--out", str(tmp_path), "--reference",
+                           str(SUBMISSIONS / "default-model-sft.json.gz"), "--pair", "control", "recipe",
+                           "--pair", "control", "missing"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "recipe - control, seed by seed" in done.stdout and "control (seeds" not in done.stdout
+    assert "missing - control: not both evaluated" in done.stdout
 
 
 def test_the_test_suite_is_read_once_and_only_for_finished_runs(tmp_path):
