@@ -92,7 +92,8 @@ def test_a_warm_start_in_bfloat16_or_auto_computes_in_it_and_keeps_float32_weigh
     record = json.loads((tmp_path / "auto" / compute_dtype.FILE).read_text())
     assert auto["train"]["dtype"] == record["dtype"] and record["float32_s"] > 0
     twin = "bf16" if record["dtype"] == "bfloat16" else "fp32"  # the same model as the fixed dtype it chose
-    assert (tmp_path / "auto" / "model.safetensors").read_bytes() == (tmp_path / twin / "model.safetensors").read_bytes()
+    weights = (tmp_path / "auto" / "model.safetensors").read_bytes()
+    assert weights == (tmp_path / twin / "model.safetensors").read_bytes()
 
 
 def test_the_report_shows_the_mean_return_of_a_graded_env_only():
