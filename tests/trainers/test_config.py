@@ -143,6 +143,26 @@ def test_wrong_types_are_named(tmp_path):
     assert (config.learning_rate, config.critic_learning_rate) == (1e-4, 2e-3)
 
 
+def test_a_config_with_a_base_is_its_base_updated_by_its_own_keys(tmp_path):
+    from trainers.runtime.config_loading import CONFIG_DIR
+
+    base = load_config(CONFIG_DIR / "baseline-gigpo.yaml")
+    variant = tmp_path / "variant.yaml"
+    (tmp_path / "base.yaml").write_text((CONFIG_DIR / "baseline-gigpo.yaml").read_text())
+    variant.write_text("base: base.yaml\nlearning_rate: 5.0e-5\ntrain_env_manager:\n  group_size: 8\n"
+                       "  num_env_groups: 16\n  num_groups_partition: [4, 2, 2, 2, 6]\n")
+    config = load_config(variant)
+    assert config.learning_rate == 5e-5 and base.learning_rate == 1e-4
+    assert (config.train_env_manager.group_size, config.train_env_manager.num_env_groups) == (8, 16)
+    assert config.train_env_manager.tags == base.train_env_manager.tags  # nested keys merged, not replaced
+    assert dataclasses.replace(config, learning_rate=base.learning_rate,
+                               train_env_manager=base.train_env_manager) == base
+    (tmp_path / "a.yaml").write_text("base: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
+    with pytest.raises(ConfigError, match="leads back to itself"):
+        load_config(tmp_path / "a.yaml")
+
+
 def test_every_bundled_config_loads():
     from trainers.runtime.config_loading import CONFIG_DIR, bundled_configs
 

@@ -209,12 +209,31 @@ def config_from_dict(config_type: type[C], data: Mapping[str, Any],
     return config_type(**merged)
 
 
-def read_yaml(path: str | os.PathLike) -> dict[str, Any]:
-    """The mapping of keys in the YAML file ``path``.
+BASE_KEY = "base"
+"""A config file's key naming another file (relative to its own folder) whose keys it starts from: a variant of a
+recipe holds only what it changes (``base: baseline-gigpo.yaml`` and ``learning_rate: 5.0e-5``)."""
+
+
+def read_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The mapping of keys in the YAML file ``path``; with :data:`BASE_KEY`, the base file's keys updated by this
+    file's (:func:`merge`; the base may have a base of its own).
 
     Raises:
-        ConfigError: the file is missing, empty, not YAML or not a mapping (the message names the file).
+        ConfigError: the file is missing, empty, not YAML or not a mapping, or its bases form a loop (the message
+            names the file).
     """
+    data = _read_mapping(path)
+    if BASE_KEY not in data:
+        return data
+    here = Path(path).resolve()
+    base = here.parent / str(data.pop(BASE_KEY))
+    if base.resolve() in (*_seen, here):
+        raise ConfigError(f"{path}: its {BASE_KEY} {base.name} leads back to itself")
+    return merge(read_yaml(base, (*_seen, here)), data)
+
+
+def _read_mapping(path: str | os.PathLike) -> dict[str, Any]:
+    """The mapping of keys in the YAML file ``path``, as written (:func:`read_yaml`'s errors)."""
     try:
         text = Path(path).read_text()
     except OSError as error:
