@@ -77,19 +77,21 @@ def _worker(rank: int, port: int, folder: str, rows_file: Path, steps: int, batc
                for i in range(0, (steps + 3) * batch_size, batch_size)]
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     model.train()
-    watch = profiler() if profile and rank == 0 else contextlib.nullcontext()
-    for i, batch in enumerate(batches):
-        if i == 3:  # after the warm-up steps
-            dist.barrier()
-            watch.__enter__()
-            start = time.perf_counter()
+    def step(batch) -> None:
         optimizer.zero_grad(set_to_none=True)
         shard_step(model, batch)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-    if rank == 0:
+
+    for batch in batches[:3]:  # warm-up steps
+        step(batch)
+    dist.barrier()
+    with profiler() if profile and rank == 0 else contextlib.nullcontext() as watch:
+        start = time.perf_counter()
+        for batch in batches[3:]:
+            step(batch)
         seconds = (time.perf_counter() - start) / steps
-        watch.__exit__(None, None, None)
+    if rank == 0:
         queue.put((seconds, op_table(watch)) if profile else seconds)
     dist.destroy_process_group()
 
