@@ -75,6 +75,7 @@ from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
 from trainers.runtime import checkpoint as ckpt
 from trainers.runtime import compute_dtype
+from trainers.runtime.distributed import Dist
 from trainers.runtime.metrics import MetricsLog
 from trainers.runtime.schedule import warm_start_schedule
 from trainers.sft.default_model import build_default_model
@@ -225,7 +226,7 @@ def fit(model: Any, tokenizer: Any, views: list[TokenView], config: SFTConfig, *
         if rank == 0:
             ckpt.remove_checkpoints(run)
     dtype = compute_dtype.resolve(config.dtype, device, run, model, is_main=rank == 0, resumed=resumed is not None,
-                                  share=_from_process_0 if world > 1 else None)
+                                  share=lambda record: Dist(rank, world, device).gather(record)[0])
     log = None
     if run is not None and rank == 0:
         log = MetricsLog(run / run_folder.METRICS, resume_step=len(resumed[1]["losses"]) if resumed else None)
@@ -286,13 +287,6 @@ def train_step(model: Any, optimizer: Any, schedule: Any, rows: list[TokenView],
     optimizer.step()
     schedule.step()
     return value, float(norm), lr
-
-
-def _from_process_0(record: dict[str, Any]) -> dict[str, Any]:
-    """Process 0's ``record`` on every process of the group (a broadcast)."""
-    shared = [record]
-    dist.broadcast_object_list(shared, src=0)
-    return shared[0]
 
 
 GROUP_BATCHES = 50
