@@ -56,6 +56,12 @@ def cli() -> list[str]:
     return [str(Path(sys.executable).parent / "agentgym-bench")]
 
 
+def train_command(recipe: str, seed: int, pretrain: str, folder: Path, overrides: list[str]) -> list[str]:
+    """The command that trains one run into ``folder``, or continues it from its last checkpoint after a kill."""
+    return cli() + ["train", recipe, f"pretrain={pretrain}", f"output_dir={folder}", f"seed={seed}", "save_steps=50",
+                    "resume_from_checkpoint=auto", "progress=false", *overrides]
+
+
 def run_one(args: argparse.Namespace, recipe: str, seed: int) -> None:
     """Train (or resume) one run, then evaluate its final model; a finished evaluation is not redone."""
     name = f"{Path(recipe).stem}-s{seed}"
@@ -69,8 +75,7 @@ def run_one(args: argparse.Namespace, recipe: str, seed: int) -> None:
     with open(out / f"{name}.log", "a") as log:
         start = time.time()
         print(f"{name}: training", flush=True)
-        subprocess.run(cli() + ["train", recipe, f"pretrain={args.pretrain}", f"output_dir={out / name}",
-                                f"seed={seed}", "save_steps=50", "progress=false", *args.overrides],
+        subprocess.run(train_command(recipe, seed, args.pretrain, out / name, args.overrides),
                        check=True, stdout=log, stderr=subprocess.STDOUT, env=env)
         print(f"{name}: trained in {(time.time() - start) / 60:.1f} min; evaluating", flush=True)
         subprocess.run(cli() + ["eval", "--policy", f"hf:{out / name}", "--suite", SUITE, *EVAL, "--out", str(result),

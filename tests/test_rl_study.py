@@ -104,3 +104,23 @@ def test_the_test_suite_is_read_once_and_only_for_finished_runs(tmp_path):
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "read (seeds 0) - default-model-sft.json.gz" in done.stdout
+
+
+def test_run_continues_a_killed_run_from_its_last_checkpoint(rl_study, tmp_path):
+    """A study killed mid-run is run again with the same command: each run folder that holds a checkpoint continues
+    from it (before, the trainer refused a fresh start into it, and the study lost those seeds)."""
+    import json
+
+    from tests.trainers.conftest import build_tiny_model, tiny_config_dict
+    from trainers.rl.config import config_from_dict
+
+    model, folder = build_tiny_model(tmp_path / "model"), tmp_path / "recipe-s1"
+    recipe = tmp_path / "recipe.yaml"
+    config_from_dict(tiny_config_dict(model, folder, "starpo", max_steps=4, eval_steps=4)).save(recipe)
+    command = rl_study.train_command(str(recipe), 1, str(model), folder, [])
+    subprocess.run(command + ["max_steps=2", "save_steps=2"], check=True, capture_output=True)  # the "killed" run
+    assert (folder / "checkpoint-2").is_dir() and not (folder / "checkpoint-4").exists()
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = [json.loads(line)["step"] for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    assert steps[-1] == 4 and steps.count(3) == 1, steps  # steps 3 and 4 trained once, after the checkpoint
