@@ -6,13 +6,17 @@ trainer's own ``run_iteration`` (no validation, no checkpoints), and reads each 
 ``time/score`` (the scoring passes) and ``time/update`` (everything after the rollout; the update proper is
 ``time/update - time/score``).
 
-Two sides, alternating in rounds, each (recipe, side, round) in its own subprocess on ``--threads`` torch threads:
+Three sides, alternating in rounds, each (recipe, side, round) in its own subprocess on ``--threads`` torch threads:
 
 - ``every-row``: every row of a batch through the model: the trainer's forwards without
-  :func:`trainers.rl.ppo.distinct_rows` (identity instead), and the sampler's prefill over every prompt
-  (``HFPolicy.share_prefill = False``);
-- ``shared``: the code as it is: identical rows (tokens, padding and loss mask) forwarded once in the scoring and
-  update passes, identical prompts prefilled once in generation.
+  :func:`trainers.rl.ppo.distinct_rows` (identity instead) or shared prompts, and the sampler's prefill over every
+  prompt (``HFPolicy.share_prefill = False``);
+- ``distinct-rows``: identical rows (tokens, padding and loss mask) forwarded once in the scoring and update passes,
+  identical prompts prefilled once in generation, but each distinct row forwarded whole
+  (:func:`trainers.rl.ppo.shares_prefixes` false: the code of 2026-11-28);
+- ``shared``: the code as it is: besides, the distinct rows' shared prompts run once in the scoring and update
+  passes (:func:`agentgym_bench.rollout.heads.logits_at_shared_prefixes`), and the update's mini-batches keep a
+  prompt's rows together.
 
 Both sides start from the same weights and seeds, so their first rollout is the same episodes; after the first
 update their weights differ by round-off, and so may later episodes. Reported per side: the median over iterations
@@ -34,7 +38,7 @@ import sys
 import tempfile
 import time
 
-SIDES = ("every-row", "shared")
+SIDES = ("every-row", "distinct-rows", "shared")
 PARTS = ("rollout", "score", "update proper", "iteration")
 
 
@@ -43,6 +47,7 @@ def worker(args: argparse.Namespace) -> dict:
 
     import agentgym_bench  # noqa: F401  (registers the envs)
     import trainers.rl.ppo
+    from agentgym_bench.rollout.heads import shared_prefixes
     from trainers.rl.config import load_config
     from trainers.rl.train import build_samples, run_iteration, start_run
     from trainers.runtime.config_loading import resolve_config
@@ -51,6 +56,8 @@ def worker(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
     every_row = args.side == "every-row"
     distinct_rows = trainers.rl.ppo.distinct_rows
+    if args.side != "shared":
+        trainers.rl.ppo.shares_prefixes = lambda *_: False
     if every_row:
         trainers.rl.ppo.distinct_rows = lambda *t: (torch.arange(len(t[0])), torch.arange(len(t[0])))
     with tempfile.TemporaryDirectory() as out:
@@ -60,14 +67,16 @@ def worker(args: argparse.Namespace) -> dict:
         run = start_run(config, Dist(0, 1, torch.device("cpu")), time.perf_counter())
         if every_row:
             run.sampler.train_backend.share_prefill = False
-        rows, distinct = [], []
+        rows, distinct, prompts = [], [], []
         capture = build_samples
 
         def counting(*a, **k):  # the rows of each iteration's batch, and how many are distinct
             samples = capture(*a, **k)
             rows.append(len(samples))
-            distinct.append(len(distinct_rows(samples.input_ids, samples.attention_mask,
-                                                           samples.loss_mask)[0]))
+            first = distinct_rows(samples.input_ids, samples.attention_mask, samples.loss_mask)[0]
+            distinct.append(len(first))
+            prompts.append(len(shared_prefixes(samples.input_ids[first], samples.attention_mask[first],
+                                               samples.loss_mask[first, 1:])[1]))
             return samples
 
         import trainers.rl.train
@@ -82,6 +91,7 @@ def worker(args: argparse.Namespace) -> dict:
             "update proper": statistics.median(r["time/update"] - r["time/score"] for r in timed),
             "iteration": statistics.median(r["time/rollout"] + r["time/update"] for r in timed),
             "rows": statistics.median(rows[1:]), "distinct": statistics.median(distinct[1:]),
+            "prompts": statistics.median(prompts[1:]),
             "success": statistics.mean(r["reward/success"] for r in records)}
 
 
@@ -98,21 +108,22 @@ def span(values: list[float]) -> str:
 
 def report(recipe: str, rows: dict[str, list[dict]]) -> None:
     print(f"\n{recipe}: seconds an iteration (median of iterations 2..N, then median over rounds)")
-    print("| side | rows (distinct; with sharing they are what the model sees) | rollout | scoring | update proper "
-          "| iteration |")
+    print("| side | rows (distinct rows; their distinct prompts) | rollout | scoring | update proper | iteration |")
     print("|---|---|---|---|---|---|")
-    for side in SIDES:
-        r = rows[side]
+    for side, r in rows.items():
         parts = " | ".join(f"{statistics.median(x[p] for x in r):.2f}" for p in PARTS)
         print(f"| {side} | {statistics.median(x['rows'] for x in r):.0f} "
-              f"({statistics.median(x['distinct'] for x in r):.0f}) | {parts} |")
-    pairs = list(zip(rows["every-row"], rows["shared"], strict=True))
-    print("every-row / shared, per round: " + ", ".join(
-        f"{p} {span([a[p] / b[p] for a, b in pairs])}" for p in PARTS))
-    shared = rows["shared"]
-    update = statistics.median(x["score"] + x["update proper"] for x in shared)
-    rollout = statistics.median(x["rollout"] for x in shared)
-    print(f"shared: update (scoring + update proper) / rollout = {update / rollout:.2f}")
+              f"({statistics.median(x['distinct'] for x in r):.0f}; {statistics.median(x['prompts'] for x in r):.0f})"
+              f" | {parts} |")
+    for side in rows:
+        if side != "shared" and "shared" in rows:
+            pairs = list(zip(rows[side], rows["shared"], strict=True))
+            print(f"{side} / shared, per round: " + ", ".join(
+                f"{p} {span([a[p] / b[p] for a, b in pairs])}" for p in PARTS))
+    for side, runs in rows.items():
+        update = statistics.median(x["score"] + x["update proper"] for x in runs)
+        rollout = statistics.median(x["rollout"] for x in runs)
+        print(f"{side}: update (scoring + update proper) / rollout = {update / rollout:.2f}")
 
 
 def main() -> None:
@@ -124,6 +135,8 @@ def main() -> None:
                         "(default: 6)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per recipe (default: 3)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES),
+                        help="which sides to run (default: all three)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--recipe", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--side", choices=SIDES, default=None, help=argparse.SUPPRESS)
@@ -136,9 +149,9 @@ def main() -> None:
         print(json.dumps(worker(args)))
         return
     for recipe in args.recipes:
-        rows: dict[str, list[dict]] = {side: [] for side in SIDES}
+        rows: dict[str, list[dict]] = {side: [] for side in args.sides}
         for k in range(args.rounds):
-            for side in SIDES if k % 2 == 0 else SIDES[::-1]:
+            for side in args.sides if k % 2 == 0 else args.sides[::-1]:
                 rows[side].append(run_side(args, recipe, side))
                 print(f"{recipe} round {k + 1} {side}: " + ", ".join(
                     f"{p} {rows[side][-1][p]:.2f}s" for p in PARTS), file=sys.stderr, flush=True)

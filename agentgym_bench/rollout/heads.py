@@ -9,9 +9,13 @@ it.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import torch  # noqa: TID253 - training math: imported only by trainers/
+
+from agentgym_bench.rollout.hf import cache_argument, expandable
 
 
 def logits_at(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -33,6 +37,14 @@ def logits_at(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     Returns:
         (M, V) logits in the order of ``predicts.nonzero()`` (row by row), M = ``predicts.sum()``.
     """
+    with _head_at(model, predicts):
+        return model(input_ids=input_ids, attention_mask=attention_mask).logits
+
+
+@contextlib.contextmanager
+def _head_at(model: Any, predicts: torch.Tensor) -> Iterator[None]:
+    """Within the block, ``model``'s output head sees only the hidden states at ``predicts`` ((B, L-1) bool of a
+    (B, L) forward)."""
     head = getattr(model, "module", model).get_output_embeddings()
 
     def chosen(_module: Any, args: tuple) -> tuple:
@@ -40,6 +52,68 @@ def logits_at(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
     handle = head.register_forward_pre_hook(chosen)
     try:
-        return model(input_ids=input_ids, attention_mask=attention_mask).logits
+        yield
     finally:
         handle.remove()
+
+
+def logits_at_shared_prefixes(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                              predicts: torch.Tensor) -> torch.Tensor:
+    """:func:`logits_at`, with rows that start alike running their common start once.
+
+    Each row is cut before its first set entry of ``predicts``: the prefix (the prompt, which predicts nothing) and
+    the suffix (from the prompt's last token on, holding every wanted position). Rows with the same prefix share one
+    forward pass of it (RL batches repeat prompts: the members of a group start from one state); the suffixes then
+    run on the prefixes' KV cache, indexed to their rows, at their own positions. Causal attention makes a prefix's
+    keys and values those of the whole row, so the logits are :func:`logits_at`'s up to float round-off, and so are
+    the gradients, which reach a shared prefix from all its rows.
+
+    Where no prefix repeats this is :func:`logits_at`, except in a process group of more than one (a DDP forward
+    may be a collective, so every process makes two forward calls a batch). Not for a sharded model (FSDP2 frees a
+    block's gathered weights after its forward, which a second forward before the backward would need) nor with
+    gradient checkpointing (which turns the KV cache off): the caller decides (``trainers.rl.ppo.token_logprobs``).
+
+    Args and Returns: as :func:`logits_at`, for right-padded rows.
+    """
+    cut, prefixes, row_prefix = shared_prefixes(input_ids, attention_mask, predicts)
+    width = prefixes.shape[1] - 1
+    positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+    lockstep = torch.distributed.is_available() and torch.distributed.is_initialized() and \
+        torch.distributed.get_world_size() > 1
+    if (len(prefixes) == len(input_ids) and not lockstep) or width == 0:
+        return logits_at(model, input_ids, attention_mask, predicts)
+    name = cache_argument(getattr(model, "module", model))
+    prefix_mask = (positions[:width] < prefixes[:, width:]).to(attention_mask.dtype)  # (P, width)
+    with _head_at(model, torch.zeros_like(prefix_mask[:, 1:], dtype=torch.bool)):
+        cache = getattr(model(input_ids=prefixes[:, :width], attention_mask=prefix_mask, use_cache=True), name)
+    if not expandable(cache):
+        return logits_at(model, input_ids, attention_mask, predicts)
+    cache.batch_select_indices(row_prefix)
+    rest = attention_mask.sum(1) - cut  # (B,) suffix lengths
+    span = int(rest.max())
+    take = (cut[:, None] + positions[:span]).clamp(max=input_ids.shape[1] - 1)  # (B, span) the suffix's positions
+    suffix_mask = (positions[:span] < rest[:, None]).to(attention_mask.dtype)
+    suffix_predicts = predicts.gather(1, take[:, :-1].clamp(max=predicts.shape[1] - 1)) & suffix_mask[:, 1:].bool()
+    with _head_at(model, suffix_predicts):
+        return model(input_ids=input_ids.gather(1, take) * suffix_mask, position_ids=take, use_cache=True,
+                     attention_mask=torch.cat([prefix_mask[row_prefix], suffix_mask], 1), **{name: cache}).logits
+
+
+def shared_prefixes(input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    predicts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The rows' prefixes (the tokens before a row's first set entry of ``predicts``; a row without one is all
+    prefix) and which rows share them.
+
+    Args: as :func:`logits_at`, for right-padded rows.
+
+    Returns:
+        ``(cut, prefixes, row_prefix)``: (B,) each row's prefix length; (P, W + 1) the distinct prefixes, W = the
+        longest, each row its tokens (0 past its length) and then its length; (B,) each row's prefix in
+        ``prefixes``.
+    """
+    cut = torch.where(predicts.any(1), predicts.to(torch.int8).argmax(1), attention_mask.sum(1))
+    width = int(cut.max())
+    inside = torch.arange(width, device=input_ids.device) < cut[:, None]
+    prefixes, row_prefix = torch.unique(torch.cat([input_ids[:, :width] * inside, cut[:, None]], 1), dim=0,
+                                        return_inverse=True)
+    return cut, prefixes, row_prefix

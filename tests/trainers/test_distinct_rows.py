@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import trainers.rl.ppo
+from agentgym_bench.rollout.heads import shared_prefixes
 from tests.trainers.conftest import TINY_ENV_KWARGS
 from trainers.rl.ppo import distinct_rows, token_logprobs, token_values
 from trainers.rl.samples import step_samples
@@ -48,16 +49,20 @@ class Counting(torch.nn.Module):
     def get_output_embeddings(self):
         return self.model.get_output_embeddings()
 
-    def forward(self, input_ids, attention_mask):
+    def get_base_model(self):
+        return self.model
+
+    def forward(self, input_ids, attention_mask, **kwargs):
         self.sizes.append(len(input_ids))
-        return self.model(input_ids=input_ids, attention_mask=attention_mask)
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
 
 
-def _loss_and_grads(model, samples, weights):
+def _loss_and_grads(model, samples, weights, share_prefixes=False):
     """A loss over every row (each row's own weight) from ``token_logprobs``, its outputs and its gradients."""
     model.zero_grad()
     mask = samples.loss_mask[:, 1:]
-    logprob, entropy = token_logprobs(model, samples.input_ids, samples.attention_mask, 0.7, True, mask)
+    logprob, entropy = token_logprobs(model, samples.input_ids, samples.attention_mask, 0.7, True, mask,
+                                      share_prefixes)
     ((logprob + 0.1 * entropy) * weights[:, None]).sum().backward()
     return logprob.detach(), entropy.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
 
@@ -81,6 +86,24 @@ def test_shared_forward_equals_row_by_row(model_and_tokenizer, rows, monkeypatch
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4 * float(want.abs().max()))
 
 
+def test_shared_prompts_and_rows_equal_row_by_row(model_and_tokenizer, rows, monkeypatch):
+    """With ``share_prefixes`` the distinct rows' prompts run once and the rest of each distinct row after them; the
+    log-probs, entropies and gradients are still every row's own."""
+    samples, distinct = rows
+    weights = torch.linspace(-1, 1, len(samples))
+    counting = Counting(model_and_tokenizer[0])
+    shared = _loss_and_grads(counting, samples, weights, share_prefixes=True)
+    prompts = len(shared_prefixes(samples.input_ids, samples.attention_mask, samples.loss_mask[:, 1:])[1])
+    assert counting.sizes == [prompts, distinct] and prompts < distinct
+    monkeypatch.setattr(trainers.rl.ppo, "distinct_rows",
+                        lambda *t: (torch.arange(len(t[0])), torch.arange(len(t[0]))))
+    every = _loss_and_grads(counting, samples, weights)
+    for got, want in zip(shared[:2], every[:2], strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    for got, want in zip(shared[2], every[2], strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4 * float(want.abs().max()))
+
+
 def test_critic_values_shared_equal_row_by_row(model_and_tokenizer, rows):
     samples, distinct = rows
     model = model_and_tokenizer[0]
@@ -101,7 +124,7 @@ def test_critic_values_shared_equal_row_by_row(model_and_tokenizer, rows):
     torch.testing.assert_close(values, want, rtol=1e-5, atol=1e-5)
 
 
-def test_mini_batches_keep_identical_rows_together(rows):
+def test_mini_batches_keep_rows_with_one_prompt_and_identical_rows_together(rows):
     samples, distinct = rows
     mask = samples.loss_mask[:, 1:]
     batch = trainers.rl.ppo.Batch(samples, mask, None, torch.zeros(mask.shape))
@@ -110,6 +133,8 @@ def test_mini_batches_keep_identical_rows_together(rows):
     _, inverse = distinct_rows(samples.input_ids, samples.attention_mask, samples.loss_mask)
     runs = torch.unique_consecutive(inverse[order])
     assert len(runs) == distinct  # each distinct row's copies in one run
+    _, prompts, prompt = shared_prefixes(samples.input_ids, samples.attention_mask, mask)
+    assert 1 < len(prompts) < distinct and len(torch.unique_consecutive(prompt[order])) == len(prompts)  # and prompts
     again = trainers.rl.ppo.shuffled_together(batch, np.random.default_rng(0))
     other = trainers.rl.ppo.shuffled_together(batch, np.random.default_rng(1))
     assert torch.equal(order, again) and not torch.equal(order, other)

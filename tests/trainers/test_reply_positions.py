@@ -24,8 +24,9 @@ from trainers.runtime.distributed import Dist
 CPU = Dist(0, 1, torch.device("cpu"))
 
 
-def full_position_logprobs(model, input_ids, attention_mask, temperature, with_entropy, mask):
-    """The reference: logits on every position, log-softmax and entropy on every position, then the mask."""
+def full_position_logprobs(model, input_ids, attention_mask, temperature, with_entropy, mask, share_prefixes=False):
+    """The reference: every row whole (``share_prefixes`` ignored), logits on every position, log-softmax and entropy
+    on every position, then the mask."""
     logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float() / temperature
     logprob = torch.where(mask, logprobs_from_logits(logits, input_ids[:, 1:]), 0.0)
     entropy = torch.where(mask, entropy_from_logits(logits), 0.0) if with_entropy else None

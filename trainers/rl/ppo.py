@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch  # noqa: TID253 - trainers/ runs on torch
 
-from agentgym_bench.rollout.heads import logits_at
+from agentgym_bench.rollout.heads import logits_at, logits_at_shared_prefixes, shared_prefixes
 from trainers.algos.advantages import (
     clip_advantages,
     gae_advantages,
@@ -67,8 +67,8 @@ def distinct_rows(*tensors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   temperature: float, with_entropy: bool,
-                   mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+                   temperature: float, with_entropy: bool, mask: torch.Tensor,
+                   share_prefixes: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(b, L-1) log-probs of tokens 1..L-1 given their prefix, and the entropies of those predictions, at the
     positions of the (b, L-1) bool ``mask``; 0 elsewhere.
 
@@ -77,17 +77,28 @@ def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_ma
     counts every row and the gradient is the same sum (:func:`distinct_rows`). Only the masked positions reach the
     output head and the softmax over the vocabulary (:func:`~agentgym_bench.rollout.heads.logits_at`, as the warm
     start's loss): with a large vocabulary and short replies they are most of the cost. Logits are divided by the
-    rollout temperature, as verl does, so the trained policy is the sampled one.
+    rollout temperature, as verl does, so the trained policy is the sampled one. With ``share_prefixes`` (see
+    :func:`shares_prefixes`), distinct rows that start with the same prompt run it once
+    (:func:`~agentgym_bench.rollout.heads.logits_at_shared_prefixes`).
     """
     first, inverse = distinct_rows(input_ids * attention_mask, attention_mask, mask)
     input_ids, attention_mask, mask = input_ids[first], attention_mask[first], mask[first]  # (u, ...)
-    logits = logits_at(model, input_ids, attention_mask, mask).float()  # (M, V)
+    head = logits_at_shared_prefixes if share_prefixes else logits_at
+    logits = head(model, input_ids, attention_mask, mask).float()  # (M, V)
     if temperature != 1:
         logits = logits / temperature
     logprob = logprobs_from_logits(logits, input_ids[:, 1:][mask])  # (M,)
     full = torch.zeros(mask.shape, dtype=logprob.dtype, device=logprob.device)
     entropy = torch.zeros_like(full).masked_scatter(mask, entropy_from_logits(logits)) if with_entropy else None
     return full.masked_scatter(mask, logprob)[inverse], None if entropy is None else entropy[inverse]
+
+
+def shares_prefixes(config: TrainConfig, models: Any) -> bool:
+    """Whether :func:`token_logprobs` may run a batch's shared prompts once, which splits a forward in two (prompts,
+    then the rest on their KV cache): not for a sharded model (FSDP2 frees a block's gathered weights after its
+    forward, which the backward of the first of two forwards needs) nor with gradient checkpointing (which turns the
+    KV cache off)."""
+    return not config.gradient_checkpointing and not fsdp.is_sharded(models.actor_module)
 
 
 def token_values(critic: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -158,10 +169,12 @@ def _score_rows(config: TrainConfig, models: Any, samples: Samples, dist: Dist, 
         keep = at.stop - at.start
         if "old_logprob" in local:
             local["old_logprob"][at, : length - 1] = token_logprobs(
-                models.actor_module, ids, att, config.temperature, False, mask)[0][:keep].cpu()
+                models.actor_module, ids, att, config.temperature, False, mask, shares_prefixes(config, models)
+            )[0][:keep].cpu()
         if "ref_logprob" in local:
             local["ref_logprob"][at, : length - 1] = token_logprobs(
-                models.reference, ids, att, config.temperature, False, mask)[0][:keep].cpu()
+                models.reference, ids, att, config.temperature, False, mask, shares_prefixes(config, models)
+            )[0][:keep].cpu()
         if "values" in local:
             local["values"][at, : length - 1] = token_values(models.critic_module, ids, att)[:keep].cpu()
 
@@ -310,15 +323,24 @@ def _update_mode(config: TrainConfig, models: Any):
 
 
 def shuffled_together(batch: Batch, rng: np.random.Generator) -> torch.Tensor:
-    """(B,) a random order of ``batch``'s rows in which identical rows (:func:`distinct_rows`) are adjacent: the
-    distinct rows in a random order, each followed by its copies. Mini-batches cut from it hold the copies of a row
-    together, so the row goes through the model once a mini-batch (verl likewise keeps a prompt's responses in one
-    mini-batch); every row is still in exactly one mini-batch an epoch."""
+    """(B,) a random order of ``batch``'s rows in which rows with the same prompt are adjacent, and among them
+    identical rows (:func:`distinct_rows`): the prompts (:func:`~agentgym_bench.rollout.heads.shared_prefixes`) in a
+    random order, each followed by its distinct rows in a random order, each followed by its copies. Mini-batches cut
+    from it hold a prompt's rows together, so the prompt goes through the model once a mini-batch and a row once
+    (verl likewise keeps a prompt's responses in one mini-batch); every row is still in exactly one mini-batch an
+    epoch."""
     samples = batch.samples
-    _, inverse = distinct_rows(samples.input_ids * samples.attention_mask, samples.attention_mask, samples.loss_mask)
-    place = torch.empty(int(inverse.max()) + 1, dtype=torch.long)
+    _, row = distinct_rows(samples.input_ids * samples.attention_mask, samples.attention_mask, samples.loss_mask)
+    _, _, prompt = shared_prefixes(samples.input_ids, samples.attention_mask, samples.loss_mask[:, 1:])
+    key = _random_ranks(prompt, rng) * len(row) + _random_ranks(row, rng)
+    return torch.sort(key, stable=True).indices
+
+
+def _random_ranks(ids: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
+    """(B,) for (B,) ids in 0..n-1, each id's place in a random order of 0..n-1."""
+    place = torch.empty(int(ids.max()) + 1, dtype=torch.long)
     place[torch.as_tensor(rng.permutation(len(place)))] = torch.arange(len(place))
-    return torch.sort(place[inverse], stable=True).indices
+    return place[ids]
 
 
 def _epoch(config: TrainConfig, models: Any, optimizers: dict[str, Any], batch: Batch, dist: Dist,
@@ -399,7 +421,7 @@ def _actor_loss(config: TrainConfig, models: Any, batch: Batch, micro: MicroBatc
     clip_c = 1 + 2 * config.pg_clip if config.dual_clip_loss else None
     with autocast(config, dist):
         logprob, entropy = token_logprobs(models.actor, micro.input_ids, micro.attention_mask, config.temperature,
-                                          True, mask)
+                                          True, mask, shares_prefixes(config, models))
     if fill_old:  # ROLL's reuse: the first forward pass at the rollout's weights gives them
         batch.old_logprob[micro.rows, : mask.shape[1]] = logprob.detach().float().cpu()
         old = logprob.detach()

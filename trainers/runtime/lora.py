@@ -85,6 +85,11 @@ class AdaptersOff:
         """The model's output head (for :func:`agentgym_bench.rollout.heads.logits_at`)."""
         return self.model.get_output_embeddings()
 
+    def get_base_model(self) -> torch.nn.Module:
+        """The model under the adapters (whose forward's arguments :func:`agentgym_bench.rollout.hf.cache_argument`
+        reads)."""
+        return self.model.get_base_model()
+
 
 def layer_scales(model: torch.nn.Module) -> dict[str, tuple[float, bool]]:
     """``{module name in the state dict: (alpha / r, fan_in_fan_out)}`` of every LoRA layer of a ``peft`` model
