@@ -1,10 +1,11 @@
-"""The output head on chosen positions only.
+"""The output head on chosen positions only, and shared prompts run once.
 
 A causal LM's output head (``lm_head``, hidden size H to vocabulary V) is a large share of a small model's compute:
 the default model's vocabulary is about 20 times its width. Training needs logits only where a reply token is
 predicted, a small share of the positions; :func:`logits_at` computes those and no others. The warm start's
 :func:`~trainers.sft.warmstart.reply_loss` and the RL trainers' ``trainers.rl.ppo.token_logprobs`` both use
-it.
+it. RL batches also repeat prompts (a group's members start from one state); :func:`logits_at_shared_prefixes`
+gives the same logits with each distinct prompt run once (:func:`shared_prefixes` finds them).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def shared_prefixes(input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
     Returns:
         ``(cut, prefixes, row_prefix)``: (B,) each row's prefix length; (P, W + 1) the distinct prefixes, W = the
-        longest, each row its tokens (0 past its length) and then its length; (B,) each row's prefix in
+        longest, each its tokens (0 past its length) and then its length; (B,) each row's prefix in
         ``prefixes``.
     """
     cut = torch.where(predicts.any(1), predicts.to(torch.int8).argmax(1), attention_mask.sum(1))
