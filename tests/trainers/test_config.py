@@ -149,10 +149,10 @@ def test_a_config_with_a_base_is_its_base_updated_by_its_own_keys(tmp_path):
     base = load_config(CONFIG_DIR / "baseline-gigpo.yaml")
     variant = tmp_path / "variant.yaml"
     (tmp_path / "base.yaml").write_text((CONFIG_DIR / "baseline-gigpo.yaml").read_text())
-    variant.write_text("base: base.yaml\nlearning_rate: 5.0e-5\ntrain_env_manager:\n  group_size: 8\n"
+    variant.write_text("base: base.yaml\nlearning_rate: 2.0e-4\ntrain_env_manager:\n  group_size: 8\n"
                        "  num_env_groups: 16\n  num_groups_partition: [4, 2, 2, 2, 6]\n")
     config = load_config(variant)
-    assert config.learning_rate == 5e-5 and base.learning_rate == 1e-4
+    assert config.learning_rate == 2e-4 != base.learning_rate
     assert (config.train_env_manager.group_size, config.train_env_manager.num_env_groups) == (8, 16)
     assert config.train_env_manager.tags == base.train_env_manager.tags  # nested keys merged, not replaced
     assert dataclasses.replace(config, learning_rate=base.learning_rate,
