@@ -560,7 +560,9 @@ def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset(
     if theirs is None:
         return "\n".join([*lines, f"(no committed board in {committed} to compare with)"])
     lines.append(f"against the committed board {committed} (same seeds; paired difference of the score, yours - "
-                 "committed, 95% interval):")
+                 "committed, 95% interval over the episodes; a trained model here is a new training run, whose "
+                 "difference from the committed one also holds what another training seed would change, which this "
+                 "interval does not: one run against one shows agreement, not a gain):")
     by_name = {r["name"]: r for r in theirs["submissions"]}
     names = [e.name for e in suite.entries]
     table = ["| entry | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
