@@ -13,7 +13,7 @@ Three sides, alternating in rounds, each (recipe, side, round) in its own subpro
   prompt (``HFPolicy.share_prefill = False``);
 - ``distinct-rows``: identical rows (tokens, padding and loss mask) forwarded once in the scoring and update passes,
   identical prompts prefilled once in generation, but each distinct row forwarded whole
-  (:func:`trainers.rl.ppo.shares_prefixes` false: the code of 2026-11-28);
+  (:func:`trainers.rl.ppo.may_share_prompts` false: the code of 2026-11-28);
 - ``shared``: the code as it is: besides, the distinct rows' shared prompts run once in the scoring and update
   passes (:func:`agentgym_bench.rollout.heads.logits_at_shared_prefixes`), and the update's mini-batches keep a
   prompt's rows together.
@@ -57,7 +57,7 @@ def worker(args: argparse.Namespace) -> dict:
     every_row = args.side == "every-row"
     distinct_rows = trainers.rl.ppo.distinct_rows
     if args.side != "shared":
-        trainers.rl.ppo.shares_prefixes = lambda *_: False
+        trainers.rl.ppo.may_share_prompts = lambda *_: False
     if every_row:
         trainers.rl.ppo.distinct_rows = lambda *t: (torch.arange(len(t[0])), torch.arange(len(t[0])))
     with tempfile.TemporaryDirectory() as out:

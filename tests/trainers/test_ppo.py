@@ -12,7 +12,7 @@ import torch
 import trainers.rl.ppo
 from tests.trainers.conftest import tiny_config_dict
 from trainers.rl.config import config_from_dict
-from trainers.rl.ppo import Batch, compute_advantages, ppo_update, score_samples, shares_prefixes
+from trainers.rl.ppo import Batch, compute_advantages, may_share_prompts, ppo_update, score_samples
 from trainers.rl.samples import Samples, step_samples
 from trainers.rl.train import load_models, make_optimizers, recompute_old_logprobs
 from trainers.runtime.distributed import Dist
@@ -147,11 +147,11 @@ def test_critic_warmup_leaves_the_actor_alone(tiny_model, tmp_path):
 
 def test_gradient_checkpointing_makes_the_same_update(tiny_model, rows, monkeypatch):
     n = len(rows)
-    assert not shares_prefixes(config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "starpo_s",
+    assert not may_share_prompts(config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "starpo_s",
                                                                  gradient_checkpointing=True)), None)
     # checkpointing turns the KV cache off, so prompts are not shared then: both sides run every row whole (sharing
     # gives the same gradients up to round-off, which Adam's first step scales up on near-zero gradients)
-    monkeypatch.setattr(trainers.rl.ppo, "shares_prefixes", lambda *_: False)
+    monkeypatch.setattr(trainers.rl.ppo, "may_share_prompts", lambda *_: False)
     results = []
     for checkpointing in (False, True):
         config = config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "starpo_s", ppo_mini_batch_size=n,

@@ -78,7 +78,7 @@ def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_ma
     output head and the softmax over the vocabulary (:func:`~agentgym_bench.rollout.heads.logits_at`, as the warm
     start's loss): with a large vocabulary and short replies they are most of the cost. Logits are divided by the
     rollout temperature, as verl does, so the trained policy is the sampled one. With ``share_prefixes`` (see
-    :func:`shares_prefixes`), distinct rows that start with the same prompt run it once
+    :func:`may_share_prompts`), distinct rows that start with the same prompt run it once
     (:func:`~agentgym_bench.rollout.heads.logits_at_shared_prefixes`).
     """
     first, inverse = distinct_rows(input_ids * attention_mask, attention_mask, mask)
@@ -93,7 +93,7 @@ def token_logprobs(model: torch.nn.Module, input_ids: torch.Tensor, attention_ma
     return full.masked_scatter(mask, logprob)[inverse], None if entropy is None else entropy[inverse]
 
 
-def shares_prefixes(config: TrainConfig, models: Any) -> bool:
+def may_share_prompts(config: TrainConfig, models: Any) -> bool:
     """Whether :func:`token_logprobs` may run a batch's shared prompts once, which splits a forward in two (prompts,
     then the rest on their KV cache): not for a sharded model (FSDP2 frees a block's gathered weights after its
     forward, which the backward of the first of two forwards needs) nor with gradient checkpointing (which turns the
@@ -169,11 +169,11 @@ def _score_rows(config: TrainConfig, models: Any, samples: Samples, dist: Dist, 
         keep = at.stop - at.start
         if "old_logprob" in local:
             local["old_logprob"][at, : length - 1] = token_logprobs(
-                models.actor_module, ids, att, config.temperature, False, mask, shares_prefixes(config, models)
+                models.actor_module, ids, att, config.temperature, False, mask, may_share_prompts(config, models)
             )[0][:keep].cpu()
         if "ref_logprob" in local:
             local["ref_logprob"][at, : length - 1] = token_logprobs(
-                models.reference, ids, att, config.temperature, False, mask, shares_prefixes(config, models)
+                models.reference, ids, att, config.temperature, False, mask, may_share_prompts(config, models)
             )[0][:keep].cpu()
         if "values" in local:
             local["values"][at, : length - 1] = token_values(models.critic_module, ids, att)[:keep].cpu()
@@ -421,7 +421,7 @@ def _actor_loss(config: TrainConfig, models: Any, batch: Batch, micro: MicroBatc
     clip_c = 1 + 2 * config.pg_clip if config.dual_clip_loss else None
     with autocast(config, dist):
         logprob, entropy = token_logprobs(models.actor, micro.input_ids, micro.attention_mask, config.temperature,
-                                          True, mask, shares_prefixes(config, models))
+                                          True, mask, may_share_prompts(config, models))
     if fill_old:  # ROLL's reuse: the first forward pass at the rollout's weights gives them
         batch.old_logprob[micro.rows, : mask.shape[1]] = logprob.detach().float().cpu()
         old = logprob.detach()
