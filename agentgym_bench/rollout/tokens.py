@@ -10,7 +10,8 @@ Two shapes:
 - :func:`trajectory_token_view`: the whole episode as one sequence (StarPO, trajectory-level samples). Needs the
   full conversation (``history=None``), since then every turn's prompt extends the previous one.
 - :func:`step_token_views`: one row per turn, its prompt exactly as the model read it under the trajectory's history
-  window, followed by the reply (GiGPO / verl-agent step-level samples; any window).
+  window, followed by the reply (GiGPO / verl-agent step-level samples; any window); :func:`step_views` the same
+  for many trajectories, tokenising each distinct prompt once.
 
 How the sequence is built, for any chat template: the prompt text of turn ``t`` is
 ``apply_chat_template(messages(t), add_generation_prompt=True, tokenize=False)``. Template text between replies is
@@ -80,13 +81,22 @@ def encode(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
 
 
-def reply_token_ids(tokenizer: Any, turn: Turn) -> list[int]:
-    """The reply's generated ids, or for text-only replies the tokenised reply plus the eos token."""
+def encode_many(tokenizer: Any, texts: Sequence[str]) -> dict[str, list[int]]:
+    """:func:`encode` of each distinct text of ``texts``, in one tokenizer call: ``{text: ids}``."""
+    distinct = list(dict.fromkeys(t for t in texts if t))
+    ids = tokenizer(distinct, add_special_tokens=False)["input_ids"] if distinct else []
+    return {"": [], **{text: list(i) for text, i in zip(distinct, ids, strict=True)}}
+
+
+def reply_token_ids(tokenizer: Any, turn: Turn, encoded: dict[str, list[int]] | None = None) -> list[int]:
+    """The reply's generated ids, or for text-only replies the tokenised reply (from ``encoded`` where given) plus
+    the eos token."""
     if turn.token_ids is not None:
         return list(turn.token_ids)
     if tokenizer.eos_token_id is None:
         raise ValueError("the tokenizer has no eos token to end text-only replies with")
-    return encode(tokenizer, turn.reply) + [tokenizer.eos_token_id]
+    reply = encode(tokenizer, turn.reply) if encoded is None else encoded[turn.reply]
+    return reply + [tokenizer.eos_token_id]
 
 
 def _stop_text(tokenizer: Any, ids: list[int]) -> str:
@@ -96,11 +106,13 @@ def _stop_text(tokenizer: Any, ids: list[int]) -> str:
     return ""
 
 
-def _assemble(tokenizer: Any, pieces: list[tuple[str, list[int], float, int]]) -> TokenView:
-    """Build a view from ``(prompt text before the reply, reply ids, reward, turn index)`` pieces."""
+def _assemble(tokenizer: Any, pieces: list[tuple[str, list[int], float, int]],
+              encoded: dict[str, list[int]] | None = None) -> TokenView:
+    """Build a view from ``(prompt text before the reply, reply ids, reward, turn index)`` pieces (the prompts'
+    ids from ``encoded`` where given)."""
     view = TokenView([], [], [], [], [])
     for prompt, ids, reward, turn in pieces:
-        prompt_ids = encode(tokenizer, prompt)
+        prompt_ids = encode(tokenizer, prompt) if encoded is None else encoded[prompt]
         view.input_ids += prompt_ids + ids
         view.loss_mask += [0] * len(prompt_ids) + [1] * len(ids)
         view.rewards += [0.0] * (len(prompt_ids) + len(ids))
@@ -238,9 +250,18 @@ def trajectory_token_view(trajectory: Trajectory, tokenizer: Any, *, tito: bool 
 
 def step_token_views(trajectory: Trajectory, tokenizer: Any) -> list[TokenView]:
     """One row per turn: the prompt the model read (under the trajectory's history window) and its reply."""
-    return [_assemble(tokenizer, [(render(tokenizer, trajectory.messages(t), trajectory.tools),
-                                   reply_token_ids(tokenizer, turn), turn.reward, t)])
-            for t, turn in enumerate(trajectory.turns)]
+    return step_views([trajectory], tokenizer)
+
+
+def step_views(trajectories: Sequence[Trajectory], tokenizer: Any) -> list[TokenView]:
+    """:func:`step_token_views` of every trajectory, in trajectory then turn order, each distinct prompt (and
+    text-only reply) tokenised once in one tokenizer call: a group's members often read the same prompt."""
+    turns = [(t, trajectory.turns[t], render(tokenizer, trajectory.messages(t), trajectory.tools))
+             for trajectory in trajectories for t in range(len(trajectory.turns))]
+    encoded = encode_many(tokenizer, [prompt for *_, prompt in turns]
+                          + [turn.reply for _, turn, _ in turns if turn.token_ids is None])
+    return [_assemble(tokenizer, [(prompt, reply_token_ids(tokenizer, turn, encoded), turn.reward, t)], encoded)
+            for t, turn, prompt in turns]
 
 
 def collate(views: Sequence[TokenView], pad_token_id: int, *, max_length: int | None = None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from agentgym_bench.rollout.tokens import (
     collate,
     render,
     step_token_views,
+    step_views,
     trajectory_token_view,
 )
 from tests.rollout.toy_game import TOY_ID
@@ -215,6 +216,24 @@ def test_step_views_hold_the_prompt_the_model_read(model_and_tokenizer, chatml_t
                 a, _ = view.spans[0]
                 prompt = render(tokenizer, trajectory.messages(t))
                 assert view.input_ids[:a] == tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
+
+def test_step_views_of_many_trajectories_are_each_text_tokenised_alone(model_and_tokenizer, chatml_tokenizer):
+    """step_views tokenises each distinct prompt and text reply once, in one call; its rows are those of every text
+    tokenised on its own, in trajectory then turn order."""
+    for tokenizer in (model_and_tokenizer[1], chatml_tokenizer):
+        for trajectories in (oracle_trajectories(history=0), sampled_trajectories(model_and_tokenizer, history=0)):
+            views = step_views(trajectories, tokenizer)
+            expected = []
+            for trajectory in trajectories:
+                for t, turn in enumerate(trajectory.turns):
+                    prompt = tokenizer(render(tokenizer, trajectory.messages(t)), add_special_tokens=False)["input_ids"]
+                    reply = (list(turn.token_ids) if turn.token_ids is not None else
+                             tokenizer(turn.reply, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id])
+                    expected.append(prompt + reply)
+            assert [v.input_ids for v in views] == expected
+            prompts = [tuple(v.input_ids[:v.spans[0][0]]) for v in views]
+            assert len(set(prompts)) < len(prompts)  # group members read the same prompt: what one call per text saves
 
 
 def test_windowed_trajectory_has_no_single_sequence_view(model_and_tokenizer):

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch  # noqa: TID253 - trainers/ runs on torch
 
-from agentgym_bench.rollout.tokens import collate, step_token_views, trajectory_token_view
+from agentgym_bench.rollout.tokens import collate, step_views, trajectory_token_view
 from agentgym_bench.rollout.trajectory import Trajectory
 from trainers.algos.advantages import state_ids_from_keys
 
@@ -129,11 +129,8 @@ def trajectory_samples(trajectories: Sequence[Trajectory], tokenizer: Any, *,
 
 def step_samples(trajectories: Sequence[Trajectory], tokenizer: Any, *, max_length: int | None = None) -> Samples:
     """One row per turn of every episode, in episode order then turn order."""
-    views, rows = [], []
-    for e, trajectory in enumerate(trajectories):
-        for k, view in enumerate(step_token_views(trajectory, tokenizer)):
-            views.append(view)
-            rows.append((trajectory, e, k))
+    views = step_views(trajectories, tokenizer)
+    rows = [(trajectory, e, k) for e, trajectory in enumerate(trajectories) for k in range(len(trajectory.turns))]
     return _build(views, rows, trajectories, tokenizer.pad_token_id, max_length)
 
 

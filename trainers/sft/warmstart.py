@@ -70,7 +70,7 @@ from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.heads import logits_at
 from agentgym_bench.rollout.hf import HFPolicy, load_model, no_progress_bars
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
-from agentgym_bench.rollout.tokens import TokenView, collate, step_token_views
+from agentgym_bench.rollout.tokens import TokenView, collate, step_views
 from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
 from trainers.runtime import checkpoint as ckpt
@@ -191,8 +191,8 @@ def finetune(model: Any, tokenizer: Any, trajectories: list[Trajectory], config:
 
 
 def training_rows(trajectories: list[Trajectory], tokenizer: Any) -> list[TokenView]:
-    """One row per turn of each trajectory (:func:`agentgym_bench.rollout.tokens.step_token_views`)."""
-    return [v for t in trajectories for v in step_token_views(t, tokenizer)]
+    """One row per turn of each trajectory (:func:`agentgym_bench.rollout.tokens.step_views`)."""
+    return step_views(trajectories, tokenizer)
 
 
 def fit(model: Any, tokenizer: Any, views: list[TokenView], config: SFTConfig, *,
