@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 SIDES = ("every-row", "distinct-rows", "shared")
 PARTS = ("rollout", "score", "update proper", "iteration")
@@ -141,10 +142,15 @@ def main() -> None:
     parser.add_argument("--recipe", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--side", choices=SIDES, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rounds < 1 or args.iterations < 2:
+        parser.error("--rounds must be at least 1 and --iterations at least 2 (the first is not timed)")
     if args.model is None:
         from agentgym_bench.paths import published_checkpoint
 
-        args.model = str(published_checkpoint())
+        model = published_checkpoint(Path(__file__).parent)
+        if model is None:
+            parser.error("this clone has no published checkpoint: pass --model DIR")
+        args.model = str(model)
     if args.worker:
         print(json.dumps(worker(args)))
         return
