@@ -478,7 +478,9 @@ class HFPolicy:
               ) -> tuple[torch.Tensor, torch.Tensor]:
         """One token per row from ``(B, V)`` logits, and its log-probability under the sampling distribution.
 
-        With ``generators`` (one per row) each row inverts its CDF at one uniform draw from its own generator. With
+        Each row inverts its CDF at one uniform draw: from its own generator with ``generators`` (one per row), else
+        from :attr:`generator` (one draw a row, in row order; ``torch.multinomial`` draws one exponential per
+        vocabulary entry instead, a sixth of a rollout's time at a 2.5k-token vocabulary). With
         :attr:`top_logprobs`, the rows' most likely tokens go to ``self._top`` (at the step :meth:`_sample` is at)."""
         if self.temperature == 0:
             token = logits.argmax(dim=-1)
@@ -493,13 +495,11 @@ class HFPolicy:
             logp = torch.full_like(logp, float("-inf")).scatter(1, order, sorted_logp)
             logp = torch.log_softmax(logp, dim=-1)
         self._keep_top(logp)
-        if generators is None:
-            token = torch.multinomial(logp.exp(), 1, generator=self.generator)[:, 0]
-        else:
-            u = torch.cat([torch.rand(1, generator=g, device=logp.device) for g in generators])
-            cdf = logp.exp().cumsum(dim=-1)
-            token = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).clamp(max=logp.shape[-1] - 1)[:, 0]
-            token = torch.where(torch.isfinite(logp.gather(1, token[:, None])[:, 0]), token, logp.argmax(dim=-1))
+        u = (torch.rand(len(logp), generator=self.generator, device=logp.device) if generators is None else
+             torch.cat([torch.rand(1, generator=g, device=logp.device) for g in generators]))
+        cdf = logp.exp().cumsum(dim=-1)
+        token = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).clamp(max=logp.shape[-1] - 1)[:, 0]
+        token = torch.where(torch.isfinite(logp.gather(1, token[:, None])[:, 0]), token, logp.argmax(dim=-1))
         return token, logp.gather(1, token[:, None])[:, 0]
 
 

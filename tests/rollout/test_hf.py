@@ -52,6 +52,27 @@ def test_chunked_batches_give_the_same_greedy_replies(model_and_tokenizer):
     assert [g.token_ids for g in whole] == [g.token_ids for g in chunked]
 
 
+@pytest.mark.parametrize("keyed", [False, True])
+@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.7, 1.0), (1.0, 0.8)])
+def test_a_sampled_token_follows_the_sampling_distribution(model_and_tokenizer, keyed, temperature, top_p):
+    """Each row inverts its CDF at one uniform draw, from the policy's generator or from its own (keyed): the
+    tokens' frequencies over 40,000 rows are the softmax of logits / temperature (cut to the top_p nucleus), within
+    five standard errors; a token outside the nucleus or of zero probability is never drawn; the reported log-prob
+    is the token's under that distribution."""
+    policy = HFPolicy(*model_and_tokenizer, seed=3, temperature=temperature, top_p=top_p)
+    row = torch.tensor([2.0, 1.0, 0.5, 0.0, -1.0, float("-inf")])
+    n = 40_000
+    generators = [torch.Generator().manual_seed(i) for i in range(n)] if keyed else None
+    tokens, logprobs = policy._pick(row.repeat(n, 1), generators)
+    p = torch.softmax(row / temperature, -1)
+    nucleus = (p.cumsum(0) - p) < top_p  # the tokens whose higher-ranked mass is below top_p (row is sorted)
+    q = torch.where(nucleus, p, 0.0) / p[nucleus].sum()
+    frequency = torch.bincount(tokens, minlength=len(row)).double() / n
+    assert torch.all((frequency - q).abs() <= 5 * (q * (1 - q) / n).sqrt() + 1e-12)
+    assert frequency[~nucleus].sum() == 0 and frequency[-1] == 0
+    assert torch.allclose(logprobs, q.log()[tokens].float(), atol=1e-5)
+
+
 def test_tiny_top_p_is_greedy(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
     greedy = HFPolicy(model, tokenizer, temperature=0, max_new_tokens=6).generate(conversations())

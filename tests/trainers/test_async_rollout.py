@@ -189,8 +189,9 @@ def test_a_stale_batch_is_trained_with_the_decoupled_loss_of_the_definitions(tin
     assert record["loss/policy"] == pytest.approx(float((-kept * advantages)[mask].mean()), rel=1e-4, abs=1e-6)
 
     # one more pass at v2, with a cap that some weights exceed
-    cap = float(weight[mask].quantile(0.8))
-    assert cap > 1
+    above = weight[mask][weight[mask] > 1]
+    assert len(above) >= 2
+    cap = float(above.quantile(0.5))  # above 1 (AReaL's caps are), and some weights exceed it
     config = dataclasses.replace(config, async_rollout=dataclasses.replace(config.async_rollout,
                                                                            behaviour_weight_cap=cap))
     v2 = copy.deepcopy(actor)
