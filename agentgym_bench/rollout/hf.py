@@ -499,7 +499,10 @@ class HFPolicy:
              torch.cat([torch.rand(1, generator=g, device=logp.device) for g in generators]))
         cdf = logp.exp().cumsum(dim=-1)
         token = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).clamp(max=logp.shape[-1] - 1)[:, 0]
-        token = torch.where(torch.isfinite(logp.gather(1, token[:, None])[:, 0]), token, logp.argmax(dim=-1))
+        # u on a flat stretch of the CDF (u = 0 before zero-probability tokens) picks a token it cannot sample
+        off = ~torch.isfinite(logp.gather(1, token[:, None])[:, 0])
+        if off.any():
+            token[off] = logp[off].argmax(dim=-1)
         return token, logp.gather(1, token[:, None])[:, 0]
 
 
