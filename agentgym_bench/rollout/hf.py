@@ -480,7 +480,7 @@ class HFPolicy:
 
         Each row inverts its CDF at one uniform draw: from its own generator with ``generators`` (one per row), else
         from :attr:`generator` (one draw a row, in row order; ``torch.multinomial`` draws one exponential per
-        vocabulary entry instead, a sixth of a rollout's time at a 2.5k-token vocabulary). With
+        vocabulary entry instead: about a fifth of an RL rollout's time at a 2.5k-token vocabulary). With
         :attr:`top_logprobs`, the rows' most likely tokens go to ``self._top`` (at the step :meth:`_sample` is at)."""
         if self.temperature == 0:
             token = logits.argmax(dim=-1)
