@@ -253,15 +253,19 @@ def step_token_views(trajectory: Trajectory, tokenizer: Any) -> list[TokenView]:
     return step_views([trajectory], tokenizer)
 
 
-def step_views(trajectories: Sequence[Trajectory], tokenizer: Any) -> list[TokenView]:
-    """:func:`step_token_views` of every trajectory, in trajectory then turn order, each distinct prompt (and
-    text-only reply) tokenised once in one tokenizer call: a group's members often read the same prompt."""
-    turns = [(t, trajectory.turns[t], render(tokenizer, trajectory.messages(t), trajectory.tools))
-             for trajectory in trajectories for t in range(len(trajectory.turns))]
-    encoded = encode_many(tokenizer, [prompt for *_, prompt in turns]
-                          + [turn.reply for _, turn, _ in turns if turn.token_ids is None])
-    return [_assemble(tokenizer, [(prompt, reply_token_ids(tokenizer, turn, encoded), turn.reward, t)], encoded)
-            for t, turn, prompt in turns]
+def step_views(trajectories: Sequence[Trajectory], tokenizer: Any, chunk: int = 1024) -> list[TokenView]:
+    """:func:`step_token_views` of every trajectory, in trajectory then turn order. Each distinct prompt (and
+    text-only reply) of ``chunk`` trajectories at a time is tokenised once, in one tokenizer call: a group's members,
+    which are neighbours, often read the same prompt; the chunks bound the memory of a warm start's many rows."""
+    views = []
+    for start in range(0, len(trajectories), chunk):
+        turns = [(t, trajectory.turns[t], render(tokenizer, trajectory.messages(t), trajectory.tools))
+                 for trajectory in trajectories[start:start + chunk] for t in range(len(trajectory.turns))]
+        encoded = encode_many(tokenizer, [prompt for *_, prompt in turns]
+                              + [turn.reply for _, turn, _ in turns if turn.token_ids is None])
+        views += [_assemble(tokenizer, [(prompt, reply_token_ids(tokenizer, turn, encoded), turn.reward, t)],
+                            encoded) for t, turn, prompt in turns]
+    return views
 
 
 def collate(views: Sequence[TokenView], pad_token_id: int, *, max_length: int | None = None) -> dict[str, Any]:

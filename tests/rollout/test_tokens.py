@@ -219,11 +219,12 @@ def test_step_views_hold_the_prompt_the_model_read(model_and_tokenizer, chatml_t
 
 
 def test_step_views_of_many_trajectories_are_each_text_tokenised_alone(model_and_tokenizer, chatml_tokenizer):
-    """step_views tokenises each distinct prompt and text reply once, in one call; its rows are those of every text
-    tokenised on its own, in trajectory then turn order."""
+    """step_views tokenises each distinct prompt and text reply of a chunk of trajectories once, in one call; its
+    rows are those of every text tokenised on its own, in trajectory then turn order, whatever the chunk size."""
     for tokenizer in (model_and_tokenizer[1], chatml_tokenizer):
         for trajectories in (oracle_trajectories(history=0), sampled_trajectories(model_and_tokenizer, history=0)):
             views = step_views(trajectories, tokenizer)
+            assert [v.input_ids for v in step_views(trajectories, tokenizer, chunk=3)] == [v.input_ids for v in views]
             expected = []
             for trajectory in trajectories:
                 for t, turn in enumerate(trajectory.turns):
