@@ -106,13 +106,12 @@ def _stop_text(tokenizer: Any, ids: list[int]) -> str:
     return ""
 
 
-def _assemble(tokenizer: Any, pieces: list[tuple[str, list[int], float, int]],
-              encoded: dict[str, list[int]] | None = None) -> TokenView:
-    """Build a view from ``(prompt text before the reply, reply ids, reward, turn index)`` pieces (the prompts'
-    ids from ``encoded`` where given)."""
+def _assemble(pieces: list[tuple[str, list[int], float, int]], encoded: dict[str, list[int]]) -> TokenView:
+    """Build a view from ``(prompt text before the reply, reply ids, reward, turn index)`` pieces, the prompts' ids
+    from ``encoded`` (:func:`encode_many`)."""
     view = TokenView([], [], [], [], [])
     for prompt, ids, reward, turn in pieces:
-        prompt_ids = encode(tokenizer, prompt) if encoded is None else encoded[prompt]
+        prompt_ids = encoded[prompt]
         view.input_ids += prompt_ids + ids
         view.loss_mask += [0] * len(prompt_ids) + [1] * len(ids)
         view.rewards += [0.0] * (len(prompt_ids) + len(ids))
@@ -230,7 +229,7 @@ def trajectory_token_view(trajectory: Trajectory, tokenizer: Any, *, tito: bool 
                       else tito_continuation(tokenizer, previous, turn.observation))
             pieces.append((prompt, ids, turn.reward, t))
             previous = ids
-        return _assemble(tokenizer, pieces)
+        return _assemble(pieces, encode_many(tokenizer, [prompt for prompt, *_ in pieces]))
     pieces = []
     consumed, pending_stop = "", ""
     for t, turn in enumerate(trajectory.turns):
@@ -245,7 +244,7 @@ def trajectory_token_view(trajectory: Trajectory, tokenizer: Any, *, tito: bool 
         ids = reply_token_ids(tokenizer, turn)
         pieces.append((delta, ids, turn.reward, t))
         consumed, pending_stop = prompt + turn.reply, _stop_text(tokenizer, ids)
-    return _assemble(tokenizer, pieces)
+    return _assemble(pieces, encode_many(tokenizer, [prompt for prompt, *_ in pieces]))
 
 
 def step_token_views(trajectory: Trajectory, tokenizer: Any) -> list[TokenView]:
@@ -263,8 +262,8 @@ def step_views(trajectories: Sequence[Trajectory], tokenizer: Any, chunk: int = 
                  for trajectory in trajectories[start:start + chunk] for t in range(len(trajectory.turns))]
         encoded = encode_many(tokenizer, [prompt for *_, prompt in turns]
                               + [turn.reply for _, turn, _ in turns if turn.token_ids is None])
-        views += [_assemble(tokenizer, [(prompt, reply_token_ids(tokenizer, turn, encoded), turn.reward, t)],
-                            encoded) for t, turn, prompt in turns]
+        views += [_assemble([(prompt, reply_token_ids(tokenizer, turn, encoded), turn.reward, t)], encoded)
+                  for t, turn, prompt in turns]
     return views
 
 
