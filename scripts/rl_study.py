@@ -62,9 +62,15 @@ def train_command(recipe: str, seed: int, pretrain: str, folder: Path, overrides
                     "resume_from_checkpoint=auto", "progress=false", *overrides]
 
 
+def run_name(recipe: str, seed: int) -> str:
+    """A run's name: the recipe's (a path's file name, without ``.yaml``; a dot inside stays) and the seed."""
+    name = Path(recipe).name
+    return f"{name.removesuffix('.yaml').removesuffix('.yml')}-s{seed}"
+
+
 def run_one(args: argparse.Namespace, recipe: str, seed: int) -> None:
     """Train (or resume) one run, then evaluate its final model; a finished evaluation is not redone."""
-    name = f"{Path(recipe).stem}-s{seed}"
+    name = run_name(recipe, seed)
     out = Path(args.out)
     result = out / "val" / f"{name}.json.gz"
     if result.exists():
@@ -91,7 +97,7 @@ def test(args: argparse.Namespace) -> int:
     entry_seed, entry_name = (int(args.board_entry[0]), args.board_entry[1]) if args.board_entry else (None, None)
     for recipe in args.recipes:
         for seed in args.seeds:
-            name = f"{Path(recipe).stem}-s{seed}"
+            name = run_name(recipe, seed)
             run_folder, result = out / name, out / "test" / f"{name}.json.gz"
             if result.exists():
                 print(f"{name}: the test suite was read already ({result}); not read again", flush=True)
@@ -181,7 +187,7 @@ def report(args: argparse.Namespace) -> int:
         found = {}
         paired = [r for pair in args.pair or [] for r in pair if r not in args.recipes]
         for recipe in [*args.recipes, *dict.fromkeys(paired)]:  # a pair's recipes are read even if not listed
-            paths = [Path(args.out) / args.split / f"{Path(recipe).stem}-s{seed}.json.gz" for seed in args.seeds]
+            paths = [Path(args.out) / args.split / f"{run_name(recipe, seed)}.json.gz" for seed in args.seeds]
             missing = [str(p) for p in paths if not p.exists()]
             if missing:
                 print(f"\n{recipe}: not evaluated yet: {', '.join(missing)}")

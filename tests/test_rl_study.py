@@ -124,3 +124,10 @@ def test_run_continues_a_killed_run_from_its_last_checkpoint(rl_study, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     steps = [json.loads(line)["step"] for line in (folder / "metrics.jsonl").read_text().splitlines()]
     assert steps[-1] == 4 and steps.count(3) == 1, steps  # steps 3 and 4 trained once, after the checkpoint
+
+
+def test_a_run_is_named_by_its_recipe_and_seed_keeping_dots(rl_study):
+    # a recipe with a dot in its name (a temperature, a learning rate) once lost the part after it
+    assert rl_study.run_name("pilot-gigpo-t1.3", 0) == "pilot-gigpo-t1.3-s0"
+    assert rl_study.run_name("trainers/configs/pilot-gigpo-t1.3.yaml", 2) == "pilot-gigpo-t1.3-s2"
+    assert rl_study.run_name("baseline-gigpo", 1) == "baseline-gigpo-s1"
