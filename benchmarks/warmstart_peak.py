@@ -83,12 +83,51 @@ def concurrent_peak(shapes: list[tuple[int, int]], tokens: int, rounds: int) -> 
     return queue.get() + queue.get()
 
 
+def _allreduce_worker(rank: int, port: int, numel: int, repeats: int, queue) -> None:
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    flat = torch.randn(numel, generator=torch.Generator().manual_seed(rank))
+    times = []
+    for _ in range(repeats + 3):  # the first three warm up
+        dist.barrier()  # both arrive together: the time is the reduce's, not the wait for the peer
+        start = time.perf_counter()
+        dist.all_reduce(flat)
+        times.append(time.perf_counter() - start)
+    if rank == 0:
+        queue.put(sorted(times[3:])[len(times[3:]) // 2])
+    dist.destroy_process_group()
+
+
+def allreduce_seconds(numel: int, repeats: int = 50) -> float:
+    """Median seconds of one ``all_reduce`` of ``numel`` float32 values between two one-thread processes over gloo
+    (:func:`trainers.sft.warmstart.shard_step`'s one reduce a step), each timed from a barrier so that waiting for
+    the slower process is not counted: what overlapping it with the backward could save at most."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    context = multiprocessing.get_context("spawn")
+    queue = context.SimpleQueue()
+    workers = [context.Process(target=_allreduce_worker, args=(rank, port, numel, repeats, queue)) for rank in (0, 1)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return queue.get()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="timed steps per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--profile", action="store_true", help="then profile one thread and two processes' steps")
+    parser.add_argument("--allreduce", action="store_true",
+                        help="then time the gradient's all_reduce alone between two processes (what overlapping it "
+                             "with the backward could save at most)")
     args = parser.parse_args()
     folder, model, rows_file, batches = sokoban_setup(args.steps, args.batch_size)
     flops = sum(step_flops(model, b) for b in batches) / len(batches)
@@ -113,6 +152,11 @@ def main() -> None:
     print(f"| 1 thread | {one:.3f} | {flops / one / 1e9:.1f} | {flops / one / peak:.0%} | | |")
     print(f"| 2 processes x 1 thread | {two:.3f} | {flops / two / 1e9:.1f} | | {flops / two / (2 * peak):.0%} | "
           f"{flops / two / peak2:.0%} |")
+    if args.allreduce:
+        numel = sum(p.numel() for p in model.parameters() if p.requires_grad) + 2  # + the loss and token count
+        reduce = allreduce_seconds(numel)
+        print(f"\nthe gradient's all_reduce alone ({numel:,} float32 values, two processes, gloo, median of 50 from a "
+              f"barrier): {reduce * 1e3:.2f} ms, {reduce / two:.1%} of a two-process step")
     if args.profile:
         from torch.profiler import profile
 
