@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import statistics
 import time
 
 import torch
 from warmstart_threads import data_parallel_seconds, op_table, seconds_per_step, sokoban_setup
+
+from trainers.runtime.launch import free_port
 
 
 def linear_shapes(model) -> list[tuple[int, int]]:
@@ -96,7 +99,7 @@ def _allreduce_worker(rank: int, port: int, numel: int, repeats: int, queue) -> 
         dist.all_reduce(flat)
         times.append(time.perf_counter() - start)
     if rank == 0:
-        queue.put(sorted(times[3:])[len(times[3:]) // 2])
+        queue.put(statistics.median(times[3:]))
     dist.destroy_process_group()
 
 
@@ -104,11 +107,7 @@ def allreduce_seconds(numel: int, repeats: int = 50) -> float:
     """Median seconds of one ``all_reduce`` of ``numel`` float32 values between two one-thread processes over gloo
     (:func:`trainers.sft.warmstart.shard_step`'s one reduce a step), each timed from a barrier so that waiting for
     the slower process is not counted: what overlapping it with the backward could save at most."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     context = multiprocessing.get_context("spawn")
     queue = context.SimpleQueue()
     workers = [context.Process(target=_allreduce_worker, args=(rank, port, numel, repeats, queue)) for rank in (0, 1)]

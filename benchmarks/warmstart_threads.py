@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ import torch
 
 from agentgym_bench.rollout.hf import load_model
 from agentgym_bench.rollout.tokens import collate, step_token_views
+from trainers.runtime.launch import free_port
 from trainers.sft.default_model import build_default_model
 from trainers.sft.sft_config import SFTConfig
 from trainers.sft.warmstart import (
@@ -48,9 +48,7 @@ def seconds_per_step(model, optimizer, batches) -> float:
 def data_parallel_seconds(folder: str, rows_file: Path, steps: int, batch_size: int, profile: bool = False):
     """Seconds a step of two one-thread processes sharing each batch (:func:`shard_step`), best of one round; with
     ``profile``, ``(seconds, table)``: process 0's timed steps under torch's profiler, its ops by self time."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     context = multiprocessing.get_context("spawn")
     queue = context.SimpleQueue()
     workers = [context.Process(target=_worker, args=(rank, port, folder, rows_file, steps, batch_size, queue,
