@@ -32,6 +32,7 @@ from agentgym_bench.agent.tools import offered_tools
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
+from agentgym_bench.rollout.tokens import encode_many, render_many
 
 
 def cache_argument(model: Any) -> str:
@@ -295,8 +296,7 @@ class HFPolicy:
         from its own ``torch.Generator`` seeded by :func:`~agentgym_bench.rollout.policy.key_seed`, so its reply does
         not depend on the rest of the batch; without, the batch shares :attr:`generator`."""
         tools = offered_tools(envs, len(conversations))
-        prompts = [self.tokenizer.apply_chat_template(list(c), tools=t, add_generation_prompt=True, tokenize=False)
-                   for c, t in zip(conversations, tools, strict=True)]
+        prompts = render_many(self.tokenizer, conversations, tools)
         if keys is not None and len(keys) != len(prompts):
             raise ValueError(f"{len(keys)} keys for {len(prompts)} conversations")
         out: list[Generation | None] = [None] * len(prompts)
@@ -320,8 +320,8 @@ class HFPolicy:
         """Continue already rendered prompt strings (one batch, no chunking); ``keys`` as in :meth:`generate`."""
         if not prompts:
             return []
-        ids = self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
-        return self._continue([list(row) for row in ids], None if keys is None else
+        encoded = encode_many(self.tokenizer, prompts)
+        return self._continue([list(encoded[p]) for p in prompts], None if keys is None else
                               [key_seed(self.seed, k) for k in keys])
 
     def generate_ids(self, prompts: Sequence[Sequence[int]], keys: Sequence[tuple[int, ...]] | None = None,

@@ -33,6 +33,7 @@ from typing import Any
 
 from agentgym_bench.agent.tools import offered_tools
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
+from agentgym_bench.rollout.tokens import render_many
 
 INSTALL_HINT = ("vLLM is not installed; install the extra with: pip install -e '.[vllm]' in a clone of agentgym-bench "
                 "(needs a CUDA GPU)")
@@ -133,9 +134,7 @@ class VLLMPolicy:
         """Reply to each conversation (``envs`` only give the ``tools`` an agent env in tool format offers, passed
         to the chat template); ``keys``: one per conversation, see :mod:`agentgym_bench.rollout.policy`."""
         tools = offered_tools(envs, len(conversations))
-        return self.generate_text([self.tokenizer.apply_chat_template(list(c), tools=t, add_generation_prompt=True,
-                                                                      tokenize=False)
-                                   for c, t in zip(conversations, tools, strict=True)], keys)
+        return self.generate_text(render_many(self.tokenizer, conversations, tools), keys)
 
     def generate_text(self, prompts: Sequence[str], keys: Sequence[tuple[int, ...]] | None = None
                       ) -> list[Generation]:

@@ -12,6 +12,7 @@ from agentgym_bench.rollout.tokens import (
     TokenView,
     collate,
     render,
+    render_many,
     step_token_views,
     step_views,
     trajectory_token_view,
@@ -235,6 +236,27 @@ def test_step_views_of_many_trajectories_are_each_text_tokenised_alone(model_and
             assert [v.input_ids for v in views] == expected
             prompts = [tuple(v.input_ids[:v.spans[0][0]]) for v in views]
             assert len(set(prompts)) < len(prompts)  # group members read the same prompt: what one call per text saves
+
+
+def test_render_many_runs_the_template_once_per_distinct_conversation(chatml_tokenizer):
+    """Each text is render()'s; equal conversations with equal tools share one template call, and the same messages
+    offered other tools are rendered apart."""
+    tokenizer = copy.copy(chatml_tokenizer)
+    calls = []
+    template = tokenizer.apply_chat_template
+
+    def counting(messages, **kw):
+        calls.append(1)
+        return template(messages, **kw)
+
+    tokenizer.apply_chat_template = counting
+    a, b = [{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]
+    tool = [{"type": "function", "function": {"name": "move", "parameters": {"type": "object", "properties": {}}}}]
+    conversations, tools = [a, b, [dict(a[0])], a, a], [None, None, None, tool, tool]
+    texts = render_many(tokenizer, conversations, tools)
+    assert texts == [render(chatml_tokenizer, c, t) for c, t in zip(conversations, tools, strict=True)]
+    assert len(calls) == 3  # a, b, and a offered a tool
+    assert render_many(tokenizer, [a, b]) == [render(chatml_tokenizer, a), render(chatml_tokenizer, b)]
 
 
 def test_windowed_trajectory_has_no_single_sequence_view(model_and_tokenizer):
