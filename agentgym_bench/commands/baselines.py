@@ -530,11 +530,12 @@ def run(args: argparse.Namespace) -> int:
               "warm-start or training step continues from its last checkpoint.", flush=True)
         raise
     print(f"[baselines] all steps done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
-    apart = frozenset() if recipe.compared else frozenset(BOARD_NAMES[name] for name in recipe.train)
+    trained = frozenset(BOARD_NAMES[name] for name in recipe.train)
+    apart = frozenset() if recipe.compared else trained
     print(training_report(work, list(recipe.train)))
-    print(report(board, Path(args.committed), apart))
+    print(report(board, Path(args.committed), apart, trained))
     if ma_suite is not None:
-        print(report(ma_board, Path(args.committed), apart))
+        print(report(ma_board, Path(args.committed), apart, trained))
     return 0
 
 
@@ -545,11 +546,12 @@ def training_report(work: Path, names: list[str]) -> str:
                      [f"  {name}: {run_folder.learning_line(work / 'runs' / name)}" for name in names])
 
 
-def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset()) -> str:
+def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset(),
+           trained: frozenset[str] = frozenset()) -> str:
     """The board's table, where it is, and each baseline against the committed board's entry of the same name:
     the paired difference of the suite score on the same seeds (yours - committed; a two-player board: of the mean
     payoff). Entries named in ``apart`` (a smoke run's trained models) are not compared: they are not the
-    committed models' recipe."""
+    committed models' recipe; those in ``trained`` are new training runs (:func:`_verdict`)."""
     index = read_index(board)
     if index is None:
         return f"no board in {board}"
@@ -574,12 +576,12 @@ def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset(
         if other is None:
             lines.append(f"  {record['name']}: not on the committed board")
             continue
-        mine = read_results(board / "submissions" / f"{record['slug']}.json.gz")
-        ref = read_results(committed / "submissions" / f"{other['slug']}.json.gz")
-        paired = compare(suite, ref, mine)
+        paired = compare(suite, read_results(committed / "submissions" / f"{other['slug']}.json.gz"),
+                         read_results(board / "submissions" / f"{record['slug']}.json.gz"))  # yours - committed
         c = paired["suite"]
         lines.append(f"  {record['name']}: {record['summary']['score'][0]:.3f} vs {other['summary']['score'][0]:.3f}"
-                     f", difference {c['difference']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]: {_verdict(c)}")
+                     f", difference {c['difference']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]: "
+                     f"{_verdict(c, record['name'] in trained)}")
         table.append(f"| {record['name']} | " + " | ".join(
             f"{paired['entries'][n]['difference']:+.3f}{'' if _verdict(paired['entries'][n]) == 'agrees' else '*'}"
             for n in names) + " |")
@@ -588,6 +590,11 @@ def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset(
     return "\n".join(lines)
 
 
-def _verdict(c: dict[str, Any]) -> str:
-    """"agrees" if the paired interval of ``c`` (:func:`agentgym_bench.leaderboard.render.compare`) holds 0."""
-    return "agrees" if c["low"] <= 0 <= c["high"] else ("better" if c["low"] > 0 else "worse")
+def _verdict(c: dict[str, Any], trained: bool = False) -> str:
+    """"agrees" if ``c``'s paired interval holds 0, else "better" or "worse" ("higher", "lower" for a new run)."""
+    if c["low"] <= 0 <= c["high"]:
+        return "agrees"
+    if trained:  # another seed or CPU gives another run: a difference, not a better or worse recipe
+        return (f"{'higher' if c['low'] > 0 else 'lower'} than the committed run, another draw of its recipe (the "
+                'spread of its training seeds on this suite: docs/results.md, "Results on the v2 board")')
+    return "better" if c["low"] > 0 else "worse"

@@ -7,6 +7,7 @@ import pytest
 from agentgym_bench.commands.baselines import (
     RECIPES,
     Job,
+    _verdict,
     minutes_left,
     plan,
     published_checkpoint,
@@ -334,3 +335,14 @@ def test_the_final_summary_shows_each_rl_runs_learning_curve(tmp_path):
     text = training_report(tmp_path, ["starpo", "gigpo"])
     assert "  starpo: 0: 0.500, 2: 0.625; gain +0.125 [-0.010, +0.260]; groups with reward spread 0.50" in text
     assert "curves.png" in text and "  gigpo: no finished run in" in text
+
+
+def test_a_new_training_run_that_differs_is_a_difference_not_a_worse_recipe():
+    """The main job's comparison: a fixed model or policy that differs from its committed entry is better or worse;
+    a new training run is another draw of its recipe, so it reads higher or lower, with where the seeds' spread is."""
+    below = {"difference": -0.013, "low": -0.024, "high": -0.002}
+    assert _verdict(below) == "worse" and _verdict({**below, "low": 0.002, "high": 0.024}) == "better"
+    assert _verdict(below, trained=True).startswith("lower than the committed run, another draw of its recipe")
+    assert "docs/results.md" in _verdict(below, trained=True)
+    assert _verdict({**below, "low": 0.002, "high": 0.024}, trained=True).startswith("higher than the committed run")
+    assert _verdict({"difference": 0.001, "low": -0.01, "high": 0.012}, trained=True) == "agrees"
