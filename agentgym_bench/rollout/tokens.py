@@ -270,8 +270,8 @@ def step_token_views(trajectory: Trajectory, tokenizer: Any) -> list[TokenView]:
 def step_views(trajectories: Sequence[Trajectory], tokenizer: Any, chunk: int = 1024) -> list[TokenView]:
     """:func:`step_token_views` of every trajectory, in trajectory then turn order. Each distinct prompt of
     ``chunk`` trajectories at a time is rendered once (:func:`render_many`) and, with each distinct text-only reply,
-    tokenised once, in one tokenizer call: a group's members,
-    which are neighbours, often read the same prompt; the chunks bound the memory of a warm start's many rows."""
+    tokenised once, in one tokenizer call: a group's members, which are neighbours, often read the same prompt; the
+    chunks bound the memory of a warm start's many rows."""
     views = []
     for start in range(0, len(trajectories), chunk):
         chunk_turns = [(trajectory, t) for trajectory in trajectories[start:start + chunk]
