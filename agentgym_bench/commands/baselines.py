@@ -531,11 +531,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     print(f"[baselines] all steps done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
     trained = frozenset(BOARD_NAMES[name] for name in recipe.train)
-    apart = frozenset() if recipe.compared else trained
     print(training_report(work, list(recipe.train)))
-    print(report(board, Path(args.committed), apart, trained))
+    print(report(board, Path(args.committed), trained, recipe.compared))
     if ma_suite is not None:
-        print(report(ma_board, Path(args.committed), apart, trained))
+        print(report(ma_board, Path(args.committed), trained, recipe.compared))
     return 0
 
 
@@ -546,12 +545,11 @@ def training_report(work: Path, names: list[str]) -> str:
                      [f"  {name}: {run_folder.learning_line(work / 'runs' / name)}" for name in names])
 
 
-def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset(),
-           trained: frozenset[str] = frozenset()) -> str:
+def report(board: Path, committed_root: Path, trained: frozenset[str] = frozenset(), compared: bool = True) -> str:
     """The board's table, where it is, and each baseline against the committed board's entry of the same name:
     the paired difference of the suite score on the same seeds (yours - committed; a two-player board: of the mean
-    payoff). Entries named in ``apart`` (a smoke run's trained models) are not compared: they are not the
-    committed models' recipe; those in ``trained`` are new training runs (:func:`_verdict`)."""
+    payoff). Entries named in ``trained`` are new training runs (:func:`_verdict`); unless ``compared`` (a smoke
+    run's models) they are not compared at all: they are not the committed models' recipe."""
     index = read_index(board)
     if index is None:
         return f"no board in {board}"
@@ -570,7 +568,7 @@ def report(board: Path, committed_root: Path, apart: frozenset[str] = frozenset(
     table = ["| entry | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for record in index["submissions"]:
         other = by_name.get(record["name"])
-        if record["name"] in apart:
+        if record["name"] in trained and not compared:
             lines.append(f"  {record['name']}: this recipe's model, not the committed one's recipe: not compared")
             continue
         if other is None:
