@@ -36,7 +36,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
+
+import numpy as np
 
 from agentgym_bench.agent.tools import offered_tools
 from agentgym_bench.rollout.policy import Message
@@ -289,7 +292,8 @@ def step_views(trajectories: Sequence[Trajectory], tokenizer: Any, chunk: int = 
 
 def collate(views: Sequence[TokenView], pad_token_id: int, *, max_length: int | None = None) -> dict[str, Any]:
     """Right-pad views into ``(B, T)`` tensors: ``input_ids``, ``attention_mask``, ``loss_mask`` (long) and
-    ``rewards`` (float32).
+    ``rewards`` (float32). Each field is filled from all rows at once, not a row at a time: an RL iteration has
+    hundreds of short rows.
 
     Raises:
         ValueError: a view is longer than ``max_length``.
@@ -298,19 +302,19 @@ def collate(views: Sequence[TokenView], pad_token_id: int, *, max_length: int | 
 
     if not views:
         raise ValueError("collate needs at least one view")
-    length = max(len(v) for v in views)
+    lengths = np.array([len(v) for v in views])
+    length = int(lengths.max())
     if max_length is not None and length > max_length:
         raise ValueError(f"a view has {length} tokens, more than max_length={max_length}")
-    batch = {
-        "input_ids": torch.full((len(views), length), pad_token_id, dtype=torch.long),
-        "attention_mask": torch.zeros((len(views), length), dtype=torch.long),
-        "loss_mask": torch.zeros((len(views), length), dtype=torch.long),
-        "rewards": torch.zeros((len(views), length), dtype=torch.float32),
-    }
-    for i, v in enumerate(views):
-        n = len(v)
-        batch["input_ids"][i, :n] = torch.tensor(v.input_ids, dtype=torch.long)
-        batch["attention_mask"][i, :n] = 1
-        batch["loss_mask"][i, :n] = torch.tensor(v.loss_mask, dtype=torch.long)
-        batch["rewards"][i, :n] = torch.tensor(v.rewards, dtype=torch.float32)
-    return batch
+    real = np.arange(length) < lengths[:, None]  # (B, T), True on each row's tokens
+
+    def padded(field: str, fill: int, dtype: Any) -> torch.Tensor:
+        out = np.full(real.shape, fill, dtype=dtype)
+        out[real] = np.fromiter(chain.from_iterable(getattr(v, field) for v in views), dtype=dtype,
+                                count=int(lengths.sum()))  # row-major: each row's tokens in order
+        return torch.from_numpy(out)
+
+    return {"input_ids": padded("input_ids", pad_token_id, np.int64),
+            "attention_mask": torch.from_numpy(real.astype(np.int64)),
+            "loss_mask": padded("loss_mask", 0, np.int64),
+            "rewards": padded("rewards", 0, np.float32)}

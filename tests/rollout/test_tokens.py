@@ -279,6 +279,8 @@ def test_a_template_that_rewrites_past_turns_is_reported(chatml_tokenizer):
 
 
 def test_collate_pads_on_the_right(model_and_tokenizer):
+    import torch
+
     tokenizer = model_and_tokenizer[1]
     views = [trajectory_token_view(t, tokenizer) for t in oracle_trajectories()]
     batch = collate(views, tokenizer.pad_token_id)
@@ -286,8 +288,12 @@ def test_collate_pads_on_the_right(model_and_tokenizer):
     assert batch["input_ids"].shape == batch["loss_mask"].shape == batch["rewards"].shape == (len(views), length)
     for i, v in enumerate(views):
         assert batch["input_ids"][i, : len(v)].tolist() == v.input_ids
-        assert batch["attention_mask"][i].sum() == len(v)
-        assert batch["loss_mask"][i, len(v):].sum() == 0
+        assert batch["input_ids"][i, len(v):].eq(tokenizer.pad_token_id).all()
+        assert batch["attention_mask"][i].tolist() == [1] * len(v) + [0] * (length - len(v))
+        assert batch["loss_mask"][i].tolist() == list(v.loss_mask) + [0] * (length - len(v))
+        assert batch["rewards"][i, : len(v)].equal(torch.tensor(v.rewards, dtype=torch.float32))
+        assert batch["rewards"][i, len(v):].eq(0).all()
+    assert any(v.rewards[-1] for v in views)  # rewards land where the views put them, not only zeros
     with pytest.raises(ValueError, match="max_length"):
         collate(views, tokenizer.pad_token_id, max_length=length - 1)
 

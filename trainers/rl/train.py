@@ -41,6 +41,7 @@ import dataclasses
 import sys
 import time
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -351,6 +352,25 @@ def _max_length(config: TrainConfig, models: Models) -> int | None:
     return config.sequence_length or getattr(models.actor_module.config, "max_position_embeddings", None)
 
 
+def _row_logprobs(trajectories: list[Trajectory], samples: Samples, step_rows: bool) -> list[list[float]] | None:
+    """Per row of ``samples``, the sampler's log-probs of the row's generated tokens in order; ``None`` if a turn
+    has none (the backend did not report them)."""
+    rows = []
+    for episode, step in zip(samples.episode_ids.tolist(), samples.step_index.tolist(), strict=True):
+        turns = [trajectories[episode].turns[step]] if step_rows else trajectories[episode].turns
+        if any(turn.logprobs is None for turn in turns):
+            return None
+        rows.append([lp for turn in turns for lp in turn.logprobs])
+    return rows
+
+
+def _scatter_rows(rows: list[list[float]], mask: torch.Tensor) -> torch.Tensor:
+    """(B, T) zeros with each row's values at its ``mask`` positions, in order (one copy for the whole batch)."""
+    out = torch.zeros(mask.shape)
+    out[mask] = torch.tensor(list(chain.from_iterable(rows)), dtype=out.dtype)  # row-major, as the rows are
+    return out
+
+
 def sampled_logprobs(trajectories: list[Trajectory], samples: Samples, step_rows: bool) -> torch.Tensor:
     """(B, T-1) the sampler's log-probs of each row's generated tokens, aligned like
     :func:`trainers.rl.ppo.token_logprobs`.
@@ -358,39 +378,33 @@ def sampled_logprobs(trajectories: list[Trajectory], samples: Samples, step_rows
     Raises:
         ValueError: the backend reported no log-probs, or a row's generated tokens do not match them in number.
     """
-    out = torch.zeros(samples.input_ids.shape[0], samples.input_ids.shape[1] - 1)
+    rows = _row_logprobs(trajectories, samples, step_rows)
+    if rows is None:
+        raise ValueError("the generation backend reported no log-probs; set use_sampler_logprobs=false")
     mask = samples.loss_mask[:, 1:]
-    for row, (episode, step) in enumerate(zip(samples.episode_ids.tolist(), samples.step_index.tolist(), strict=True)):
-        turns = [trajectories[episode].turns[step]] if step_rows else trajectories[episode].turns
-        if any(turn.logprobs is None for turn in turns):
-            raise ValueError("the generation backend reported no log-probs; set use_sampler_logprobs=false")
-        values = torch.tensor([lp for turn in turns for lp in turn.logprobs])
-        if len(values) != int(mask[row].sum()):
-            raise ValueError("a row's generated tokens do not match the sampled log-probs; set "
-                             "use_sampler_logprobs=false")
-        out[row, mask[row]] = values
-    return out
+    if [len(r) for r in rows] != mask.sum(1).tolist():
+        raise ValueError("a row's generated tokens do not match the sampled log-probs; set "
+                         "use_sampler_logprobs=false")
+    return _scatter_rows(rows, mask)
 
 
 def _rollout_logprob_gap(trajectories: list[Trajectory], samples: Samples, batch: Batch,
                          config: TrainConfig) -> float | None:
-    """Mean |recomputed - sampled| log-prob over the generated tokens (temperature applied to both; top_p = 1).
+    """Mean over rows of the mean |recomputed - sampled| log-prob over the row's generated tokens (temperature
+    applied to both; top_p = 1).
 
     About 0 when the training rows hold exactly what the model read and sampled. Whole-episode rows differ after
     the first turn if a reply does not re-tokenise to its sampled ids (the model then read the re-tokenised text,
     e.g. an untrained model's stray special tokens); ``inf`` if the token counts disagree.
     """
-    if config.top_p < 1 or any(turn.logprobs is None for t in trajectories for turn in t.turns):
+    rows = None if config.top_p < 1 else _row_logprobs(trajectories, samples, config.step_rows)
+    if rows is None:
         return None
-    gaps = []
-    for row, (episode, step) in enumerate(zip(samples.episode_ids.tolist(), samples.step_index.tolist(), strict=True)):
-        turns = trajectories[episode].turns if not config.step_rows else [trajectories[episode].turns[step]]
-        sampled = torch.tensor([lp for turn in turns for lp in turn.logprobs])
-        recomputed = batch.old_logprob[row][batch.mask[row]]
-        if len(sampled) != len(recomputed):
-            return float("inf")
-        gaps.append((recomputed - sampled).abs().mean())
-    return float(torch.stack(gaps).mean())
+    counts = batch.mask.sum(1)
+    if [len(r) for r in rows] != counts.tolist():
+        return float("inf")
+    gap = ((batch.old_logprob - _scatter_rows(rows, batch.mask)).abs() * batch.mask).sum(1) / counts
+    return float(gap.mean())
 
 
 # -------------------------------------------------------------------------------------------------------- main
