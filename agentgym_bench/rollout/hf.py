@@ -299,18 +299,19 @@ class HFPolicy:
         prompts = render_many(self.tokenizer, conversations, tools)
         if keys is not None and len(keys) != len(prompts):
             raise ValueError(f"{len(keys)} keys for {len(prompts)} conversations")
+        encoded = encode_many(self.tokenizer, prompts)  # each distinct prompt once, for the lengths and the model
+        ids = [encoded[p] for p in prompts]
         out: list[Generation | None] = [None] * len(prompts)
         rows = list(range(len(prompts)))
-        if self.overlong == "empty" and self.max_positions is not None and prompts:
-            lengths = [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]]
-            rows = [i for i in rows if lengths[i] + self.max_new_tokens <= self.max_positions]
+        if self.overlong == "empty" and self.max_positions is not None:
+            rows = [i for i in rows if len(ids[i]) + self.max_new_tokens <= self.max_positions]
             for i in set(range(len(prompts))) - set(rows):
-                out[i] = Generation("", [], [], prompt_tokens=lengths[i])
+                out[i] = Generation("", [], [], prompt_tokens=len(ids[i]))
         size = self.max_batch_size or max(len(rows), 1)
         for start in range(0, len(rows), size):
             chunk = rows[start : start + size]
-            chunk_keys = None if keys is None else [keys[i] for i in chunk]
-            replies = self.generate_text([prompts[i] for i in chunk], chunk_keys)
+            seeds = None if keys is None else [key_seed(self.seed, keys[i]) for i in chunk]
+            replies = self._continue([list(ids[i]) for i in chunk], seeds)
             for i, reply in zip(chunk, replies, strict=True):
                 out[i] = reply
         return [g for g in out if g is not None]

@@ -131,6 +131,25 @@ def test_too_long_prompt_is_a_clear_error(model_and_tokenizer):
         policy.generate([[{"role": "user", "content": "_" * (model.config.n_positions + 100)}]])
 
 
+def test_an_overlong_prompt_is_an_empty_reply_and_each_prompt_is_tokenised_once(model_and_tokenizer, monkeypatch):
+    """``overlong="empty"`` (the board evaluation's setting): the prompt that does not fit gets an empty reply with
+    its token count, the others the replies they get alone (keyed rows), and the prompts go through the tokenizer in
+    one call, which both the length check and the model use."""
+    model, tokenizer = model_and_tokenizer
+    fits = conversations(3)
+    long = [{"role": "user", "content": "_ " * model.config.n_positions}]
+    policy = HFPolicy(model, tokenizer, max_new_tokens=8, seed=3, overlong="empty")
+    alone = policy.generate(fits, keys=[(i,) for i in range(3)])
+    calls = []
+    tokenize = type(tokenizer).__call__
+    monkeypatch.setattr(type(tokenizer), "__call__", lambda self, *a, **k: calls.append(1) or tokenize(self, *a, **k))
+    mixed = policy.generate([fits[0], long, fits[1], fits[2]], keys=[(0,), (9,), (1,), (2,)])
+    assert len(calls) == 1
+    assert mixed[1].text == "" and mixed[1].token_ids == []
+    assert mixed[1].prompt_tokens > model.config.n_positions
+    assert [g.token_ids for g in (mixed[0], *mixed[2:])] == [g.token_ids for g in alone]
+
+
 @pytest.mark.parametrize("kwargs", [{"temperature": -1}, {"top_p": 0}, {"max_new_tokens": 0},
                                     {"max_batch_size": 0}])
 def test_bad_arguments(model_and_tokenizer, kwargs):
