@@ -307,13 +307,9 @@ class HFPolicy:
             rows = [i for i in rows if len(ids[i]) + self.max_new_tokens <= self.max_positions]
             for i in set(range(len(prompts))) - set(rows):
                 out[i] = Generation("", [], [], prompt_tokens=len(ids[i]))
-        size = self.max_batch_size or max(len(rows), 1)
-        for start in range(0, len(rows), size):
-            chunk = rows[start : start + size]
-            seeds = None if keys is None else [key_seed(self.seed, keys[i]) for i in chunk]
-            replies = self._continue([list(ids[i]) for i in chunk], seeds)
-            for i, reply in zip(chunk, replies, strict=True):
-                out[i] = reply
+        replies = self.generate_ids([ids[i] for i in rows], None if keys is None else [keys[i] for i in rows])
+        for i, reply in zip(rows, replies, strict=True):
+            out[i] = reply
         return [g for g in out if g is not None]
 
     def generate_text(self, prompts: Sequence[str], keys: Sequence[tuple[int, ...]] | None = None
