@@ -18,12 +18,18 @@ Three sides, alternating in rounds, each (recipe, side, round) in its own subpro
   passes (:func:`agentgym_bench.rollout.heads.logits_at_shared_prefixes`), and the update's mini-batches keep a
   prompt's rows together.
 
+With ``--flops`` each recipe's sides also run once more under torch's FLOP counter (``FlopCounterMode``: matrix
+products and attention, as torch counts them, the CPU attention kernel mapped to torch's own formula), which does not
+change the arithmetic, so that run plays the same iterations as a timed one; the report adds each part's GFLOP a
+iteration and its rate (median FLOPs over median seconds), to read against the matmul peak of
+``benchmarks/warmstart_peak.py``.
+
 Both sides start from the same weights and seeds, so their first rollout is the same episodes; after the first
 update their weights differ by round-off, and so may later episodes. Reported per side: the median over iterations
 2..N of each part, the rows and distinct rows of the iteration's batch, and per round the ratios of the sides.
 
     .venv/bin/python benchmarks/iteration_split.py [--recipes baseline-starpo pilot-starpo-mix8-ds]
-        [--model DIR] [--iterations 6] [--rounds 3] [--threads 1]
+        [--model DIR] [--iterations 6] [--rounds 3] [--threads 1] [--flops]
 
 Results: benchmarks/iteration_split.md.
 """
@@ -41,6 +47,28 @@ from pathlib import Path
 
 SIDES = ("every-row", "distinct-rows", "shared")
 PARTS = ("rollout", "score", "update proper", "iteration")
+
+
+def flop_counter():
+    """torch's FLOP counter, with the CPU attention kernels (which it does not know) counted by its sdpa formulas."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
+
+    aten = torch.ops.aten
+    return FlopCounterMode(display=False, custom_mapping={
+        aten._scaled_dot_product_flash_attention_for_cpu: lambda q, k, v, *_, **__: sdpa_flop_count(q, k, v),
+        aten._scaled_dot_product_flash_attention_for_cpu_backward:
+            lambda grad, q, k, v, *_, **__: sdpa_backward_flop_count(grad, q, k, v)})
+
+
+def counted(function, flops: list[float]):
+    """``function``, appending the FLOPs of each call to ``flops``."""
+    def wrapper(*args, **kwargs):
+        with flop_counter() as counter:
+            result = function(*args, **kwargs)
+        flops.append(counter.get_total_flops())
+        return result
+    return wrapper
 
 
 def worker(args: argparse.Namespace) -> dict:
@@ -83,10 +111,16 @@ def worker(args: argparse.Namespace) -> dict:
         import trainers.rl.train
 
         trainers.rl.train.build_samples = counting
+        flops: dict[str, list[float]] = {"rollout": [], "score": [], "update proper": []}
+        if args.flops:
+            for part, name in (("rollout", "play_pool"), ("score", "score_samples"), ("update proper", "ppo_update")):
+                setattr(trainers.rl.train, name, counted(getattr(trainers.rl.train, name), flops[part]))
         records = [run_iteration(run, step) for step in range(1, args.iterations + 1)]
         run.train_groups.close()
         run.val_groups.close()
     timed = records[1:]  # the first iteration warms up
+    if args.flops:
+        return {part: statistics.median(f[1:]) for part, f in flops.items()}
     return {"rollout": statistics.median(r["time/rollout"] for r in timed),
             "score": statistics.median(r["time/score"] for r in timed),
             "update proper": statistics.median(r["time/update"] - r["time/score"] for r in timed),
@@ -96,9 +130,9 @@ def worker(args: argparse.Namespace) -> dict:
             "success": statistics.mean(r["reward/success"] for r in records)}
 
 
-def run_side(args: argparse.Namespace, recipe: str, side: str) -> dict:
+def run_side(args: argparse.Namespace, recipe: str, side: str, flops: bool = False) -> dict:
     command = [sys.executable, __file__, "--worker", "--recipe", recipe, "--side", side, "--model", args.model,
-               "--iterations", str(args.iterations), "--threads", str(args.threads)]
+               "--iterations", str(args.iterations), "--threads", str(args.threads)] + ["--flops"] * flops
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -107,7 +141,7 @@ def span(values: list[float]) -> str:
     return f"**{statistics.median(values):.2f}x** ({min(values):.2f}-{max(values):.2f})"
 
 
-def report(recipe: str, rows: dict[str, list[dict]]) -> None:
+def report(recipe: str, rows: dict[str, list[dict]], flops: dict[str, dict]) -> None:
     print(f"\n{recipe}: seconds an iteration (median of iterations 2..N, then median over rounds)")
     print("| side | rows (distinct rows; their distinct prompts) | rollout | scoring | update proper | iteration |")
     print("|---|---|---|---|---|---|")
@@ -125,6 +159,13 @@ def report(recipe: str, rows: dict[str, list[dict]]) -> None:
         update = statistics.median(x["score"] + x["update proper"] for x in runs)
         rollout = statistics.median(x["rollout"] for x in runs)
         print(f"{side}: update (scoring + update proper) / rollout = {update / rollout:.2f}")
+    for side, counts in flops.items():
+        rates = ", ".join(f"{p} {counts[p] / 1e9:.1f} GFLOP at "
+                          f"{counts[p] / 1e9 / statistics.median(x[p] for x in rows[side]):.1f} GFLOP/s"
+                          for p in PARTS[:3])
+        update = counts["score"] + counts["update proper"]
+        print(f"{side}: {rates}; update (scoring + update proper) / rollout in FLOPs = "
+              f"{update / counts['rollout']:.2f}")
 
 
 def main() -> None:
@@ -138,6 +179,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES),
                         help="which sides to run (default: all three)")
+    parser.add_argument("--flops", action="store_true", help="also count each part's FLOPs (one more, untimed run "
+                        "a side) and report its rate")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--recipe", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--side", choices=SIDES, default=None, help=argparse.SUPPRESS)
@@ -161,7 +204,8 @@ def main() -> None:
                 rows[side].append(run_side(args, recipe, side))
                 print(f"{recipe} round {k + 1} {side}: " + ", ".join(
                     f"{p} {rows[side][-1][p]:.2f}s" for p in PARTS), file=sys.stderr, flush=True)
-        report(recipe, rows)
+        flops = {side: run_side(args, recipe, side, flops=True) for side in args.sides} if args.flops else {}
+        report(recipe, rows, flops)
 
 
 if __name__ == "__main__":
