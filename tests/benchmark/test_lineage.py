@@ -74,11 +74,19 @@ def test_a_start_without_a_record_leaves_the_record_as_it_was(tmp_path, model_di
 def test_the_committed_board_shows_the_warm_starts_envs_for_the_rl_entries():
     """The StarPO and StarPO-S results files (2026-11-27) name the published checkpoint as their pretrain but carry
     no started_from; the board takes it from that checkpoint's entry, so "Trained on" includes sokoban-8x8-2box. The
-    GiGPO entry (2026-11-29) was evaluated since ``eval --trained-by`` records the start's training itself."""
+    GiGPO entry (2026-11-29) was evaluated since ``eval --trained-by`` records the start's training itself, as were
+    the three RL entries from the weaker start (the short SFT, which never saw sokoban-8x8-2box)."""
     board = json.loads((BOARD / "board.json").read_text())
     records, suite = board["submissions"], load_suite("agentgym-v2")
-    rl = {r["trainer"]: r for r in records if r["trainer"] in ("gigpo", "starpo", "starpo_s")}
+    rl_entries = [r for r in records if r["trainer"] in ("gigpo", "starpo", "starpo_s")]
+    rl = {r["trainer"]: r for r in rl_entries if r["trainer_config"]["pretrain"] == PUBLISHED}
     assert len(rl) == 3
+    short = [r for r in rl_entries if r["trainer_config"]["pretrain"] != PUBLISHED]
+    assert sorted(r["name"] for r in short) == [f"default model + short SFT + {a}" for a in ("GiGPO", "StarPO",
+                                                                                              "StarPO-S")]
+    for r in short:
+        assert r["trainer_config"]["started_from"]["envs"] == RL_ENVS  # the short SFT's four envs
+        assert training_summary(suite, r, records)["text"] == "all but bandit-heldout-arms, sokoban-8x8-2box, webshop"
     assert "started_from" in rl["gigpo"]["trainer_config"]
     for name in ("starpo", "starpo_s"):
         r = rl[name]
