@@ -145,8 +145,9 @@ MAX_COMMAND_LOGIC = 50
 
 COMMAND_LOGIC: dict[str, str] = {
     "agentgym_bench/commands/baselines.py":
-        "the main job's recipes, plan, job runner, time budget and report (374 lines): a library module of its own "
-        "(e.g. benchmark/main_job.py), the command keeping its parser and run",
+        "the main job's recipes, plan, job runner and time budget (346 lines; its comparisons are "
+        "leaderboard/comparison.py's): a library module of its own (e.g. benchmark/main_job.py), the command keeping "
+        "its parser and run",
     "agentgym_bench/commands/eval.py":
         "resuming a partial results file (resumed, check_kept, setting_differences and their helpers) and probing "
         "the first prompts (probe_first_prompts): benchmark/'s to take, with their tests",

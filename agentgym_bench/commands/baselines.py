@@ -26,10 +26,13 @@ the bundled ``trainers/configs/baseline-*.yaml`` as they are
 (docs/results.md, "The recipe"). From the published checkpoint it takes about 20 minutes on 2 cores; with
 ``--from-scratch`` about three hours more (the job prints its estimate at the start and the time left as it goes). The
 committed board in ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each
-entry can also be re-evaluated with ``agentgym-bench reproduce``). ``smoke`` checks the pipeline in minutes (its
-numbers mean nothing). Logs of every step are in ``<work>/logs/``; a step whose output exists is not run again (delete
-it to redo it), and a warm-start or training step stopped part-way resumes from its last checkpoint when the job is run
-again.
+entry can also be re-evaluated with ``agentgym-bench reproduce``). ``short-sft`` is the check that the trainers
+learn: the same three recipes from a start with room, the board's "default model + short SFT" (the first stage with a
+third of its Sokoban 6x6 demonstrations, never shown Sokoban 8x8/2; GiGPO trains on the four envs it learned), about
+12 minutes on 2 cores (with ``--from-scratch`` about 11 more), and the summary puts each trained model against its
+start on the same test episodes. ``smoke`` checks the pipeline in minutes (its numbers mean nothing). Logs of every
+step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo it), and a warm-start or
+training step stopped part-way resumes from its last checkpoint when the job is run again.
 """
 
 from __future__ import annotations
@@ -50,11 +53,10 @@ import yaml
 
 from agentgym_bench import run_folder
 from agentgym_bench.benchmark.provenance import published_entry
-from agentgym_bench.benchmark.results import read_results
-from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE, load_suite, parse_suite
+from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE, load_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.board import read_index, slugify
-from agentgym_bench.leaderboard.render import compare, markdown
+from agentgym_bench.leaderboard.comparison import against_committed, against_start
 from agentgym_bench.leaderboard.weights import published_path
 from agentgym_bench.rollout.specs import model_sha256
 
@@ -77,6 +79,11 @@ class Recipe:
 
     warmstart: tuple[str, ...]
     train: dict[str, tuple[str, tuple[str, ...]]]
+    start: str = "default model + SFT"
+    """The warm start's name on the board, whose published weights the trainers start from unless the job runs
+    ``--from-scratch``; each trained model is ``"<start> + <algorithm>"`` (:meth:`board_name`)."""
+    stage_overrides: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """``key=value`` overrides of a warm-start stage's bundled config, by the config's name."""
     model_eval: tuple[str, ...] = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16")
     ma_model_eval: tuple[str, ...] = ("--max-new-tokens", "16")
     """``agentgym-bench eval`` arguments of the models on the two-player suite (full history: Bargain states the
@@ -92,14 +99,21 @@ class Recipe:
     """Whether the final report compares its trained models with the committed board's entries of the same names
     (a smoke run's models, trained for two iterations on toy batches, are not theirs to compare)."""
 
+    def board_name(self, stem: str) -> str:
+        """A results file's stem -> its name on the board: the warm start's, ``"<start> + StarPO"`` and so on for
+        the trained models, a model-free policy's own."""
+        if stem == "warmstart":
+            return self.start
+        return f"{self.start} + {ALGORITHMS[stem]}" if stem in ALGORITHMS else stem
+
 
 TRAINED = {"starpo": "baseline-starpo", "starpo-s": "baseline-starpo_s", "gigpo": "baseline-gigpo"}
 """Board stem -> bundled config of the reference baselines (trainers/configs/baseline-*.yaml;
 docs/results.md, "RL: the three `baseline-*.yaml` configs")."""
-BOARD_NAMES = {"oracle": "oracle", "random": "random", "scripted": "scripted", "warmstart": "default model + SFT",
-               "starpo": "default model + SFT + StarPO", "starpo-s": "default model + SFT + StarPO-S",
-               "gigpo": "default model + SFT + GiGPO"}
-"""Results file stem -> name on the board."""
+ALGORITHMS = {"starpo": "StarPO", "starpo-s": "StarPO-S", "gigpo": "GiGPO"}
+"""Board stem -> the algorithm's name in a trained model's board name."""
+SHORT_SFT_ENVS = "[AgentSokoban-v0, AgentFrozenLake-v0, AgentFrozenLakeNoSlip-v0, AgentBandit-v0]"
+"""The envs the short SFT learned (no Sokoban 8x8/2), which GiGPO trains and validates on from it."""
 REFERENCE_MINUTES = {
     "init-model": 0.1, "warmstart stage 1": 35.0, "warmstart stage 2": 56.0, "warmstart": 55.0,
     "eval oracle": 0.3, "eval random": 0.2, "eval": 0.8, "submit oracle": 0.2, "submit random": 0.1, "submit": 0.8,
@@ -120,6 +134,19 @@ RECIPES: dict[str, Recipe] = {
     "reference": Recipe(warmstart=("warmstart-1", "warmstart-2", "warmstart-3"),
                         train={name: (config, ()) for name, config in TRAINED.items()},
                         ma_models=("warmstart",), minutes=REFERENCE_MINUTES),
+    # a start with room: stage 1 with a third of its Sokoban 6x6 demonstrations
+    # (docs/lab/2026-11-29-rl-from-a-weaker-start.md)
+    "short-sft": Recipe(warmstart=("warmstart-1",), start="default model + short SFT", ma_models=(),
+                        stage_overrides={"warmstart-1": ("episodes={AgentSokoban-v0: 60000, AgentFrozenLake-v0: 6000, "
+                                                         "AgentFrozenLakeNoSlip-v0: 12000, AgentBandit-v0: 1000}",)},
+                        train={**{name: (config, ()) for name, config in TRAINED.items()},
+                               "gigpo": ("baseline-gigpo", (f"train_env_manager.tags={SHORT_SFT_ENVS}",
+                                                            "train_env_manager.num_groups_partition=[3, 3, 1, 1]",
+                                                            f"val_env_manager.tags={SHORT_SFT_ENVS}",
+                                                            "val_batch_size=1024",
+                                                            "val_env_manager.num_env_groups=1024"))},
+                        minutes={**REFERENCE_MINUTES, "warmstart": 11.2, "train starpo": 4.8, "train starpo-s": 4.2,
+                                 "train gigpo": 4.9}),
     "smoke": Recipe(warmstart=("warmstart-smoke-1", "warmstart-smoke-2"),
                     # 5 groups split evenly over each recipe's tags (4 or 5 envs: every tag gets one or more)
                     train={name: (config, ("max_steps=2", "eval_steps=2", "save_steps=2", "rollout_batch_size=10",
@@ -228,10 +255,10 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
                                             SELECTION["train"], "--out", str(results / f"{name}.json.gz")),
                         results / f"{name}.json.gz", after=[f"train {name}"]))
     for stem in ("oracle", "random", "warmstart", *recipe.train):
-        jobs.append(Job(f"submit {stem}", cli("submit", str(results / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
+        name = recipe.board_name(stem)
+        jobs.append(Job(f"submit {stem}", cli("submit", str(results / f"{stem}.json.gz"), "--name", name,
                                               "--board", str(board), "--suite", suite, "--replace"),
-                        None, after=[f"eval {stem}"],
-                        on_board=(board, BOARD_NAMES[stem], results / f"{stem}.json.gz")))
+                        None, after=[f"eval {stem}"], on_board=(board, name, results / f"{stem}.json.gz")))
     if ma_suite is not None:
         assert ma_board is not None
         jobs += two_player_jobs(recipe, work, ma_board, ma_suite, warm, made_by, trained_by)
@@ -255,9 +282,10 @@ def two_player_jobs(recipe: Recipe, work: Path, ma_board: Path, ma_suite: str, w
                                                                                    "--selection", SELECTION["train"])),
                                         "--out", str(ma / f"{name}.json.gz")),
                  ma / f"{name}.json.gz", after=after) for name, (model, after) in models.items()]
-    jobs += [Job(f"submit-ma {stem}", cli("submit", str(ma / f"{stem}.json.gz"), "--name", BOARD_NAMES[stem],
+    jobs += [Job(f"submit-ma {stem}", cli("submit", str(ma / f"{stem}.json.gz"), "--name", recipe.board_name(stem),
                                           "--board", str(ma_board), "--suite", ma_suite, "--replace"),
-                 None, after=[f"eval-ma {stem}"], on_board=(ma_board, BOARD_NAMES[stem], ma / f"{stem}.json.gz"))
+                 None, after=[f"eval-ma {stem}"],
+                 on_board=(ma_board, recipe.board_name(stem), ma / f"{stem}.json.gz"))
              for stem in ("random", "scripted", *models)]
     return jobs
 
@@ -280,7 +308,8 @@ def warm_start_jobs(recipe: Recipe, work: Path, max_parallel: int) -> tuple[list
         name = "warmstart" if last else f"warmstart stage {stage}"
         processes = min(stage_processes(config), max_parallel)
         jobs.append(Job(name, cli("warmstart", config, f"model={start}", f"output={output}",
-                                  f"processes={processes}"), output / "warmstart.json",
+                                  f"processes={processes}", *recipe.stage_overrides.get(config, ())),
+                        output / "warmstart.json",
                         after=[made_by], threads=processes, resumes_from=output))
         start, made_by = output, name
     return jobs, warm
@@ -300,15 +329,15 @@ def stage_processes(config: str) -> int:
     return settings["processes"]
 
 
-def published_checkpoint(committed_root: Path, suite: str) -> Path | None:
-    """The published warm start the main job trains from: the committed board's "default model + SFT" weights,
-    ``<committed_root>/<suite>/models/default-model-sft``, checked against the SHA-256 its results file records;
-    ``None`` if the board has no such entry with its weights (then the main job makes its own, from scratch).
+def published_checkpoint(committed_root: Path, suite: str, name: str = "default model + SFT") -> Path | None:
+    """The published warm start the main job trains from: the committed board's entry ``name``'s weights (the
+    reference recipe's "default model + SFT": ``<committed_root>/<suite>/models/default-model-sft``), checked against
+    the SHA-256 its results file records; ``None`` if the board has no such entry with its weights (then the main job
+    makes its own, from scratch).
 
     Raises:
         UserError: weights that are not the ones the board scored (the message says how to start from scratch).
     """
-    name = BOARD_NAMES["warmstart"]
     board = committed_root / suite
     folder = published_path(board, name)
     instead = "or run the whole recipe with --from-scratch"
@@ -474,7 +503,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n\n", 1)[1]
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference",
                         help="reference (the committed board's recipe; its warm start, with --from-scratch, takes "
-                        "about three hours on 2 cores) or smoke (minutes, numbers meaningless) (default: %(default)s)")
+                        "about three hours on 2 cores), short-sft (the same RL from the board's start with room: "
+                        "a check that the trainers learn, about 12 minutes) or smoke (minutes, numbers meaningless) "
+                        "(default: %(default)s)")
     parser.add_argument("--work", default=None, help="folder for models, runs, results and logs "
                         "(default: runs/baselines-RECIPE)")
     parser.add_argument("--board", default=None, help="leaderboard folder to submit to (default: WORK/leaderboard)")
@@ -504,12 +535,12 @@ def run(args: argparse.Namespace) -> int:
     ma_board = Path(args.ma_board) if args.ma_board else work / "leaderboard-ma"
 
     suite_name = load_suite(args.suite).name
-    checkpoint = None if args.from_scratch else published_checkpoint(Path(args.committed), suite_name)
+    checkpoint = None if args.from_scratch else published_checkpoint(Path(args.committed), suite_name, recipe.start)
     if checkpoint is None and not args.from_scratch:
         print(f"[baselines] {Path(args.committed) / suite_name} has no published checkpoint (an entry "
-              f"{BOARD_NAMES['warmstart']!r} with its weights in models/): making the warm start too, as with "
+              f"{recipe.start!r} with its weights in models/): making the warm start too, as with "
               "--from-scratch", flush=True)
-    ma_suite = args.ma_suite or (MULTIAGENT_SUITE if checkpoint is None else "none")
+    ma_suite = args.ma_suite or (MULTIAGENT_SUITE if checkpoint is None and recipe.ma_models != () else "none")
     ma_suite = None if ma_suite == "none" else ma_suite
     jobs = plan(recipe, work, board, args.suite, ma_board, ma_suite, max_parallel=args.jobs, checkpoint=checkpoint)
     started = time.monotonic()
@@ -530,11 +561,12 @@ def run(args: argparse.Namespace) -> int:
               "warm-start or training step continues from its last checkpoint.", flush=True)
         raise
     print(f"[baselines] all steps done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
-    trained = frozenset(BOARD_NAMES[name] for name in recipe.train)
+    trained = [recipe.board_name(name) for name in recipe.train]
     print(training_report(work, list(recipe.train)))
-    print(report(board, Path(args.committed), trained, recipe.compared))
+    print(against_committed(board, Path(args.committed), frozenset(trained), recipe.compared))
+    print(against_start(board, recipe.start, trained))
     if ma_suite is not None:
-        print(report(ma_board, Path(args.committed), trained, recipe.compared))
+        print(against_committed(ma_board, Path(args.committed), frozenset(trained), recipe.compared))
     return 0
 
 
@@ -543,56 +575,3 @@ def training_report(work: Path, names: list[str]) -> str:
     return "\n".join(["RL runs, validation success at each evaluation (the trainer's own validation episodes; the "
                       "first point is the start model):"] +
                      [f"  {name}: {run_folder.learning_line(work / 'runs' / name)}" for name in names])
-
-
-def report(board: Path, committed_root: Path, trained: frozenset[str] = frozenset(), compared: bool = True) -> str:
-    """The board's table, where it is, and each baseline against the committed board's entry of the same name:
-    the paired difference of the suite score on the same seeds (yours - committed; a two-player board: of the mean
-    payoff). Entries named in ``trained`` are new training runs (:func:`_verdict`); unless ``compared`` (a smoke
-    run's models) they are not compared at all: they are not the committed models' recipe."""
-    index = read_index(board)
-    if index is None:
-        return f"no board in {board}"
-    suite = parse_suite(index["suite"])
-    lines = [markdown(suite, index["submissions"]), f"your board: {board}/README.md, {board}/index.html"]
-    committed = committed_root / suite.name
-    theirs = read_index(committed)
-    if theirs is None:
-        return "\n".join([*lines, f"(no committed board in {committed} to compare with)"])
-    lines.append(f"against the committed board {committed} (same seeds; paired difference of the score, yours - "
-                 "committed, 95% interval over the episodes; a trained model here is a new training run, whose "
-                 "difference from the committed one also holds what another training seed would change, which this "
-                 "interval does not: one run against one shows agreement, not a gain):")
-    by_name = {r["name"]: r for r in theirs["submissions"]}
-    names = [e.name for e in suite.entries]
-    table = ["| entry | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    for record in index["submissions"]:
-        other = by_name.get(record["name"])
-        if record["name"] in trained and not compared:
-            lines.append(f"  {record['name']}: this recipe's model, not the committed one's recipe: not compared")
-            continue
-        if other is None:
-            lines.append(f"  {record['name']}: not on the committed board")
-            continue
-        paired = compare(suite, read_results(committed / "submissions" / f"{other['slug']}.json.gz"),
-                         read_results(board / "submissions" / f"{record['slug']}.json.gz"))  # yours - committed
-        c = paired["suite"]
-        lines.append(f"  {record['name']}: {record['summary']['score'][0]:.3f} vs {other['summary']['score'][0]:.3f}"
-                     f", difference {c['difference']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]: "
-                     f"{_verdict(c, record['name'] in trained)}")
-        table.append(f"| {record['name']} | " + " | ".join(
-            f"{paired['entries'][n]['difference']:+.3f}{'' if _verdict(paired['entries'][n]) == 'agrees' else '*'}"
-            for n in names) + " |")
-    if len(table) > 2:
-        lines += ["per env (yours - committed; *: the 95% interval excludes 0):", *table]
-    return "\n".join(lines)
-
-
-def _verdict(c: dict[str, Any], trained: bool = False) -> str:
-    """"agrees" if ``c``'s paired interval holds 0, else "better" or "worse" ("higher", "lower" for a new run)."""
-    if c["low"] <= 0 <= c["high"]:
-        return "agrees"
-    if trained:  # another seed or CPU gives another run: a difference, not a better or worse recipe
-        return (f"{'higher' if c['low'] > 0 else 'lower'} than the committed run, another draw of its recipe (the "
-                'spread of its training seeds on this suite: docs/results.md, "Results on the v2 board")')
-    return "better" if c["low"] > 0 else "worse"

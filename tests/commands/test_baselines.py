@@ -7,7 +7,6 @@ import pytest
 from agentgym_bench.commands.baselines import (
     RECIPES,
     Job,
-    _verdict,
     minutes_left,
     plan,
     published_checkpoint,
@@ -16,6 +15,7 @@ from agentgym_bench.commands.baselines import (
     time_left,
 )
 from agentgym_bench.errors import UserError
+from agentgym_bench.leaderboard.comparison import against_start, verdict
 from tests.leaderboard.conftest import tree_digest
 
 
@@ -316,9 +316,11 @@ def test_every_recipe_warm_starts_from_bundled_stage_configs(recipe):
     from trainers.sft.sft_config import load_sft_config
 
     for stage, name in enumerate(RECIPES[recipe].warmstart):
-        config = load_sft_config(resolve_config(name, warmstart=True))
+        config = load_sft_config(resolve_config(name, warmstart=True), RECIPES[recipe].stage_overrides.get(name, ()))
         assert config.processes == 2 and config.num_threads == 1
         assert config.model == ("default" if stage == 0 else "warmstart")  # run alone: each from the one before
+        if recipe == "short-sft":  # the board's start with room: a third of stage 1's Sokoban 6x6 demonstrations
+            assert config.episodes["AgentSokoban-v0"] == 60000 and "AgentSokobanLarge-v0" not in config.episodes
 
 
 def test_the_final_summary_shows_each_rl_runs_learning_curve(tmp_path):
@@ -341,8 +343,45 @@ def test_a_new_training_run_that_differs_is_a_difference_not_a_worse_recipe():
     """The main job's comparison: a fixed model or policy that differs from its committed entry is better or worse;
     a new training run is another draw of its recipe, so it reads higher or lower, with where the seeds' spread is."""
     below = {"difference": -0.013, "low": -0.024, "high": -0.002}
-    assert _verdict(below) == "worse" and _verdict({**below, "low": 0.002, "high": 0.024}) == "better"
-    assert _verdict(below, trained=True).startswith("lower than the committed run, another draw of its recipe")
-    assert "docs/results.md" in _verdict(below, trained=True)
-    assert _verdict({**below, "low": 0.002, "high": 0.024}, trained=True).startswith("higher than the committed run")
-    assert _verdict({"difference": 0.001, "low": -0.01, "high": 0.012}, trained=True) == "agrees"
+    assert verdict(below) == "worse" and verdict({**below, "low": 0.002, "high": 0.024}) == "better"
+    assert verdict(below, trained=True).startswith("lower than the committed run, another draw of its recipe")
+    assert "docs/results.md" in verdict(below, trained=True)
+    assert verdict({**below, "low": 0.002, "high": 0.024}, trained=True).startswith("higher than the committed run")
+    assert verdict({"difference": 0.001, "low": -0.01, "high": 0.012}, trained=True) == "agrees"
+
+
+def test_the_short_sft_recipe_trains_the_three_from_the_published_start_with_room(tmp_path):
+    """``--recipe short-sft``: the board's "default model + short SFT" (hash-checked) is the start, each trained
+    model is named after it, GiGPO trains on the four envs that start learned, and from scratch its one stage is
+    stage 1 with a third of the Sokoban 6x6 demonstrations."""
+    root = Path(__file__).resolve().parents[2] / "leaderboards"
+    recipe = RECIPES["short-sft"]
+    checkpoint = published_checkpoint(root, "agentgym-v2", recipe.start)
+    assert checkpoint == root / "agentgym-v2" / "models" / "default-model-short-sft"
+    jobs = {j.name: j for j in plan(recipe, tmp_path / "w", tmp_path / "b", "agentgym-v2", checkpoint=checkpoint)}
+    assert "warmstart" not in jobs and "init-model" not in jobs
+    names = {j.on_board[1] for j in jobs.values() if j.on_board is not None}
+    assert names == {"oracle", "random", "default model + short SFT", "default model + short SFT + StarPO",
+                     "default model + short SFT + StarPO-S", "default model + short SFT + GiGPO"}
+    gigpo, starpo = jobs["train gigpo"].argv, jobs["train starpo"].argv
+    assert f"pretrain={checkpoint}" in gigpo and "train_env_manager.num_groups_partition=[3, 3, 1, 1]" in gigpo
+    assert not any("AgentSokobanLarge" in a for a in gigpo) and starpo[-1] == "resume_from_checkpoint=auto"
+    scratch = {j.name: j for j in plan(recipe, tmp_path / "w", tmp_path / "b", "agentgym-v2")}
+    assert [n for n in scratch if n.startswith(("init-model", "warmstart"))] == ["init-model", "warmstart"]
+    assert scratch["warmstart"].argv[4] == "warmstart-1" and any(
+        a.startswith("episodes={AgentSokoban-v0: 60000,") for a in scratch["warmstart"].argv)
+
+
+def test_the_final_summary_puts_each_trained_model_against_its_start():
+    """Paired on the same test episodes of the committed board: the short SFT's StarPO is above its start, StarPO-S
+    is not; from the published checkpoint StarPO-S is below it (the entries of 2026-11-27 and 2026-11-29)."""
+    board = Path(__file__).resolve().parents[2] / "leaderboards" / "agentgym-v2"
+    short = against_start(board, "default model + short SFT",
+                          [f"default model + short SFT + {a}" for a in ("StarPO", "StarPO-S")] + ["absent"])
+    assert "'default model + short SFT' (0.404)" in short
+    assert "  default model + short SFT + StarPO: 0.420, +0.017 [+0.002, +0.032]: above its start" in short
+    assert "  default model + short SFT + StarPO-S: 0.412, +0.008 [-0.006, +0.022]: no clear difference" in short
+    assert "  absent: not on the board" in short
+    full = against_start(board, "default model + SFT", ["default model + SFT + StarPO-S"])
+    assert "default model + SFT + StarPO-S: 0.548, -0.020 [-0.035, -0.006]: below its start" in full
+    assert against_start(board, "no such start", []).startswith("(no entry 'no such start' on")
