@@ -565,6 +565,10 @@ def run(args: argparse.Namespace) -> int:
     print(training_report(work, list(recipe.train)))
     print(against_committed(board, Path(args.committed), frozenset(trained), recipe.compared))
     print(against_start(board, recipe.start, trained))
+    if args.recipe == "reference":
+        print("From the published checkpoint RL has little left to gain here (docs/results.md, \"In short\"); to see "
+              "the trainers learn, run them from a start with room: agentgym-bench baselines --recipe short-sft "
+              "(about 12 minutes)")
     if ma_suite is not None:
         print(against_committed(ma_board, Path(args.committed), frozenset(trained), recipe.compared))
     return 0
