@@ -50,7 +50,7 @@ def against_committed(board: Path, committed_root: Path, trained: frozenset[str]
                      f", difference {c['difference']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]: "
                      f"{verdict(c, record['name'] in trained)}")
         table.append(f"| {record['name']} | " + " | ".join(
-            f"{paired['entries'][n]['difference']:+.3f}{'' if verdict(paired['entries'][n]) == 'agrees' else '*'}"
+            f"{paired['entries'][n]['difference']:+.3f}{'*' if excludes_zero(paired['entries'][n]) else ''}"
             for n in names) + " |")
     if len(table) > 2:
         lines += ["per env (yours - committed; *: the 95% interval excludes 0):", *table]
@@ -77,22 +77,30 @@ def against_start(board: Path, start: str, trained: list[str]) -> str:
             continue
         paired = compare(suite, first, read_results(board / "submissions" / f"{records[name]['slug']}.json.gz"))
         c = paired["suite"]
-        moved = [f"{env} {e['difference']:+.3f}" for env, e in paired["entries"].items() if verdict(e) != "agrees"]
+        moved = [f"{env} {e['difference']:+.3f}" for env, e in paired["entries"].items() if excludes_zero(e)]
         lines.append(f"  {name}: {records[name]['summary']['score'][0]:.3f}, {c['difference']:+.3f} "
-                     f"[{c['low']:+.3f}, {c['high']:+.3f}]: {verdict(c, start=True)}"
+                     f"[{c['low']:+.3f}, {c['high']:+.3f}]: {_from_start(c)}"
                      + (f" (per env, uncorrected: {', '.join(moved)})" if moved else ""))
     return "\n".join(lines)
 
 
-def verdict(c: dict[str, Any], trained: bool = False, start: bool = False) -> str:
-    """"agrees" if ``c``'s paired interval holds 0, else "better" or "worse"; for a new training run against its
-    committed run ("higher", "lower": another draw of the recipe), for a trained model against its start ("above",
-    "below" its start)."""
-    if c["low"] <= 0 <= c["high"]:
-        return "no clear difference from its start" if start else "agrees"
-    if start:
-        return "above its start" if c["low"] > 0 else "below its start"
+def excludes_zero(c: dict[str, Any]) -> bool:
+    """Whether the paired difference ``c``'s 95% interval lies wholly above or below 0."""
+    return not c["low"] <= 0 <= c["high"]
+
+
+def verdict(c: dict[str, Any], trained: bool = False) -> str:
+    """"agrees" if ``c``'s paired interval holds 0, else "better" or "worse" ("higher", "lower" for a new training
+    run against the committed one: another draw of its recipe)."""
+    if not excludes_zero(c):
+        return "agrees"
     if trained:  # another seed or CPU gives another run: a difference, not a better or worse recipe
         return (f"{'higher' if c['low'] > 0 else 'lower'} than the committed run, another draw of its recipe (the "
                 'spread of its training seeds on this suite: docs/results.md, "Results on the v2 board")')
     return "better" if c["low"] > 0 else "worse"
+
+
+def _from_start(c: dict[str, Any]) -> str:
+    if not excludes_zero(c):
+        return "no clear difference from its start"
+    return "above its start" if c["low"] > 0 else "below its start"
