@@ -48,6 +48,7 @@ from agentgym_bench.benchmark.scores import summarize
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.board import read_index, slugify
+from agentgym_bench.leaderboard.comparison import excludes_zero
 from agentgym_bench.leaderboard.render import compare
 from agentgym_bench.leaderboard.verify import MODEL_FREE
 from agentgym_bench.paths import default_board, repository_root
@@ -170,7 +171,7 @@ def agreement(suite: Suite, recorded: Results, new: Results) -> list[dict[str, A
     rows.append({"entry": "score", "recorded": summarize(recorded, suite).score, "new": summarize(new, suite).score,
                  "paired": paired["suite"], "counts": tuple(counts), "n": sum(r["n"] for r in rows)})
     for r in rows:
-        r["agrees"] = r["paired"]["low"] <= 0 <= r["paired"]["high"]
+        r["agrees"] = not excludes_zero(r["paired"])
     return rows
 
 

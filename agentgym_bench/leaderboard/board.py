@@ -384,7 +384,7 @@ def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, veri
                         "copy cannot go on the board under another name")
     mine = episodes_sha256(verified.results)
     for r in others:
-        results = (stored or {}).get(r["slug"]) or _load_stored(folder, r)
+        results = (stored or {}).get(r["slug"]) or load_stored(folder, r)
         if episodes_sha256(results) == mine:
             raise UserError(f"this file holds the episodes of submission {r['name']!r} on board {folder} (every "
                             "observation and reply of every seed), under other metadata; a copy cannot go on the "
@@ -426,7 +426,7 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
         check_free(index, name, verified.suite, replace)
         check_model_name(index, folder, verified)
         records = [r for r in (index or {}).get("submissions", []) if r["slug"] != slugify(name)]
-        stored = {r["slug"]: _load_stored(folder, r) for r in records}
+        stored = {r["slug"]: load_stored(folder, r) for r in records}
         for r in records:  # what a board made before these fields existed lacks
             r.update(training_json(stored[r["slug"]].metadata))
         check_not_a_copy(folder, index, name, verified, stored)
@@ -449,7 +449,7 @@ def rebuild(folder: str | os.PathLike, *, progress: bool = False) -> dict[str, A
         assert index is not None
         suite = parse_suite(index["suite"])
         records = index["submissions"]
-        stored = {r["slug"]: _load_stored(folder, r) for r in records}
+        stored = {r["slug"]: load_stored(folder, r) for r in records}
         for r in records:
             r["summary"] = summary_json(summarize(stored[r["slug"]], suite))
             r.update(training_json(stored[r["slug"]].metadata))
@@ -458,7 +458,13 @@ def rebuild(folder: str | os.PathLike, *, progress: bool = False) -> dict[str, A
     return read_index(folder) or {}
 
 
-def _load_stored(folder: Path, record: dict[str, Any]) -> Results:
+def load_stored(folder: Path, record: dict[str, Any]) -> Results:
+    """The results file of the board's submission ``record`` (an entry of its index), checked against the SHA-256
+    the index records.
+
+    Raises:
+        UserError: the file is missing or was changed after it was verified.
+    """
     path = board_path(folder, "submissions", f"{record['slug']}.json.gz")
     if not path.is_file():
         raise UserError(f"board {folder}: the file of submission {record['name']!r} ({path}) is missing")

@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.benchmark.suites import parse_suite
-from agentgym_bench.leaderboard.board import read_index
+from agentgym_bench.leaderboard.board import load_stored, read_index
 from agentgym_bench.leaderboard.render import compare, markdown
 
 
@@ -43,8 +42,7 @@ def against_committed(board: Path, committed_root: Path, trained: frozenset[str]
         if other is None:
             lines.append(f"  {record['name']}: not on the committed board")
             continue
-        paired = compare(suite, read_results(committed / "submissions" / f"{other['slug']}.json.gz"),
-                         read_results(board / "submissions" / f"{record['slug']}.json.gz"))  # yours - committed
+        paired = compare(suite, load_stored(committed, other), load_stored(board, record))  # yours - committed
         c = paired["suite"]
         lines.append(f"  {record['name']}: {record['summary']['score'][0]:.3f} vs {other['summary']['score'][0]:.3f}"
                      f", difference {c['difference']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]: "
@@ -67,7 +65,7 @@ def against_start(board: Path, start: str, trained: list[str]) -> str:
     if index is None or start not in records:
         return f"(no entry {start!r} on {board} to compare the trained models with)"
     suite = parse_suite(index["suite"])
-    first = read_results(board / "submissions" / f"{records[start]['slug']}.json.gz")
+    first = load_stored(board, records[start])
     score = records[start]["summary"]["score"][0]
     lines = [f"each trained model against its start, {start!r} ({score:.3f}), paired on the same test episodes "
              "(trained - start, 95% interval over the episodes; one training seed, whose draw it does not hold):"]
@@ -75,7 +73,7 @@ def against_start(board: Path, start: str, trained: list[str]) -> str:
         if name not in records:
             lines.append(f"  {name}: not on the board")
             continue
-        paired = compare(suite, first, read_results(board / "submissions" / f"{records[name]['slug']}.json.gz"))
+        paired = compare(suite, first, load_stored(board, records[name]))
         c = paired["suite"]
         moved = [f"{env} {e['difference']:+.3f}" for env, e in paired["entries"].items() if excludes_zero(e)]
         lines.append(f"  {name}: {records[name]['summary']['score'][0]:.3f}, {c['difference']:+.3f} "
