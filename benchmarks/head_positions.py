@@ -70,8 +70,9 @@ def update_worker(args: argparse.Namespace) -> dict:
     from agentgym_bench.rollout.engine import EnvGroups
     from agentgym_bench.rollout.scripted import NoisyOraclePolicy
     from trainers.rl.config import load_config
+    from trainers.rl.models import load_models, make_optimizers
     from trainers.rl.samples import adjust_batch
-    from trainers.rl.train import build_samples, load_models, make_optimizers
+    from trainers.rl.train import build_samples
     from trainers.runtime.config_loading import resolve_config
     from trainers.runtime.distributed import Dist
 

@@ -213,7 +213,7 @@ class Meter:
         train.score_samples = self._wrap("scoring", train.score_samples, self._score_flops)
         train.ppo_update = self._wrap("update", train.ppo_update, self._update_flops)
         trainers.runtime.checkpoint.save = self._wrap("checkpoint", trainers.runtime.checkpoint.save, None)
-        train.load_models = self._wrap("load", train.load_models, self._loaded)
+        train.load_models = self._wrap("load", train.load_models, self._loaded)  # the name the loop calls
         generate_ids = HFPolicy.generate_ids
         meter = self
 

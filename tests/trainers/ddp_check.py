@@ -24,7 +24,8 @@ from agentgym_bench.rollout.engine import EnvGroups  # noqa: E402
 from agentgym_bench.rollout.hf import HFPolicy  # noqa: E402
 from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict  # noqa: E402
 from trainers.rl.config import config_from_dict  # noqa: E402
-from trainers.rl.train import load_models, main, make_optimizers, train_step  # noqa: E402
+from trainers.rl.models import load_models, make_optimizers  # noqa: E402
+from trainers.rl.train import main, train_step  # noqa: E402
 from trainers.runtime import fsdp  # noqa: E402
 from trainers.runtime.config_loading import parse_overrides  # noqa: E402
 from trainers.runtime.distributed import init_distributed  # noqa: E402

@@ -12,9 +12,10 @@ import torch
 import trainers.rl.ppo
 from tests.trainers.conftest import tiny_config_dict
 from trainers.rl.config import config_from_dict
+from trainers.rl.models import load_models, make_optimizers
 from trainers.rl.ppo import Batch, compute_advantages, may_share_prompts, ppo_update, score_samples
 from trainers.rl.samples import Samples, step_samples
-from trainers.rl.train import load_models, make_optimizers, recompute_old_logprobs
+from trainers.rl.train import recompute_old_logprobs
 from trainers.runtime.distributed import Dist
 
 CPU = Dist(0, 1, torch.device("cpu"))

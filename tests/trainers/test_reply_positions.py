@@ -16,9 +16,9 @@ import trainers.rl.ppo
 from tests.trainers.conftest import TINY_ENV_KWARGS, tiny_config_dict
 from trainers.algos.losses import entropy_from_logits, logprobs_from_logits
 from trainers.rl.config import config_from_dict
+from trainers.rl.models import load_models, make_optimizers
 from trainers.rl.ppo import _Mean, compute_advantages, micro_batch_loss, ppo_update, score_samples, token_logprobs
 from trainers.rl.samples import trajectory_samples
-from trainers.rl.train import load_models, make_optimizers
 from trainers.runtime.distributed import Dist
 
 CPU = Dist(0, 1, torch.device("cpu"))

@@ -173,8 +173,9 @@ def test_config_file_round_trip_for_the_subprocess(tiny_model, tmp_path):
 
 
 def test_sampled_logprobs_are_the_recomputed_ones(tiny_model, episodes):
+    from trainers.rl.models import load_models
     from trainers.rl.ppo import score_samples
-    from trainers.rl.train import load_models, sampled_logprobs
+    from trainers.rl.train import sampled_logprobs
     from trainers.runtime.distributed import Dist
 
     _, windowed, tokenizer = episodes

@@ -4,7 +4,8 @@ imports nothing of the warm start (``trainers/sft/``).
 
 - ``config.py``: the typed config (its field docstrings are the documentation); ``presets.py``: StarPO, StarPO-S,
   GiGPO as overrides;
-- ``train.py``: the loop, with its model loading, optimisers, train step, run set-up and end;
+- ``train.py``: the loop: the train step, run set-up and end; ``models.py``: the networks of a run (actor, critic,
+  reference) loaded as the config says, and their optimisers;
 - ``rollouts.py``: generation backends, playing and evaluating (env groups and seeds are the rollout engine's);
 - ``matches.py``: two-player rollouts (``MatchGroups``);
 - ``dynamic_sampling.py``: signal-aware sampling, a rollout pool whose env groups are kept by reward variance;
