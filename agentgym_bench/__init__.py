@@ -20,6 +20,7 @@ The package, from the games up (the trainers are the ``trainers`` package, besid
 - ``benchmark/``: suites, evaluation, results files, content overlap, provenance;
 - ``leaderboard/``: verification by replay, the boards, their pages, published weights;
 - ``adapters/``: the agent envs for OpenEnv, TRL and GEM;
+- ``serving/``: a local model behind an OpenAI-compatible server (``agentgym-bench serve``);
 - ``commands/``: the ``agentgym-bench`` subcommands, one module each;
 - ``cli.py``: the ``agentgym-bench`` command line, which lists every command;
 - ``errors.py``: errors a user can fix (one line, exit 2);

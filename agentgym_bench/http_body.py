@@ -56,7 +56,7 @@ except ImportError:  # not on Windows
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """Every limit the servers enforce, defined once: ``serve`` (:class:`~agentgym_bench.commands.serve.ChatServer`,
+    """Every limit the servers enforce, defined once: ``serve`` (:class:`~agentgym_bench.serving.chat.ChatServer`,
     its ``/v1/responses`` route included), ``openenv-serve`` (:func:`~agentgym_bench.adapters.openenv.make_app`) and
     ``webshop-serve`` (:class:`~agentgym_bench.envs.webshop.server.WebShopServer`, whose default,
     :data:`~agentgym_bench.envs.webshop.server.LIMITS`, differs from the defaults here in its write deadline and

@@ -31,7 +31,8 @@ Run: .venv/bin/python scripts/code_shape.py [CHECKOUT] [--no-trace]
       ``import agentgym_bench`` registers every env, the single-agent ids (``registration``) and the two-player
       and TextArena ones (``multiagent/``), and imports nothing above;
    5. ``leaderboard/``: verifies and renders results files;
-   6. ``adapters/``: routes for other trainers over the wrapper;
+   6. ``adapters/`` and ``serving/``: one floor, the bridges outward (routes for other trainers over the wrapper; a
+      local model behind an OpenAI-compatible server). Imports between the two are listed as sideways;
    7. the command layer: ``commands/``, and ``agentgym_bench/cli.py`` (it lists every command);
    8. ``trainers/algos/``: the math, pure masked-tensor functions. ``trainers/__init__.py`` is on this floor too: it
       runs before any trainer module and imports nothing;
@@ -81,14 +82,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("agentgym_bench", "trainers")
 SUBPACKAGE_LAYERS = {"envs": 1, "agent": 2, "rollout": 3, "multiagent": 4, "benchmark": 4, "leaderboard": 5,
-                     "adapters": 6, "commands": 7}
+                     "adapters": 6, "serving": 6, "commands": 7}
 TOP_MODULE_LAYERS = {"registration.py": 2, "cli.py": 7, "__init__.py": 4}  # other top-level modules: 0
 TRAINERS_LAYERS = {"algos": 8, "runtime": 9, "rl": 10, "sft": 10}
 TRAINERS_TOP_MODULE_LAYERS = {"__init__.py": 8, "cli.py": 11}  # another top-level module of trainers/: no layer
 LAYER_NAMES = {0: "floor", 1: "envs", 2: "agent", 3: "rollout", 4: "multiagent/benchmark", 5: "leaderboard",
-               6: "adapters", 7: "commands", 8: "trainers/algos", 9: "trainers/runtime", 10: "trainers/rl+sft",
+               6: "adapters/serving", 7: "commands", 8: "trainers/algos", 9: "trainers/runtime", 10: "trainers/rl+sft",
                11: "trainers/cli"}
-SIDEWAYS = {4: frozenset({"multiagent", "benchmark"}), 10: frozenset({"rl", "sft"})}
+SIDEWAYS = {4: frozenset({"multiagent", "benchmark"}), 6: frozenset({"adapters", "serving"}),
+            10: frozenset({"rl", "sft"})}
 """The floors shared by two subpackages -> the two: an import between them is sideways."""
 MANY_PARAMETERS = 8
 
@@ -294,7 +296,8 @@ def subpackage(name: str) -> str:
 
 def direction(importer: str, imported: str, layer: dict[str, int | None]) -> str | None:
     """Where an import runs: ``"up"`` (the importer's layer below the imported module's), ``"sideways"``
-    (between the two subpackages of one floor of :data:`SIDEWAYS`: multiagent <-> benchmark, trainers' rl <-> sft),
+    (between the two subpackages of one floor of :data:`SIDEWAYS`: multiagent <-> benchmark, adapters <-> serving,
+    trainers' rl <-> sft),
     ``"same"`` (within one layer), ``"down"``, or None where either module is not in the layering."""
     la, lb = layer[importer], layer[imported]
     if la is None or lb is None:

@@ -103,8 +103,6 @@ MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 80
 
 LONG_FILES: dict[str, str] = {
-    "agentgym_bench/commands/serve.py":
-        "the OpenAI-compatible server: request checks, the chat handler and the server, reworked by issue 62",
     "trainers/rl/config.py":
         "TrainConfig is one dataclass whose field docstrings are the documentation (over 500 lines of them)",
 }
@@ -132,8 +130,6 @@ COMMANDS_ELSEWHERE: dict[str, str] = {
 """Modules outside the command modules that ``agentgym_bench/cli.py``'s command table names -> why."""
 
 COMMAND_IMPORTS: dict[tuple[str, str], str] = {
-    ("agentgym_bench.commands.serve", "agentgym_bench.commands.serve_responses"):
-        "serve's /v1/responses route over its chat handler, split out of serve.py for length; moves with the server",
     ("scripts.rl_study", "agentgym_bench.commands.baselines"):
         "SELECTION, what eval --selection records of the main job's models, recorded the same way for the study's "
         "models; it moves with the main job's recipe tables (COMMAND_LOGIC)",
@@ -153,11 +149,6 @@ COMMAND_LOGIC: dict[str, str] = {
     "agentgym_bench/commands/reproduce.py":
         "finding a submission and its policy spec (find_submission, spec_of), and the agreement of a re-run with it "
         "(agreement, identical_replies): leaderboard/'s to take",
-    "agentgym_bench/commands/serve.py":
-        "the OpenAI-compatible server (request checks, ChatHandler, ChatServer; issue 62), which tests of rollout/ "
-        "and benchmark/ import from here: a library module of its own (rollout/ or a serving/ floor)",
-    "agentgym_bench/commands/serve_responses.py":
-        "serve's /v1/responses route over its chat handler (no command of its own): moves with the server",
     "trainers/cli.py":
         "two commands' run bodies (_train, _warm_start), main for torchrun, and the warm start's old flags kept for "
         "one release (legacy_overrides, parse_episodes, parse_demonstrators, new_form: 54 lines, gone with them)",
@@ -165,11 +156,7 @@ COMMAND_LOGIC: dict[str, str] = {
 """Command module -> why its functions and classes besides the command's ``configure_parser`` and ``run`` are over
 :data:`MAX_COMMAND_LOGIC` lines (what is library logic, and where it should go)."""
 
-HEAVY_COMMANDS: dict[str, str] = {
-    "agentgym_bench.commands.serve":
-        "serve's chat handler computes on the model's logits with torch, imported at the top: `serve --help` loads "
-        "torch until the server leaves commands/",
-}
+HEAVY_COMMANDS: dict[str, str] = {}
 """Module the command table names -> why importing it (what ``agentgym-bench COMMAND --help`` does) brings a
 :data:`HEAVY` package."""
 

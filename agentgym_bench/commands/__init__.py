@@ -13,7 +13,7 @@ library logic some still hold, and where it should go, ``tests/test_code_map.py`
 - ``reproduce.py``: ``reproduce``, a submission re-run from its metadata or from other weights;
 - ``publish_model.py``: ``publish-model``, a model's weights (bfloat16) beside a board;
 - ``baselines.py``: ``baselines``, the main job: every reference baseline evaluated and put on a board;
-- ``serve.py``: ``serve``, a local model behind an OpenAI-compatible server;
-- ``serve_responses.py``: the Responses API (``/v1/responses``) of ``serve``, as its chat route's requests;
+- ``serve.py``: ``serve``, a local model behind an OpenAI-compatible server (the server itself:
+  :mod:`agentgym_bench.serving.chat`);
 - ``openenv_serve.py``: ``openenv-serve``, the agent envs as OpenEnv environments.
 """

@@ -1,5 +1,5 @@
 """OpenAI-compatible HTTP backends: any ``/v1/chat/completions`` endpoint (a vLLM server, Ollama, hosted APIs, or
-:mod:`agentgym_bench.commands.serve` serving a local model), :class:`OpenAIPolicy`; any ``/v1/responses`` endpoint,
+:mod:`agentgym_bench.serving.chat` serving a local model), :class:`OpenAIPolicy`; any ``/v1/responses`` endpoint,
 :class:`OpenAIResponsesPolicy` (the same requests and replies in OpenAI's Responses API).
 
 Standard library only (``urllib``). Each conversation is one request; up to ``max_concurrency`` run at once in a

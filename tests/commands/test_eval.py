@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agentgym_bench.benchmark.results import read_results
-from agentgym_bench.commands.serve import ChatHandler, ChatServer
 from agentgym_bench.rollout.hf import load_model
+from agentgym_bench.serving.chat import ChatHandler, ChatServer
 from tests.cli import cli, one_line
 from trainers.sft.default_model import ModelSize, build_default_model
 

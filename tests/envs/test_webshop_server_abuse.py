@@ -89,7 +89,7 @@ def test_envs_unused_for_their_ttl_are_dropped():
 def test_a_request_head_sent_byte_by_byte_is_cut_off_at_the_head_deadline():
     """A slow-header client (one byte every 0.2 s, never ending its head) holds its thread no longer than the head
     deadline (1 s here), although every single read is well within the socket timeout."""
-    from tests.commands.test_serve_abuse import closed_within
+    from tests.serving.test_serve_abuse import closed_within
 
     with serve_in_thread(host="127.0.0.1", port=0, limits=dataclasses.replace(LIMITS, head_seconds=1.0)) as srv:
         assert closed_within(srv.server_address[1], 10, drip=b"GET /list_envs HTTP/1.1\r\nX-Slow: " + b"a" * 1000) < 4

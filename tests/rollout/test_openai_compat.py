@@ -8,9 +8,9 @@ import urllib.request
 
 import pytest
 
-from agentgym_bench.commands.serve import ChatHandler, ChatServer
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.openai_compat import GenerationError, OpenAIPolicy
+from agentgym_bench.serving.chat import ChatHandler, ChatServer
 from tests.rollout.test_hf import conversations
 
 

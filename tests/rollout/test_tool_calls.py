@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from agentgym_bench.agent.tools import ACTION_TOOL, format_tool_reply
-from agentgym_bench.commands.serve import ChatServer
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
 from agentgym_bench.rollout.openai_compat import OpenAIPolicy
 from agentgym_bench.rollout.tokens import step_token_views
+from agentgym_bench.serving.chat import ChatServer
 from tests.rollout.test_tokens import with_template
 
 openai = pytest.importorskip("openai", reason="the dev extra installs the official client")

@@ -11,14 +11,8 @@ import json
 import pytest
 import torch
 
-from agentgym_bench.commands.serve import (
-    CALL_HEAD,
-    MAX_TOP_LOGPROBS,
-    Adjust,
-    ChatServer,
-    call_arguments,
-    continuation_logprobs,
-)
+from agentgym_bench.serving.chat import CALL_HEAD, ChatServer, call_arguments, continuation_logprobs
+from agentgym_bench.serving.chat_request import MAX_TOP_LOGPROBS, Adjust
 from tests.rollout.test_hf import conversations
 
 openai = pytest.importorskip("openai", reason="the dev extra installs the official client")

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from agentgym_bench.commands.serve import ChatServer
 from agentgym_bench.http_body import ServerLimits
+from agentgym_bench.serving.chat import ChatServer
 from tests.rollout.test_hf import conversations
 
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from agentgym_bench.commands.serve import ChatHandler, ChatServer
 from agentgym_bench.rollout.endpoint import check_model, served_models
 from agentgym_bench.rollout.hf import HFPolicy
+from agentgym_bench.serving.chat import ChatHandler, ChatServer
 from tests.cli import cli, one_line
 from tests.rollout.test_hf import conversations
 

@@ -7,7 +7,8 @@ import urllib.parse
 
 import pytest
 
-from agentgym_bench.commands.serve import MAX_N, ChatServer
+from agentgym_bench.serving.chat import ChatServer
+from agentgym_bench.serving.chat_request import MAX_N
 from tests.rollout.test_hf import conversations
 
 

@@ -12,11 +12,12 @@ from pydantic import TypeAdapter
 
 from agentgym_bench.agent.tools import ACTION_TOOL
 from agentgym_bench.benchmark.results import read_results
-from agentgym_bench.commands.serve import ChatServer
-from agentgym_bench.commands.serve_responses import FieldError, ResponseStore
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.openai_compat import OpenAIPolicy, OpenAIResponsesPolicy
 from agentgym_bench.rollout.specs import SPEC_HELP, parse_spec, policy_from_spec
+from agentgym_bench.serving.chat import ChatServer
+from agentgym_bench.serving.chat_request import FieldError
+from agentgym_bench.serving.responses import ResponseStore
 from tests.cli import cli
 from tests.commands.test_eval import SUITE, tiny_server
 from tests.rollout.test_hf import conversations

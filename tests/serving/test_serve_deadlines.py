@@ -8,10 +8,10 @@ import json
 import socket
 import time
 
-from agentgym_bench.commands.serve import ChatServer
 from agentgym_bench.http_body import ServerLimits
-from tests.commands.test_serve_abuse import exchange
+from agentgym_bench.serving.chat import ChatServer
 from tests.rollout.test_hf import conversations
+from tests.serving.test_serve_abuse import exchange
 
 MODELS = b"GET /v1/models HTTP/1.1\r\nHost: x"
 

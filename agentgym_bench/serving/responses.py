@@ -1,4 +1,4 @@
-"""``POST /v1/responses`` and ``GET /v1/responses/{id}`` of ``agentgym-bench serve`` (:mod:`.serve`): OpenAI's
+"""``POST /v1/responses`` and ``GET /v1/responses/{id}`` of ``agentgym-bench serve`` (:mod:`.chat`): OpenAI's
 Responses API, as a translation to and from the chat-completions route, which builds the prompt, samples and parses
 tool calls for both (one code path: a Responses request samples exactly what the same chat request samples, the
 same seed giving the same reply).
@@ -49,6 +49,8 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from agentgym_bench.serving.chat_request import FieldError
+
 HANDLED = frozenset({"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls",
                      "max_output_tokens", "temperature", "top_p", "seed", "stream", "store", "previous_response_id"})
 """The fields a request's answer follows."""
@@ -61,15 +63,6 @@ DEFAULTS: dict[str, tuple[Any, ...]] = {"truncation": (None, "disabled"), "backg
 """Fields accepted only at these values (their defaults, the only behaviour this server has)."""
 RENAMED = {"max_tokens": "max_output_tokens", "messages": "input"}
 """Chat-route field names and what the Responses API calls them, for error answers."""
-
-
-class FieldError(ValueError):
-    """A request field that is wrong (both routes): ``param`` names it, ``code`` is OpenAI's code for the fault,
-    ``status`` the HTTP status (400, or 404 for a ``previous_response_id`` not stored)."""
-
-    def __init__(self, param: str, message: str, code: str = "invalid_value", status: int = 400):
-        super().__init__(message)
-        self.param, self.code, self.status = param, code, status
 
 
 class ResponseStore:

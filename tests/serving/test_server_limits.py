@@ -17,10 +17,10 @@ import pytest
 
 from agentgym_bench.agent.env import MAX_REPLY_LENGTH
 from agentgym_bench.cli import main
-from agentgym_bench.commands.serve import ChatServer
 from agentgym_bench.errors import UserError
 from agentgym_bench.http_body import ServerLimits
-from tests.commands.test_serve_abuse import exchange
+from agentgym_bench.serving.chat import ChatServer
+from tests.serving.test_serve_abuse import exchange
 
 FORMER_CONSTANTS = {
     "max_head_bytes": 16 * 1024,  # http_body.MAX_HEAD_BYTES

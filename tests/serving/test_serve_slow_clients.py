@@ -8,8 +8,8 @@ import http.client
 import json
 import time
 
-from agentgym_bench.commands.serve import ChatServer
 from agentgym_bench.http_body import ServerLimits
+from agentgym_bench.serving.chat import ChatServer
 from tests.rollout.test_hf import conversations
 from tests.slow_clients import SlowClients, affordable
 
