@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from agentgym_bench import stats
-from agentgym_bench.commands.baselines import SELECTION
 from agentgym_bench.errors import UserError
+from agentgym_bench.leaderboard.main_job import SELECTION
 from agentgym_bench.leaderboard.render import PAIRED_REPS, entry_outcomes
 from agentgym_bench.leaderboard.verify import read_checked
 from agentgym_bench.leaderboard.weights import publish_model
@@ -49,7 +49,7 @@ from agentgym_bench.run_folder import SUMMARY, final_actor
 SUITE = "agentgym-v2-validation"
 TEST_SUITE = "agentgym-v2"
 EVAL = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16", "--seed", "0")
-"""The main job's evaluation settings (``commands/baselines.py``) and the pilots' sampling stream."""
+"""The main job's evaluation settings (``agentgym_bench/leaderboard/main_job.py``) and the pilots' sampling stream."""
 
 
 def cli() -> list[str]:

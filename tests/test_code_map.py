@@ -130,19 +130,12 @@ COMMANDS_ELSEWHERE: dict[str, str] = {
 """Modules outside the command modules that ``agentgym_bench/cli.py``'s command table names -> why."""
 
 COMMAND_IMPORTS: dict[tuple[str, str], str] = {
-    ("scripts.rl_study", "agentgym_bench.commands.baselines"):
-        "SELECTION, what eval --selection records of the main job's models, recorded the same way for the study's "
-        "models; it moves with the main job's recipe tables (COMMAND_LOGIC)",
 }
 """(importer, command module) -> why a module other than the command line imports a command module."""
 
 MAX_COMMAND_LOGIC = 50
 
 COMMAND_LOGIC: dict[str, str] = {
-    "agentgym_bench/commands/baselines.py":
-        "the main job's recipes, plan, job runner and time budget (346 lines; its comparisons are "
-        "leaderboard/comparison.py's): a library module of its own (e.g. benchmark/main_job.py), the command keeping "
-        "its parser and run",
     "agentgym_bench/commands/eval.py":
         "resuming a partial results file (resumed, check_kept, setting_differences and their helpers) and probing "
         "the first prompts (probe_first_prompts): benchmark/'s to take, with their tests",

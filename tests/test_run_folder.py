@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 
 from agentgym_bench import run_folder
-from agentgym_bench.commands.baselines import Job
 from agentgym_bench.errors import UserError
+from agentgym_bench.leaderboard.main_job import Job
 from agentgym_bench.rollout.specs import model_path
 
 

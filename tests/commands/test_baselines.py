@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from agentgym_bench.commands.baselines import (
+from agentgym_bench.errors import UserError
+from agentgym_bench.leaderboard.comparison import against_start, verdict
+from agentgym_bench.leaderboard.main_job import (
     RECIPES,
     Job,
     minutes_left,
@@ -14,8 +16,6 @@ from agentgym_bench.commands.baselines import (
     seconds_left,
     time_left,
 )
-from agentgym_bench.errors import UserError
-from agentgym_bench.leaderboard.comparison import against_start, verdict
 from tests.leaderboard.conftest import tree_digest
 
 
@@ -326,7 +326,7 @@ def test_every_recipe_warm_starts_from_bundled_stage_configs(recipe):
 def test_the_final_summary_shows_each_rl_runs_learning_curve(tmp_path):
     import json
 
-    from agentgym_bench.commands.baselines import training_report
+    from agentgym_bench.leaderboard.main_job import training_report
 
     run = tmp_path / "runs" / "starpo"
     run.mkdir(parents=True)
