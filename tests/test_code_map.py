@@ -139,9 +139,6 @@ COMMAND_LOGIC: dict[str, str] = {
     "agentgym_bench/commands/eval.py":
         "resuming a partial results file (resumed, check_kept, setting_differences and their helpers) and probing "
         "the first prompts (probe_first_prompts): benchmark/'s to take, with their tests",
-    "agentgym_bench/commands/reproduce.py":
-        "finding a submission and its policy spec (find_submission, spec_of), and the agreement of a re-run with it "
-        "(agreement, identical_replies): leaderboard/'s to take",
     "trainers/cli.py":
         "two commands' run bodies (_train, _warm_start), main for torchrun, and the warm start's old flags kept for "
         "one release (legacy_overrides, parse_episodes, parse_demonstrators, new_form: 54 lines, gone with them)",

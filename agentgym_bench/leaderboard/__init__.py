@@ -7,6 +7,7 @@
 - ``board.py``: a board's folder: the accepted results files, their index, and what is rendered from them;
 - ``render.py``: what a board shows: the Markdown table, the PNG chart, the HTML page and its transcripts;
 - ``weights.py``: published weights: each model entry's weights, shipped beside its board;
+- ``reproduction.py``: a submission re-run (``agentgym-bench reproduce``) and its agreement with the record;
 - ``main_job.py``: the main job (``agentgym-bench baselines``): its recipes, its plan of steps, the runner that runs
   them on the cores it is given, and its training report;
 - ``comparison.py``: a board read against others, as the main job reports it: each entry against the committed
