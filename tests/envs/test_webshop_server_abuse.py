@@ -11,6 +11,7 @@ import pytest
 from agentgym_bench.envs.webshop.client import WebShopClient
 from agentgym_bench.envs.webshop.server import LIMITS, serve_in_thread
 from agentgym_bench.http_body import ServerLimits
+from tests.raw_http import raw_exchange
 
 
 @pytest.fixture(scope="module")
@@ -21,20 +22,7 @@ def server():
 
 def exchange(server, request: bytes, wait: float = 0.0) -> tuple[int, dict]:
     """Send raw bytes, read the whole answer within 20 s: (status, JSON body)."""
-    with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=20) as sock:
-        sock.sendall(request)
-        time.sleep(wait)
-        data = b""
-        while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < _length(data):
-            chunk = sock.recv(65536)
-            assert chunk, f"the server closed the connection without a whole answer: {data[:200]!r}"
-            data += chunk
-    return int(data.split(b" ", 2)[1]), json.loads(data.split(b"\r\n\r\n", 1)[1])
-
-
-def _length(data: bytes) -> int:
-    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
-    return next((int(line.split(":", 1)[1]) for line in head.split("\r\n") if line.startswith("content-length:")), 0)
+    return raw_exchange(server.server_address[1], request, wait)
 
 
 def post(server, path: str, body: bytes, length: str | None = None) -> tuple[int, dict]:

@@ -12,6 +12,7 @@ import pytest
 
 from agentgym_bench.http_body import ServerLimits
 from agentgym_bench.serving.chat import ChatServer
+from tests.raw_http import raw_exchange
 from tests.rollout.test_hf import conversations
 
 
@@ -26,24 +27,7 @@ def exchange(server, head: bytes, body: bytes = b"", wait: float = 0.0) -> tuple
     """Send ``head`` (request line and headers, without the blank line) and ``body`` on a raw socket, then read the
     answer within 20 s: (status, JSON body)."""
     port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
-        sock.sendall(head + b"\r\n\r\n" + body)
-        time.sleep(wait)
-        data = b""
-        while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < _length(data):
-            chunk = sock.recv(65536)
-            assert chunk, f"the server closed the connection without a whole answer: {data[:200]!r}"
-            data += chunk
-    status = int(data.split(b" ", 2)[1])
-    return status, json.loads(data.split(b"\r\n\r\n", 1)[1])
-
-
-def _length(data: bytes) -> int:
-    for line in data.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            return int(value)
-    return 0
+    return raw_exchange(port, head + b"\r\n\r\n" + body, wait)
 
 
 def post(server, body: bytes, length: str | None = None) -> tuple[int, dict]:
