@@ -40,7 +40,7 @@ import numpy as np
 
 from agentgym_bench import stats
 from agentgym_bench.errors import UserError
-from agentgym_bench.leaderboard.main_job import SELECTION
+from agentgym_bench.leaderboard.main_job import SELECTION, cli
 from agentgym_bench.leaderboard.render import PAIRED_REPS, entry_outcomes
 from agentgym_bench.leaderboard.verify import read_checked
 from agentgym_bench.leaderboard.weights import publish_model
@@ -50,10 +50,6 @@ SUITE = "agentgym-v2-validation"
 TEST_SUITE = "agentgym-v2"
 EVAL = ("--prompt", "compact", "--history", "0", "--max-new-tokens", "16", "--seed", "0")
 """The main job's evaluation settings (``agentgym_bench/leaderboard/main_job.py``) and the pilots' sampling stream."""
-
-
-def cli() -> list[str]:
-    return [str(Path(sys.executable).parent / "agentgym-bench")]
 
 
 def train_command(recipe: str, seed: int, pretrain: str, folder: Path, overrides: list[str]) -> list[str]:
