@@ -3,7 +3,7 @@
 For each results file this times, in one process (one core; ``OMP_NUM_THREADS=1``):
 
 - ``load``: reading the file with size limits, JSON Schema and NaN checks (``results.loads``);
-- ``replay``: :func:`agentgym_bench.leaderboard.verify.replay_entry` over every entry (all checks: observation
+- ``replay``: :func:`agentgym_bench.benchmark.kinds.replay_entry` over every entry (all checks: observation
   hashes, parsed and executed actions, rewards, turns, final observation, return, success);
 - ``env only``: the baseline side by side, the same replies fed through the same envs with no checks and no hashing:
   the cost of the envs themselves, which replay cannot go below.
@@ -25,8 +25,8 @@ from pathlib import Path
 import gymnasium as gym
 
 import agentgym_bench  # noqa: F401 - registers the ids
+from agentgym_bench.benchmark.kinds import replay_entry
 from agentgym_bench.benchmark.results import EntryResults, loads
-from agentgym_bench.leaderboard.verify import replay_entry
 
 
 def env_only(entry: EntryResults) -> None:

@@ -136,9 +136,6 @@ COMMAND_IMPORTS: dict[tuple[str, str], str] = {
 MAX_COMMAND_LOGIC = 50
 
 COMMAND_LOGIC: dict[str, str] = {
-    "agentgym_bench/commands/eval.py":
-        "resuming a partial results file (resumed, check_kept, setting_differences and their helpers) and probing "
-        "the first prompts (probe_first_prompts): benchmark/'s to take, with their tests",
     "trainers/cli.py":
         "two commands' run bodies (_train, _warm_start), main for torchrun, and the warm start's old flags kept for "
         "one release (legacy_overrides, parse_episodes, parse_demonstrators, new_form: 54 lines, gone with them)",

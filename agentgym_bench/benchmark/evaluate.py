@@ -17,11 +17,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
 import agentgym_bench
 from agentgym_bench.benchmark.kinds import kind_of
 from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.suites import Suite
+from agentgym_bench.errors import UserError
+from agentgym_bench.rollout.endpoint import CONTEXT_HINT, what_to_change
+from agentgym_bench.rollout.openai_compat import GenerationError
 from agentgym_bench.rollout.policy import Policy
+from agentgym_bench.rollout.trajectory import build_messages
 
 
 def evaluate_suite(policy: Policy, suite: Suite, policy_record: dict[str, Any], *,
@@ -139,3 +145,42 @@ def hardware() -> dict[str, Any]:
         version, gpu = None, None
     return {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count(),
             "torch": version, "gpu": gpu}
+
+
+def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], action_format: str | None = None, *,
+                        context: int | None = None, max_new_tokens: int | None = None) -> None:
+    """Before playing, send each entry's first prompt (its first seed) to the endpoint once, with the run's reply
+    budget: a prompt the model's context cannot hold, or any other refusal, ends the run here with one line, before
+    any work. (A prompt that only outgrows the context later, with history, gets an empty reply and the game goes on,
+    as through ``hf:``: the policy's ``overlong="empty"``; here, for the first prompts, the policy refuses.)
+
+    ``context``: the model's context in tokens, where the endpoint reports it (``max_model_len``,
+    :func:`~agentgym_bench.rollout.endpoint.check_model`): a ``max_new_tokens`` that leaves no room is refused
+    before any request, and an answered prompt whose ``usage.prompt_tokens`` plus ``max_new_tokens`` exceed it (an
+    endpoint that cuts or overruns rather than refusing) is refused too."""
+    if context is not None and max_new_tokens is not None and max_new_tokens >= context:
+        raise UserError(f"--max-new-tokens {max_new_tokens} leaves no room for a prompt in the model's context of "
+                        f"{context} tokens (max_model_len at /models): lower it; nothing was played")
+
+    for entry in suite.entries:
+        env = gym.make(entry.env_id, **entry.make_kwargs(prompts[entry.name], action_format))
+        try:
+            observation, info = env.reset(seed=entry.seed_start)
+        finally:
+            env.close()
+        messages = build_messages(str(info.get("system_prompt", "")), [], [], observation, None)
+        overlong, policy.overlong = policy.overlong, "error"  # a first prompt that cannot fit stops the run here
+        try:
+            generation = policy.generate([messages], [env.unwrapped])[0]
+        except GenerationError as err:
+            hint = what_to_change(err)
+            within = f" (the model reads {context} tokens)" if context is not None else ""
+            raise UserError(f"before playing, entry {entry.name}'s first prompt: {err}{within}"
+                            f"{f' — {hint}' if hint else ''}; nothing was played") from None
+        finally:
+            policy.overlong = overlong
+        used = generation.prompt_tokens
+        if context is not None and max_new_tokens is not None and used is not None and used + max_new_tokens > context:
+            raise UserError(f"before playing, entry {entry.name}'s first prompt is {used} tokens, which with "
+                            f"--max-new-tokens {max_new_tokens} exceeds the model's context of {context} tokens "
+                            f"(max_model_len at /models) — {CONTEXT_HINT}; nothing was played")

@@ -8,11 +8,15 @@ re-generation, the board) ask it instead of testing which kind they hold. The le
 its checks, the mark a file earns, and the page (:mod:`agentgym_bench.leaderboard`).
 
 :func:`suite_policy` builds the policy a spec names for a suite (each kind has its reference policy: ``oracle``,
-``scripted``); :func:`policy_turns` lists the turns a results file's policy wrote.
+``scripted``); :func:`policy_turns` lists the turns a results file's policy wrote. Two checks every recorded file
+passes, whoever reads it (a kept partial run resuming, a submission, a comparison) are here too: its entries and seeds
+are exactly the suite's (:func:`check_entries`) and it replays (:func:`replay_entry`); what passing them earns on a
+board is the leaderboard's to say.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -21,7 +25,7 @@ import numpy as np
 from agentgym_bench.benchmark.episodes import EPISODES
 from agentgym_bench.benchmark.matches import MATCHES
 from agentgym_bench.benchmark.replay import EpisodeText, ModelFree, Move
-from agentgym_bench.benchmark.results import EntryResults, EpisodeRecord, Results, TurnRecord
+from agentgym_bench.benchmark.results import EntryResults, EpisodeRecord, Results, ResultsError, TurnRecord
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry
 from agentgym_bench.rollout.policy import Policy
 from agentgym_bench.rollout.trajectory import Turn
@@ -131,3 +135,60 @@ def policy_turns(results: Results) -> Iterator[tuple[str, TurnRecord]]:
             for t, turn in enumerate(episode.turns):
                 if kind.wrote(entry, episode, turn):
                     yield f"entry {entry.name}, seed {episode.seed}, {kind.unit} {t + 1}", turn
+
+
+def check_entries(results: Results, suite: Suite) -> None:
+    """Raise a :class:`~.results.ResultsError` naming the first difference unless the entries and seeds of
+    ``results`` are exactly the suite's (checks 3 and 4 of :func:`agentgym_bench.leaderboard.verify.verify`): each
+    entry once, with the entry's env id, opponent, fixed ``env_kwargs`` and what its kind checks of a recording
+    (:meth:`Kind.check_recorded`), and exactly the entry's seeds, one episode each."""
+    names = [e.name for e in results.entries]
+    repeated = sorted(n for n, k in Counter(names).items() if k > 1)
+    if repeated:
+        raise ResultsError(f"results repeat entries {repeated}")
+    wanted = [e.name for e in suite.entries]
+    missing, foreign = sorted(set(wanted) - set(names)), sorted(set(names) - set(wanted))
+    if missing or foreign:
+        raise ResultsError(f"results entries differ from suite {suite.name}'s: missing {missing}, not in the suite "
+                           f"{foreign}")
+    for recorded in results.entries:
+        entry = suite.entry(recorded.name)
+        where = f"entry {entry.name}"
+        if recorded.env_id != entry.env_id:
+            raise ResultsError(f"{where}: env id {recorded.env_id!r}, the suite's is {entry.env_id!r}")
+        if recorded.opponent != entry.opponent:
+            raise ResultsError(f"{where}: opponent {recorded.opponent!r}, the suite's is {entry.opponent!r}")
+        kwargs = dict(recorded.env_kwargs)
+        prompt = kwargs.pop("prompt", None)
+        action_format = kwargs.pop("action_format", None)
+        if kwargs != entry.env_kwargs:
+            raise ResultsError(f"{where}: env_kwargs {kwargs} differ from the suite's fixed {entry.env_kwargs}")
+        kind_of(entry).check_recorded(where, recorded, entry, prompt, action_format)
+        seeds = [ep.seed for ep in recorded.episodes]
+        counts = Counter(seeds)
+        duplicated = sorted(s for s, k in counts.items() if k > 1)
+        missing_seeds = sorted(set(entry.seeds) - set(counts))
+        foreign_seeds = sorted(set(counts) - set(entry.seeds))
+        if duplicated or missing_seeds or foreign_seeds:
+            raise ResultsError(f"{where}: the seeds must be exactly {entry.seeds.start}..{entry.seeds.stop - 1}, "
+                               f"one episode each; duplicated {_some(duplicated)}, missing {_some(missing_seeds)}, "
+                               f"foreign {_some(foreign_seeds)}")
+
+
+def _some(values: list[int], k: int = 5) -> str:
+    return "[]" if not values else f"{values[:k]}{' ...' if len(values) > k else ''} ({len(values)})"
+
+
+def replay_entry(recorded: EntryResults, *, keep: set[int] | frozenset[int] = frozenset(),
+                 bar: Any = None, model_free: ModelFree | None = None) -> dict[int, EpisodeText]:
+    """Replay every episode of ``recorded`` (check 5 of :func:`agentgym_bench.leaderboard.verify.verify`; with
+    ``model_free``, check 6 too) as its kind replays it (:meth:`Kind.replay`: an episode entry through one fresh
+    ``gym.make(env_id, **env_kwargs)`` reset per episode, :func:`~agentgym_bench.benchmark.episodes.replay_episodes`;
+    a match entry through a fresh env per match, :func:`~agentgym_bench.benchmark.matches.replay_matches`).
+
+    Raises :class:`~agentgym_bench.benchmark.replay.ReplayMismatch` naming the entry, seed, turn (or move) and field
+    at the first difference, :class:`~agentgym_bench.benchmark.replay.RegenerationMismatch` at the first reply the
+    model-free policy does not give. Returns the texts of the episodes whose seeds are in ``keep`` (what the board's
+    transcripts and re-generation need).
+    """
+    return kind_of(recorded).replay(recorded, keep=keep, bar=bar, model_free=model_free)

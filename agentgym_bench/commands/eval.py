@@ -35,28 +35,21 @@ opponents and itself; `random` and `scripted` are Bargain's model-free policies 
 from __future__ import annotations
 
 import argparse
-import json
-import shlex
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
-import gymnasium as gym
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
-from agentgym_bench.benchmark.evaluate import evaluate_by_entry
+from agentgym_bench.benchmark.evaluate import evaluate_by_entry, probe_first_prompts
 from agentgym_bench.benchmark.kinds import kind_of, suite_policy
 from agentgym_bench.benchmark.provenance import training_record, with_start
-from agentgym_bench.benchmark.results import Results, ResultsError, read_results, write_results
+from agentgym_bench.benchmark.results import Results, read_results, write_results
+from agentgym_bench.benchmark.resume import partial_path, resumed
 from agentgym_bench.benchmark.scores import format_summary, summarize
-from agentgym_bench.benchmark.suites import DEFAULT_SUITE, Suite, available_suites, load_suite, quick_check, quick_text
+from agentgym_bench.benchmark.suites import DEFAULT_SUITE, available_suites, load_suite, quick_check, quick_text
 from agentgym_bench.errors import UserError
-from agentgym_bench.leaderboard.verify import check_entries, replay_entry
-from agentgym_bench.rollout.endpoint import CONTEXT_HINT, check_model, what_to_change
+from agentgym_bench.rollout.endpoint import check_model, what_to_change
 from agentgym_bench.rollout.openai_compat import GenerationError
 from agentgym_bench.rollout.specs import SPEC_HELP, Sampling
-from agentgym_bench.rollout.trajectory import build_messages
 
 
 def history_arg(text: str) -> int | None:
@@ -131,179 +124,6 @@ def check_out(out: Path, overwrite: bool) -> None:
     if out.exists() and not overwrite:
         raise UserError(f"{out} already exists: give another --out, or add --overwrite to replace it (it is replaced "
                         "when the new run finishes)")
-
-
-def partial_path(out: Path) -> Path:
-    """Where the finished entries of a run to ``out`` are kept until it completes: ``OUT.partial``."""
-    return out.with_name(out.name + ".partial")
-
-
-def start_again(partial: Path) -> str:
-    """How to discard a ``.partial`` file, as a shell command."""
-    return f"delete it to start again: rm {shlex.quote(str(partial))}"
-
-
-def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict[str, str],
-            action_format: str | None = None) -> Results | None:
-    """The finished entries kept in ``partial`` by an earlier run of the same settings, or ``None`` if there is no
-    such file. It is checked before it is kept: its settings must be this run's (:func:`setting_differences`), and
-    each of its entries must be one of this run's suite entries with exactly the entry's env id, env_kwargs and seeds
-    (:func:`~agentgym_bench.leaderboard.verify.check_entries`) and must replay
-    (:func:`~agentgym_bench.leaderboard.verify.replay_entry`: every recorded reply through a fresh env, env steps
-    only, no model call). Anything else is a :class:`UserError` of one line naming the file and how to start again:
-    a file that cannot be read, damaged JSON, other settings (each named, with both values), missing or foreign
-    seeds, an episode that does not replay."""
-    if not partial.is_file():
-        return None
-    try:
-        done = read_results(partial)
-    except (ResultsError, OSError) as err:
-        raise UserError(f"{partial} cannot be resumed, it is damaged ({one_line(err)}): "
-                        f"{start_again(partial)}") from None
-    differs = setting_differences(done, suite, metadata, prompts, action_format)
-    if differs:
-        raise UserError(f"{partial} holds finished entries of a run with other settings ({'; '.join(differs)}): run "
-                        f"with the same settings to resume it, or {start_again(partial)} (or give another --out)")
-    try:
-        check_kept(done, suite)
-    except ResultsError as err:
-        raise UserError(f"{partial} cannot be resumed, it is damaged or was edited ({one_line(err)}): "
-                        f"{start_again(partial)}") from None
-    return done
-
-
-def check_kept(done: Results, suite: Suite) -> None:
-    """Raise a :class:`ResultsError` unless every entry of ``done`` is one of ``suite``'s, once, with the entry's env
-    id, fixed env_kwargs (and opponent and seats) and exactly its seeds, and replays."""
-    names = [e.name for e in done.entries]
-    foreign = [n for n in dict.fromkeys(names) if n not in {e.name for e in suite.entries}]
-    if foreign:
-        raise ResultsError(f"entries {foreign} are not in this run's suite {suite.name}")
-    check_entries(done, replace(suite, entries=tuple(suite.entry(n) for n in dict.fromkeys(names))))
-    for entry in done.entries:
-        replay_entry(entry)
-
-
-def one_line(err: BaseException) -> str:
-    """An error's message on one line."""
-    return " ".join(str(err).split())
-
-
-POLICY_SETTINGS = {"kind": "--policy", "model": "the model", "model_sha256": "the model's weights (sha256)",
-                   "sampling.temperature": "--temperature", "sampling.top_p": "--top-p",
-                   "sampling.max_new_tokens": "--max-new-tokens", "sampling.seed": "--seed",
-                   "sampling.keyed": "keyed sampling", "history": "--history"}
-"""What a user changed when a key of ``metadata.policy`` differs (by its dotted path)."""
-
-
-def setting_differences(done: Results, suite: Suite, metadata: dict[str, Any], prompts: dict[str, str],
-                        action_format: str | None = None) -> list[str]:
-    """Each setting in which the run that wrote ``done`` differs from this one, with both values, e.g.
-    ``"--history: the file has full, this run 1"``; ``[]`` if none (the same suite, policy, sampling, history, trainer
-    record, quick check, prompts and action format)."""
-    def both(what: str, theirs: Any, ours: Any) -> str:
-        return f"{what}: the file has {theirs}, this run {ours}"
-
-    differs = []
-    if (done.suite_name, done.suite_version) != (suite.name, suite.version):
-        differs.append(both("suite", f"{done.suite_name} v{done.suite_version}", f"{suite.name} v{suite.version}"))
-    theirs, ours = flat(done.metadata["policy"]), flat(metadata["policy"])
-    for key in [*POLICY_SETTINGS, *sorted((theirs.keys() | ours.keys()) - POLICY_SETTINGS.keys())]:
-        a, b = theirs.get(key), ours.get(key)
-        if a == b or (key == "sampling.keyed" and theirs.get("kind") != ours.get("kind")):
-            continue  # keyed sampling follows the policy kind, named already
-        show = history_text if key == "history" else shown
-        differs.append(both(POLICY_SETTINGS.get(key, f"metadata.policy.{key}"), show(a), show(b)))
-    trainer_a, trainer_b = done.metadata["trainer"], metadata["trainer"]
-    if (trainer_a is None) != (trainer_b is None):
-        differs.append(both("--trained-by", "none" if trainer_a is None else "a trainer record",
-                            "none" if trainer_b is None else "a trainer record"))
-    elif trainer_a is not None:
-        theirs, ours = flat(trainer_a), flat(trainer_b)
-        keys = sorted(k for k in theirs.keys() | ours.keys() if theirs.get(k) != ours.get(k))
-        differs += [both("--selection" if k == "selection" else f"--trained-by (the trainer record's {k})",
-                         shown(theirs.get(k)), shown(ours.get(k))) for k in keys[:3]]
-        if len(keys) > 3:
-            differs.append(f"{len(keys) - 3} more keys of the trainer record")
-    quick_a, quick_b = done.metadata.get("quick_check"), metadata.get("quick_check")
-    if normal(quick_a) != normal(quick_b):
-        differs.append(both("--episodes/--entries", quick_text(quick_a) if quick_a else "none (the whole suite)",
-                            quick_text(quick_b) if quick_b else "none (the whole suite)"))
-    for e in done.entries:
-        if e.name in prompts and e.prompt != prompts[e.name]:
-            differs.append(both(f"--prompt of entry {e.name}", shown(e.prompt), shown(prompts[e.name])))
-        recorded, wanted = e.env_kwargs.get("action_format", "answer"), action_format or "answer"
-        if "action_format" in kind_of(e).options and recorded != wanted:
-            differs.append(both(f"--action-format of entry {e.name}", recorded, wanted))
-    return differs
-
-
-def normal(value: Any) -> Any:
-    """``value`` as JSON reads it back (tuples as lists), so a record in memory compares equal to its file's."""
-    return json.loads(json.dumps(value))
-
-
-def flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A nested record's leaves by dotted path, as JSON reads them back."""
-    out: dict[str, Any] = {}
-    for key, value in normal(record).items():
-        if isinstance(value, dict) and value:
-            out.update(flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def history_text(history: int | None) -> str:
-    """``--history`` as typed: ``full`` or the number of turns."""
-    return "full" if history is None else str(history)
-
-
-def shown(value: Any, limit: int = 60) -> str:
-    """A setting's value for a message: ``none``, or its repr cut to ``limit`` characters."""
-    if value is None:
-        return "none"
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], action_format: str | None = None, *,
-                        context: int | None = None, max_new_tokens: int | None = None) -> None:
-    """Before playing, send each entry's first prompt (its first seed) to the endpoint once, with the run's reply
-    budget: a prompt the model's context cannot hold, or any other refusal, ends the run here with one line, before
-    any work. (A prompt that only outgrows the context later, with history, gets an empty reply and the game goes on,
-    as through ``hf:``: the policy's ``overlong="empty"``; here, for the first prompts, the policy refuses.)
-
-    ``context``: the model's context in tokens, where the endpoint reports it (``max_model_len``,
-    :func:`~agentgym_bench.rollout.endpoint.check_model`): a ``max_new_tokens`` that leaves no room is refused
-    before any request, and an answered prompt whose ``usage.prompt_tokens`` plus ``max_new_tokens`` exceed it (an
-    endpoint that cuts or overruns rather than refusing) is refused too."""
-    if context is not None and max_new_tokens is not None and max_new_tokens >= context:
-        raise UserError(f"--max-new-tokens {max_new_tokens} leaves no room for a prompt in the model's context of "
-                        f"{context} tokens (max_model_len at /models): lower it; nothing was played")
-
-    for entry in suite.entries:
-        env = gym.make(entry.env_id, **entry.make_kwargs(prompts[entry.name], action_format))
-        try:
-            observation, info = env.reset(seed=entry.seed_start)
-        finally:
-            env.close()
-        messages = build_messages(str(info.get("system_prompt", "")), [], [], observation, None)
-        overlong, policy.overlong = policy.overlong, "error"  # a first prompt that cannot fit stops the run here
-        try:
-            generation = policy.generate([messages], [env.unwrapped])[0]
-        except GenerationError as err:
-            hint = what_to_change(err)
-            within = f" (the model reads {context} tokens)" if context is not None else ""
-            raise UserError(f"before playing, entry {entry.name}'s first prompt: {err}{within}"
-                            f"{f' — {hint}' if hint else ''}; nothing was played") from None
-        finally:
-            policy.overlong = overlong
-        used = generation.prompt_tokens
-        if context is not None and max_new_tokens is not None and used is not None and used + max_new_tokens > context:
-            raise UserError(f"before playing, entry {entry.name}'s first prompt is {used} tokens, which with "
-                            f"--max-new-tokens {max_new_tokens} exceeds the model's context of {context} tokens "
-                            f"(max_model_len at /models) — {CONTEXT_HINT}; nothing was played")
 
 
 def failure(err: GenerationError, partial: Path) -> UserError:

@@ -58,13 +58,14 @@ from typing import Any
 
 import jsonschema
 
+from agentgym_bench.benchmark.kinds import replay_entry
 from agentgym_bench.benchmark.replay import EpisodeText
 from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.scores import Summary, summarize
 from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard import render
-from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, Verified, check_name, replay_entry
+from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, Verified, check_name
 from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board, write_atomic
 
 BOARD_FORMAT = "agentgym-bench-board"

@@ -15,7 +15,7 @@ that names what is wrong:
    suite, ``eval --episodes`` / ``--entries``, says so in ``metadata.quick_check`` and is refused first); and what
    the file claims of its replies (:func:`check_reply_claims`): a model-free policy's turns record no
    ``token_ids``, and a reply's ``token_ids`` are at most the file's own ``max_new_tokens``;
-5. **replay** (:func:`replay_entry`: as the entry's kind replays it, :mod:`agentgym_bench.benchmark.kinds`): every
+5. **replay** (:func:`~agentgym_bench.benchmark.kinds.replay_entry`, as the entry's kind replays it): every
    episode's raw replies are fed, in order, to one fresh ``gym.make(env_id, **env_kwargs)`` per entry, reset with the
    episode's seed. Each turn's observation hash, parsed and executed actions and reward (within
    :data:`~agentgym_bench.benchmark.replay.REWARD_TOLERANCE`), the number of turns, the final observation hash, the
@@ -71,7 +71,6 @@ import hashlib
 import os
 import re
 import stat
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,9 +78,9 @@ from typing import Any
 
 from agentgym_bench.benchmark import results as results_file
 from agentgym_bench.benchmark.evaluate import package_version
-from agentgym_bench.benchmark.kinds import kind_of, policy_turns, suite_policy
+from agentgym_bench.benchmark.kinds import check_entries, policy_turns, replay_entry, suite_policy
 from agentgym_bench.benchmark.replay import EpisodeText, ModelFree, ReplayMismatch
-from agentgym_bench.benchmark.results import EntryResults, Results, ResultsError, loads, read_results
+from agentgym_bench.benchmark.results import Results, ResultsError, loads, read_results
 from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite, quick_check, quick_text
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.regenerate import (
@@ -243,45 +242,6 @@ def check_suite(results: Results, suite: Suite | None) -> Suite:
     return suite
 
 
-def check_entries(results: Results, suite: Suite) -> None:
-    """The entries and seeds are exactly the suite's (see the module docstring, checks 3 and 4)."""
-    names = [e.name for e in results.entries]
-    repeated = sorted(n for n, k in Counter(names).items() if k > 1)
-    if repeated:
-        raise ResultsError(f"results repeat entries {repeated}")
-    wanted = [e.name for e in suite.entries]
-    missing, foreign = sorted(set(wanted) - set(names)), sorted(set(names) - set(wanted))
-    if missing or foreign:
-        raise ResultsError(f"results entries differ from suite {suite.name}'s: missing {missing}, not in the suite "
-                           f"{foreign}")
-    for recorded in results.entries:
-        entry = suite.entry(recorded.name)
-        where = f"entry {entry.name}"
-        if recorded.env_id != entry.env_id:
-            raise ResultsError(f"{where}: env id {recorded.env_id!r}, the suite's is {entry.env_id!r}")
-        if recorded.opponent != entry.opponent:
-            raise ResultsError(f"{where}: opponent {recorded.opponent!r}, the suite's is {entry.opponent!r}")
-        kwargs = dict(recorded.env_kwargs)
-        prompt = kwargs.pop("prompt", None)
-        action_format = kwargs.pop("action_format", None)
-        if kwargs != entry.env_kwargs:
-            raise ResultsError(f"{where}: env_kwargs {kwargs} differ from the suite's fixed {entry.env_kwargs}")
-        kind_of(entry).check_recorded(where, recorded, entry, prompt, action_format)
-        seeds = [ep.seed for ep in recorded.episodes]
-        counts = Counter(seeds)
-        duplicated = sorted(s for s, k in counts.items() if k > 1)
-        missing_seeds = sorted(set(entry.seeds) - set(counts))
-        foreign_seeds = sorted(set(counts) - set(entry.seeds))
-        if duplicated or missing_seeds or foreign_seeds:
-            raise ResultsError(f"{where}: the seeds must be exactly {entry.seeds.start}..{entry.seeds.stop - 1}, "
-                               f"one episode each; duplicated {_some(duplicated)}, missing {_some(missing_seeds)}, "
-                               f"foreign {_some(foreign_seeds)}")
-
-
-def _some(values: list[int], k: int = 5) -> str:
-    return "[]" if not values else f"{values[:k]}{' ...' if len(values) > k else ''} ({len(values)})"
-
-
 def read_checked(path: str, suite: Suite | None, base: Results | None = None) -> tuple[Results, Suite]:
     """A results file and the suite (or the part of it a quick check played) it is compared on, checked like a
     submission's (checks 1-4 of :func:`verify`; not replayed); a :class:`UserError` naming the file otherwise.
@@ -308,21 +268,6 @@ def read_checked(path: str, suite: Suite | None, base: Results | None = None) ->
 def played_text(quick: dict[str, Any] | None) -> str:
     """What a file played: the whole suite, or the part a quick check (``metadata.quick_check``) names."""
     return "the whole suite" if quick is None else f"a quick check ({quick_text(quick)})"
-
-
-def replay_entry(recorded: EntryResults, *, keep: set[int] | frozenset[int] = frozenset(),
-                 bar: Any = None, model_free: ModelFree | None = None) -> dict[int, EpisodeText]:
-    """Replay every episode of ``recorded`` (check 5; with ``model_free``, check 6 too) as its kind replays it
-    (:meth:`~agentgym_bench.benchmark.kinds.Kind.replay`: an episode entry through one fresh
-    ``gym.make(env_id, **env_kwargs)`` reset per episode, :func:`~agentgym_bench.benchmark.episodes.replay_episodes`;
-    a match entry through a fresh env per match, :func:`~agentgym_bench.benchmark.matches.replay_matches`).
-
-    Raises :class:`~agentgym_bench.benchmark.replay.ReplayMismatch` naming the entry, seed, turn (or move) and field
-    at the first difference, :class:`~agentgym_bench.benchmark.replay.RegenerationMismatch` at the first reply the
-    model-free policy does not give. Returns the texts of the episodes whose seeds are in ``keep`` (what the board's
-    transcripts and re-generation need).
-    """
-    return kind_of(recorded).replay(recorded, keep=keep, bar=bar, model_free=model_free)
 
 
 def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,

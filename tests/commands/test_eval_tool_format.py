@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from agentgym_bench.benchmark.kinds import replay_entry
 from agentgym_bench.benchmark.replay import EpisodeText
 from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.benchmark.suites import load_suite, quick_check
 from agentgym_bench.cli import main
 from agentgym_bench.leaderboard.regenerate import regenerate_all
-from agentgym_bench.leaderboard.verify import REPRODUCED, replay_entry, verify
+from agentgym_bench.leaderboard.verify import REPRODUCED, verify
 from tests.adapters.tool_model import TOOL_CHAT_TEMPLATE
 
 SUITE = {

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from agentgym_bench.benchmark.evaluate import evaluate_suite
+from agentgym_bench.benchmark.kinds import replay_entry
 from agentgym_bench.benchmark.results import ResultsError, dumps, loads
 from agentgym_bench.leaderboard.regenerate import evaluation_batches
-from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, replay_entry, verify
+from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, verify
 from agentgym_bench.rollout.specs import Sampling, policy_from_spec
 from tests.leaderboard.test_matches_board import hf_ma_bytes, ma_suite, ma_suite_file  # noqa: F401 - fixtures
 from tests.leaderboard.test_verify import edit

@@ -10,10 +10,11 @@ import struct
 
 import pytest
 
+from agentgym_bench.benchmark.kinds import replay_entry
 from agentgym_bench.benchmark.results import loads
 from agentgym_bench.cli import main
 from agentgym_bench.leaderboard.regenerate import first_turn_tokens, parameter_count
-from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, replay_entry, verify
+from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, verify
 from agentgym_bench.rollout.hf import load_tokenizer
 from tests.leaderboard.test_verify import edit
 

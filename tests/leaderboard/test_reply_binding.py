@@ -10,9 +10,10 @@ import json
 
 import pytest
 
+from agentgym_bench.benchmark.kinds import replay_entry
 from agentgym_bench.benchmark.results import ResultsError, loads
 from agentgym_bench.leaderboard.regenerate import first_turn_tokens
-from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, replay_entry, verify
+from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, verify
 from agentgym_bench.rollout.hf import decode_reply, load_tokenizer
 from tests.leaderboard.conftest import play, tree_digest
 from tests.leaderboard.test_board import board, cli_submit  # noqa: F401 - the board fixture
