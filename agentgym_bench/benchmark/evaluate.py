@@ -3,6 +3,7 @@ entry (through the suite's kind, :meth:`~.kinds.Kind.play`: a single-agent suite
 :mod:`.episodes`; a two-player suite's matches entry by entry, :mod:`.matches`), :func:`evaluate_by_entry` one entry
 after the other so finished work can be kept. Sampling is keyed either way: each episode's randomness depends on the
 policy's seed and the episode alone, so the leaderboard can re-generate any episode by itself.
+:func:`probe_first_prompts` sends an endpoint each entry's first prompt once before a run plays anything.
 """
 
 from __future__ import annotations
