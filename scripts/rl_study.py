@@ -15,7 +15,8 @@ a file there is never re-read or overwritten: run it only for a recipe the valid
 
 ``report`` prints, per recipe, the paired difference of each seed's model against ``--reference`` (a results file of
 the start model, same suite and settings) and the mean over seeds with intervals over the episodes and over the
-seeds, and per ``--pair CONTROL CANDIDATE`` the same for candidate minus control.
+seeds, and per ``--pair CONTROL CANDIDATE`` the same for candidate minus control; ``--plot FILE`` also draws each
+recipe's differences (a PNG: the mean over seeds with its interval over the episodes, and each seed).
 
     .venv/bin/python scripts/rl_study.py run --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2
     .venv/bin/python scripts/rl_study.py report --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2 \
@@ -176,6 +177,41 @@ def comparison_lines(title: str, rows: dict[str, dict[str, float]]) -> list[str]
     return lines
 
 
+def plot_comparisons(path: Path, title: str, comparisons: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+    """One panel per entry that moved (the score first; entries whose every difference is 0 left out), all on one
+    scale, one row per recipe: its mean difference with the 95% interval over the episodes (bar: green above 0, red
+    below, grey across), each seed's difference (dots) and the mean (tick). ``comparisons``: recipe ->
+    :func:`compare_seeds`'s rows. Returns the entries drawn, in panel order."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    recipes = list(comparisons)
+    entries = [n for n in next(iter(comparisons.values())) if any(any(r[n]["per_seed"]) for r in comparisons.values())]
+    fig, axes = plt.subplots(1, len(entries), figsize=(2.3 * len(entries) + 2.5, 0.45 * len(recipes) + 1.6),
+                             sharex=True, sharey=True, squeeze=False)
+    y = np.arange(len(recipes))[::-1]
+    for ax, name in zip(axes[0], entries, strict=True):
+        for row, recipe in zip(y, recipes, strict=True):
+            r = comparisons[recipe][name]
+            low, high = r["episodes_low"], r["episodes_high"]
+            color = "tab:green" if low > 0 else "tab:red" if high < 0 else "tab:gray"
+            ax.plot([low, high], [row, row], color=color, linewidth=3, solid_capstyle="butt")
+            ax.plot(r["per_seed"], [row] * len(r["per_seed"]), "o", color="black", markersize=3)
+            ax.plot([r["difference"]], [row], "|", color="black", markersize=12)
+        ax.axvline(0, color="black", linewidth=0.6)
+        ax.set_title(name, fontsize=9)
+        ax.tick_params(labelsize=7)
+    axes[0][0].set_yticks(y, recipes, fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    fig.supxlabel("paired difference (bar: 95% interval over the episodes; dots: seeds; tick: mean)", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return entries
+
+
 def report(args: argparse.Namespace) -> int:
     """Per recipe: its seeds against the reference; per pair: candidate minus control, seed by seed."""
     try:
@@ -192,12 +228,13 @@ def report(args: argparse.Namespace) -> int:
     except UserError as error:
         print(f"rl_study report: {error}", file=sys.stderr)
         return 2
-    lines = []
+    lines, drawn = [], {}
     for recipe, files in found.items():
         if recipe not in args.recipes:
             continue
+        drawn[recipe] = compare_seeds(suite, [reference], files)
         lines += comparison_lines(f"{recipe} (seeds {', '.join(map(str, args.seeds))}) - {Path(args.reference).name}",
-                                  compare_seeds(suite, [reference], files))
+                                  drawn[recipe])
     for control, candidate in args.pair or []:
         if control not in found or candidate not in found:
             lines.append(f"\n{candidate} - {control}: not both evaluated for seeds {args.seeds}")
@@ -205,6 +242,10 @@ def report(args: argparse.Namespace) -> int:
             lines += comparison_lines(f"{candidate} - {control}, seed by seed",
                                       compare_seeds(suite, found[control], found[candidate]))
     print("\n".join(lines))
+    if args.plot and drawn:
+        plot_comparisons(Path(args.plot), f"each recipe - {Path(args.reference).name}, {args.split}, seeds "
+                         f"{', '.join(map(str, args.seeds))}", drawn)
+        print(f"\nplot: {args.plot}")
     return 0
 
 
@@ -231,6 +272,7 @@ def main() -> int:
                                help="which suite's files: val (run's, the default) or test (test's)")
     report_parser.add_argument("--pair", nargs=2, action="append", metavar=("CONTROL", "CANDIDATE"),
                                help="also compare CANDIDATE's seeds with CONTROL's, seed by seed (repeatable)")
+    report_parser.add_argument("--plot", metavar="FILE", help="also draw each recipe's differences into FILE (PNG)")
     run_parser = sub.choices["run"]
     run_parser.add_argument("--pretrain", default="leaderboards/agentgym-v2/models/default-model-sft",
                             help="the start model (default: the published checkpoint)")

@@ -84,6 +84,23 @@ def test_report_reads_the_folder_run_leaves(tmp_path):
     assert "missing - control: not both evaluated" in done.stdout
 
 
+def test_report_plots_each_recipes_differences(rl_study, files, tmp_path):
+    """``--plot``'s drawing: a PNG with one panel per entry that moved, the score first, zero entries left out."""
+    import matplotlib.image
+
+    suite, loaded = files
+    base = loaded["default-model-sft"]
+    comparisons = {"a": rl_study.compare_seeds(suite, [base], [loaded["default-model-sft-starpo"]]),
+                   "b": rl_study.compare_seeds(suite, [base], [loaded["default-model-sft-gigpo"]])}
+    path = tmp_path / "plot.png"
+    drawn = rl_study.plot_comparisons(path, "title", comparisons)
+    moved = [n for n, r in comparisons["a"].items() if any(r["per_seed"]) or any(comparisons["b"][n]["per_seed"])]
+    assert drawn == moved and drawn[0] == "score"
+    assert "webshop" not in drawn and "sokoban-8x8-2box" in drawn  # neither model plays WebShop: no panel for it
+    height, width = matplotlib.image.imread(path).shape[:2]  # a PNG that reads back, panels side by side
+    assert width > 2 * height
+
+
 def test_the_test_suite_is_read_once_and_only_for_finished_runs(tmp_path):
     """``test`` never re-reads a model whose test file exists, refuses a run without its summary (unfinished), and
     ``report --split test`` reads the files it writes."""
