@@ -24,7 +24,7 @@ recipe's differences (a PNG: the mean over seeds with its interval over the epis
     .venv/bin/python scripts/rl_study.py test --recipes pilot-gigpo-mix8 --seeds 0 1 2 \
         --board-entry 0 "default model + SFT + GiGPO"
     .venv/bin/python scripts/rl_study.py report --split test --recipes pilot-gigpo-mix8 \
-        --reference leaderboards/agentgym-v2/submissions/default-model-sft.json.gz
+        --reference leaderboards/agentgym-v2/submissions/default-model-sft.json.gz --plot runs/rl-study/test.png
 """
 
 from __future__ import annotations
