@@ -3,7 +3,8 @@
 # network: installs what its image lacks from the wheels in .gpu-wheels/ (bash scripts/fetch_gpu_wheels.sh fetches
 # them where PyPI is reachable) and the project itself (--no-deps, editable), names anything still missing, then runs
 # every check. One line per check, "[gpu-check] NAME: ok|FAIL DETAIL (SECONDS s)", then figures and a summary; exit
-# status 1 if any check failed. About 5 minutes on one H100 (at most 8: no check starts after --budget 480 s).
+# status 1 if any check failed. About 9.5 minutes on one H200 (2026-11-30): no check starts after --budget 420 s, and
+# the summary names the command that runs the rest (--only async,pytest-gpu there), a second call on a lent machine.
 #   bash scripts/gpu_check.sh                        # CUDA, a ~0.45B Qwen3-shaped model
 #   bash scripts/gpu_check.sh --device cpu --tiny    # the same plumbing on a CPU with a tiny model
 # PYTHON picks the interpreter (default python3); GPU_WHEELS the wheel folder (default .gpu-wheels).

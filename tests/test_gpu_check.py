@@ -69,3 +69,16 @@ def test_the_cpu_mode_runs_every_check(tmp_path):
                  "async", "pytest-gpu"):
         assert (name, "ok") in lines, names
     assert "summary: 12 ok, 0 FAIL" in done.stdout
+
+
+def test_checks_past_the_budget_are_named_with_the_command_that_runs_them(gpu_check, capsys):
+    """A lent machine takes one command of at most 10 minutes: what the budget stopped is named as a second one."""
+    checks = gpu_check.Checks(budget=0.0, only=None)
+    checks.results.append(gpu_check.Result("imports", True, 1.0, "ok"))
+    checks.run("starpo", lambda: "ran")
+    checks.run("async", lambda: "ran")
+    args = gpu_check.parse(["--device", "cpu", "--tiny"])
+    assert gpu_check.summary(checks, args, None) == 1
+    out = capsys.readouterr().out
+    assert "starpo: FAIL" in out and "not run: past the budget of 0 s" in out
+    assert "bash scripts/gpu_check.sh --only starpo,async" in out
