@@ -16,7 +16,8 @@ a file there is never re-read or overwritten: run it only for a recipe the valid
 ``report`` prints, per recipe, the paired difference of each seed's model against ``--reference`` (a results file of
 the start model, same suite and settings) and the mean over seeds with intervals over the episodes and over the
 seeds, and per ``--pair CONTROL CANDIDATE`` the same for candidate minus control; ``--plot FILE`` also draws each
-recipe's differences (a PNG: the mean over seeds with its interval over the episodes, and each seed).
+recipe's differences (a PNG: the mean over seeds with its interval over the episodes, and each seed). ``--also
+FOLDER`` reads a recipe's files from another study's folder where ``--out`` lacks them (a control trained before).
 
     .venv/bin/python scripts/rl_study.py run --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2
     .venv/bin/python scripts/rl_study.py report --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2 \
@@ -212,6 +213,17 @@ def plot_comparisons(path: Path, title: str, comparisons: dict[str, dict[str, di
     return entries
 
 
+def result_paths(args: argparse.Namespace, recipe: str) -> list[Path]:
+    """``recipe``'s results files of ``args.split``, one per seed, from the first of ``--out`` and the ``--also``
+    folders that holds all of them (``--out``'s paths where none does, so that the missing ones are named)."""
+    folders = [Path(args.out), *map(Path, args.also or [])]
+    for folder in folders:
+        paths = [folder / args.split / f"{run_name(recipe, seed)}.json.gz" for seed in args.seeds]
+        if all(p.exists() for p in paths):
+            return paths
+    return [folders[0] / args.split / f"{run_name(recipe, seed)}.json.gz" for seed in args.seeds]
+
+
 def report(args: argparse.Namespace) -> int:
     """Per recipe: its seeds against the reference; per pair: candidate minus control, seed by seed."""
     try:
@@ -219,7 +231,7 @@ def report(args: argparse.Namespace) -> int:
         found = {}
         paired = [r for pair in args.pair or [] for r in pair if r not in args.recipes]
         for recipe in [*args.recipes, *dict.fromkeys(paired)]:  # a pair's recipes are read even if not listed
-            paths = [Path(args.out) / args.split / f"{run_name(recipe, seed)}.json.gz" for seed in args.seeds]
+            paths = result_paths(args, recipe)
             missing = [str(p) for p in paths if not p.exists()]
             if missing:
                 print(f"\n{recipe}: not evaluated yet: {', '.join(missing)}")
@@ -273,6 +285,9 @@ def main() -> int:
     report_parser.add_argument("--pair", nargs=2, action="append", metavar=("CONTROL", "CANDIDATE"),
                                help="also compare CANDIDATE's seeds with CONTROL's, seed by seed (repeatable)")
     report_parser.add_argument("--plot", metavar="FILE", help="also draw each recipe's differences into FILE (PNG)")
+    report_parser.add_argument("--also", action="append", metavar="FOLDER",
+                               help="another study's --out to read a recipe's files from where --out lacks them, "
+                                    "e.g. a control trained by an earlier study (repeatable)")
     run_parser = sub.choices["run"]
     run_parser.add_argument("--pretrain", default="leaderboards/agentgym-v2/models/default-model-sft",
                             help="the start model (default: the published checkpoint)")

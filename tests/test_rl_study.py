@@ -84,6 +84,28 @@ def test_report_reads_the_folder_run_leaves(tmp_path):
     assert "missing - control: not both evaluated" in done.stdout
 
 
+def test_report_pairs_a_recipe_with_a_control_from_another_studys_folder(tmp_path):
+    """``--also``: the control's files in an earlier study's folder, the candidate's in ``--out``; a recipe in
+    both is read from ``--out``."""
+    new, old = tmp_path / "new", tmp_path / "old"
+    for folder in (new / "val", old / "val"):
+        folder.mkdir(parents=True)
+    shutil.copy(SUBMISSIONS / "default-model-sft-gigpo.json.gz", new / "val" / "candidate-s0.json.gz")
+    shutil.copy(SUBMISSIONS / "default-model-sft-starpo.json.gz", old / "val" / "control-s0.json.gz")
+    shutil.copy(SUBMISSIONS / "default-model-sft.json.gz", old / "val" / "candidate-s0.json.gz")
+    command = [sys.executable, str(ROOT / "scripts" / "rl_study.py"), "report", "--recipes", "candidate", "control",
+               "--seeds", "0", "--out", str(new), "--reference", str(SUBMISSIONS / "default-model-sft.json.gz"),
+               "--pair", "control", "candidate"]
+    alone = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert alone.returncode == 0, alone.stderr
+    assert f"control: not evaluated yet: {new / 'val' / 'control-s0.json.gz'}" in alone.stdout
+    done = subprocess.run([*command, "--also", str(old)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "candidate - control, seed by seed" in done.stdout
+    candidate = done.stdout.split("candidate (seeds 0)")[1].split("\n\n")[0]
+    assert "| score | +0.000" not in candidate  # GiGPO's file from --out, not the start's copy in the other folder
+
+
 def test_report_plots_each_recipes_differences(rl_study, files, tmp_path):
     """``--plot``'s drawing: a PNG with one panel per entry that moved, the score first, zero entries left out."""
     import matplotlib.image
