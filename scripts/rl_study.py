@@ -19,6 +19,10 @@ seeds, and per ``--pair CONTROL CANDIDATE`` the same for candidate minus control
 recipe's differences (a PNG: the mean over seeds with its interval over the episodes, and each seed). ``--also
 FOLDER`` reads a recipe's files from another study's folder where ``--out`` lacks them (a control trained before).
 
+``curves`` prints each recipe's validation curves from its runs' ``metrics.jsonl`` (the trainer's own validation
+every ``eval_steps``, over all envs and per env, the mean over the seeds) and with ``--plot FILE`` draws them, the
+seeds' range shaded: whether a run was still rising where it stopped.
+
     .venv/bin/python scripts/rl_study.py run --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2
     .venv/bin/python scripts/rl_study.py report --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2 \
         --reference runs/rl-signal/val/default-model-sft.json.gz --pair baseline-starpo pilot-starpo-mix8-ds
@@ -26,6 +30,7 @@ FOLDER`` reads a recipe's files from another study's folder where ``--out`` lack
         --board-entry 0 "default model + SFT + GiGPO"
     .venv/bin/python scripts/rl_study.py report --split test --recipes pilot-gigpo-mix8 \
         --reference leaderboards/agentgym-v2/submissions/default-model-sft.json.gz --plot runs/rl-study/test.png
+    .venv/bin/python scripts/rl_study.py curves --recipes pilot-gigpo-mix8 --plot runs/rl-study/curves.png
 """
 
 from __future__ import annotations
@@ -213,15 +218,92 @@ def plot_comparisons(path: Path, title: str, comparisons: dict[str, dict[str, di
     return entries
 
 
-def result_paths(args: argparse.Namespace, recipe: str) -> list[Path]:
-    """``recipe``'s results files of ``args.split``, one per seed, from the first of ``--out`` and the ``--also``
-    folders that holds all of them (``--out``'s paths where none does, so that the missing ones are named)."""
+def study_paths(args: argparse.Namespace, names: list[str]) -> list[Path]:
+    """``names`` (paths inside a study's folder) from the first of ``--out`` and the ``--also`` folders that holds
+    all of them (``--out``'s paths where none does, so that the missing ones are named)."""
     folders = [Path(args.out), *map(Path, args.also or [])]
     for folder in folders:
-        paths = [folder / args.split / f"{run_name(recipe, seed)}.json.gz" for seed in args.seeds]
+        paths = [folder / name for name in names]
         if all(p.exists() for p in paths):
             return paths
-    return [folders[0] / args.split / f"{run_name(recipe, seed)}.json.gz" for seed in args.seeds]
+    return [folders[0] / name for name in names]
+
+
+def result_paths(args: argparse.Namespace, recipe: str) -> list[Path]:
+    """``recipe``'s results files of ``args.split``, one per seed (:func:`study_paths`)."""
+    return study_paths(args, [f"{args.split}/{run_name(recipe, seed)}.json.gz" for seed in args.seeds])
+
+
+def curves(args: argparse.Namespace) -> int:
+    """Each recipe's validation curves from its runs' ``metrics.jsonl``: the trainer's own validation success, over
+    all envs and per env, the mean over the seeds at each iteration they all logged (printed, and drawn into
+    ``--plot`` with the seeds' range shaded)."""
+    from trainers.runtime.metrics import read_metrics  # noqa: PLC0415 - trainers/ brings torch
+
+    runs = {}
+    for recipe in args.recipes:
+        paths = study_paths(args, [f"{run_name(recipe, seed)}/metrics.jsonl" for seed in args.seeds])
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            print(f"\n{recipe}: no metrics yet: {', '.join(missing)}")
+            continue
+        runs[recipe] = [read_metrics(p) for p in paths]
+    if not runs:
+        return 2
+    curves = {recipe: seed_means(records) for recipe, records in runs.items()}
+    for recipe, by_key in curves.items():
+        print(f"\n{recipe} (seeds {', '.join(map(str, args.seeds))}): validation success, mean over the seeds")
+        for key, (steps, mean, _, _) in by_key.items():
+            print(f"  {key_label(key)}: " + ", ".join(f"{s}: {m:.3f}" for s, m in zip(steps, mean, strict=True)))
+    if args.plot:
+        plot_curves(Path(args.plot), curves)
+        print(f"\nplot: {args.plot}")
+    return 0
+
+
+def seed_means(records: list[list[dict]]) -> dict[str, tuple[list[int], list[float], list[float], list[float]]]:
+    """Per validation success key (``val/success`` first, then each env's): the iterations every seed logged it at,
+    and there the mean, minimum and maximum over the seeds. ``records``: one ``metrics.jsonl``'s records per seed."""
+    keys = sorted({k for run in records for r in run for k in r if k.startswith("val/") and k.endswith("success")},
+                  key=lambda k: (k != "val/success", k))
+    out = {}
+    for key in keys:
+        per_seed = [{r["step"]: r[key] for r in run if r.get(key) is not None} for run in records]
+        steps = sorted(set.intersection(*(set(d) for d in per_seed)))
+        values = np.array([[d[s] for s in steps] for d in per_seed]).reshape(len(per_seed), len(steps))
+        out[key] = (steps, values.mean(0).tolist(), values.min(0).tolist(), values.max(0).tolist())
+    return out
+
+
+def key_label(key: str) -> str:
+    """``val/success`` -> ``all envs``; ``val/AgentSokoban-v0/success`` -> ``AgentSokoban-v0``."""
+    return "all envs" if key == "val/success" else key.split("/")[1]
+
+
+def plot_curves(path: Path, curves: dict[str, dict[str, tuple]]) -> None:
+    """One panel per validation key, one line per recipe (the mean over its seeds, their range shaded)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(dict.fromkeys(k for by_key in curves.values() for k in by_key))
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.0), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        for recipe, by_key in curves.items():
+            if key in by_key:
+                steps, mean, low, high = by_key[key]
+                line = ax.plot(steps, mean, marker="o", markersize=2.5, linewidth=1.3, label=recipe)[0]
+                ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
+        ax.set_title(key_label(key), fontsize=9)
+        ax.set_xlabel("iteration", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("validation success", fontsize=8)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
 
 
 def report(args: argparse.Namespace) -> int:
@@ -266,7 +348,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("run", "test", "report"):
+    for name in ("run", "test", "report", "curves"):
         p = sub.add_parser(name)
         p.add_argument("--recipes", nargs="+", required=True, help="bundled recipe names or YAML files")
         p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds (default: 0 1 2)")
@@ -285,16 +367,19 @@ def main() -> int:
     report_parser.add_argument("--pair", nargs=2, action="append", metavar=("CONTROL", "CANDIDATE"),
                                help="also compare CANDIDATE's seeds with CONTROL's, seed by seed (repeatable)")
     report_parser.add_argument("--plot", metavar="FILE", help="also draw each recipe's differences into FILE (PNG)")
-    report_parser.add_argument("--also", action="append", metavar="FOLDER",
-                               help="another study's --out to read a recipe's files from where --out lacks them, "
-                                    "e.g. a control trained by an earlier study (repeatable)")
+    curves_parser = sub.choices["curves"]
+    curves_parser.add_argument("--plot", metavar="FILE", help="also draw the curves into FILE (PNG)")
+    for p in (report_parser, curves_parser):
+        p.add_argument("--also", action="append", metavar="FOLDER",
+                       help="another study's --out to read a recipe's files from where --out lacks them, e.g. a "
+                            "control trained by an earlier study (repeatable)")
     run_parser = sub.choices["run"]
     run_parser.add_argument("--pretrain", default="leaderboards/agentgym-v2/models/default-model-sft",
                             help="the start model (default: the published checkpoint)")
     run_parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default: 2)")
     run_parser.add_argument("overrides", nargs="*", help="config overrides for every run (key=value)")
     args = parser.parse_args()
-    return {"run": run, "test": test, "report": report}[args.command](args)
+    return {"run": run, "test": test, "report": report, "curves": curves}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -170,3 +170,35 @@ def test_a_run_is_named_by_its_recipe_and_seed_keeping_dots(rl_study):
     assert rl_study.run_name("pilot-gigpo-t1.3", 0) == "pilot-gigpo-t1.3-s0"
     assert rl_study.run_name("trainers/configs/pilot-gigpo-t1.3.yaml", 2) == "pilot-gigpo-t1.3-s2"
     assert rl_study.run_name("baseline-gigpo", 1) == "baseline-gigpo-s1"
+
+
+def test_curves_average_the_seeds_where_all_logged(rl_study, tmp_path):
+    """``curves``: per validation key the mean, minimum and maximum over the seeds at the iterations every seed
+    logged, ``val/success`` first; end to end it prints them, names a recipe without runs and draws the PNG."""
+    import json
+
+    def write(seed, rows):
+        folder = tmp_path / f"recipe-s{seed}"
+        folder.mkdir()
+        lines = [json.dumps(r) for r in rows] + ['{"step": 30, "val/succ']  # a killed run's torn last line
+        (folder / "metrics.jsonl").write_text("\n".join(lines))
+
+    env = "val/AgentSokoban-v0/success"
+    write(0, [{"step": 0, "val/success": 0.5, env: 0.2}, {"step": 1, "loss/policy": 0.1},
+              {"step": 10, "val/success": 0.7, env: 0.4}, {"step": 20, "val/success": 0.9}])
+    write(1, [{"step": 0, "val/success": 0.3, env: 0.2}, {"step": 10, "val/success": 0.5, env: 0.6}])
+    runs = [[json.loads(line) for line in (tmp_path / f"recipe-s{s}" / "metrics.jsonl").read_text().splitlines()[:-1]]
+            for s in (0, 1)]
+    got = rl_study.seed_means(runs)
+    assert list(got) == ["val/success", env]
+    steps, mean, low, high = got["val/success"]
+    assert steps == [0, 10] and mean == pytest.approx([0.4, 0.6]) and low == [0.3, 0.5] and high == [0.5, 0.7]
+    assert got[env][1] == pytest.approx([0.2, 0.5])
+    plot = tmp_path / "curves.png"
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "rl_study.py"), "curves", "--recipes", "recipe",
+                           "absent", "--seeds", "0", "1", "--out", str(tmp_path), "--plot", str(plot)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "all envs: 0: 0.400, 10: 0.600" in done.stdout and "AgentSokoban-v0: 0: 0.200, 10: 0.500" in done.stdout
+    assert "absent: no metrics yet" in done.stdout
+    assert plot.stat().st_size > 0
