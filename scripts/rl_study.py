@@ -24,11 +24,11 @@ every ``eval_steps``, over all envs and per env, the mean over the seeds) and wi
 seeds' range shaded: whether a run was still rising where it stopped.
 
     .venv/bin/python scripts/rl_study.py run --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2
-    .venv/bin/python scripts/rl_study.py report --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2 \
+    .venv/bin/python scripts/rl_study.py report --recipes baseline-starpo pilot-starpo-mix8-ds --seeds 0 1 2 \\
         --reference runs/rl-signal/val/default-model-sft.json.gz --pair baseline-starpo pilot-starpo-mix8-ds
-    .venv/bin/python scripts/rl_study.py test --recipes pilot-gigpo-mix8 --seeds 0 1 2 \
+    .venv/bin/python scripts/rl_study.py test --recipes pilot-gigpo-mix8 --seeds 0 1 2 \\
         --board-entry 0 "default model + SFT + GiGPO"
-    .venv/bin/python scripts/rl_study.py report --split test --recipes pilot-gigpo-mix8 \
+    .venv/bin/python scripts/rl_study.py report --split test --recipes pilot-gigpo-mix8 \\
         --reference leaderboards/agentgym-v2/submissions/default-model-sft.json.gz --plot runs/rl-study/test.png
     .venv/bin/python scripts/rl_study.py curves --recipes pilot-gigpo-mix8 --plot runs/rl-study/curves.png
 """
