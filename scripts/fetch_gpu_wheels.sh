@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Download the wheels of what the GPU machines' image lacks, for scripts/gpu_check.sh to install there offline
-# (issue 48): gymnasium, pettingzoo, jsonschema, starlette and uvicorn with their dependencies, at the versions the CPU tests run with.
+# (issue 48): gymnasium, pettingzoo, jsonschema, starlette and uvicorn with their dependencies, at the versions the
+# CPU tests run with.
 # The image already has numpy, torch, transformers, peft, accelerate, tokenizers, safetensors, pyyaml, matplotlib,
 # tqdm, cloudpickle, attrs and typing-extensions; the small pure-Python ones among those come along as fallbacks
 # (pip takes a wheel from the folder only for what is missing). About 1 MB; the folder is git-ignored and travels

@@ -249,14 +249,15 @@ def curves(args: argparse.Namespace) -> int:
             continue
         runs[recipe] = [read_metrics(p) for p in paths]
     if not runs:
+        print("rl_study curves: no recipe has a metrics.jsonl for every seed", file=sys.stderr)
         return 2
-    curves = {recipe: seed_means(records) for recipe, records in runs.items()}
-    for recipe, by_key in curves.items():
+    by_recipe = {recipe: seed_means(records) for recipe, records in runs.items()}
+    for recipe, by_key in by_recipe.items():
         print(f"\n{recipe} (seeds {', '.join(map(str, args.seeds))}): validation success, mean over the seeds")
         for key, (steps, mean, _, _) in by_key.items():
             print(f"  {key_label(key)}: " + ", ".join(f"{s}: {m:.3f}" for s, m in zip(steps, mean, strict=True)))
     if args.plot:
-        plot_curves(Path(args.plot), curves)
+        plot_curves(Path(args.plot), by_recipe)
         print(f"\nplot: {args.plot}")
     return 0
 
