@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from agentgym_bench import stats
+from agentgym_bench.benchmark.provenance import training_curves
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.main_job import SELECTION, cli
 from agentgym_bench.leaderboard.render import PAIRED_REPS, entry_outcomes
@@ -218,36 +219,28 @@ def plot_comparisons(path: Path, title: str, comparisons: dict[str, dict[str, di
     return entries
 
 
-def study_paths(args: argparse.Namespace, names: list[str]) -> list[Path]:
-    """``names`` (paths inside a study's folder) from the first of ``--out`` and the ``--also`` folders that holds
-    all of them (``--out``'s paths where none does, so that the missing ones are named)."""
-    folders = [Path(args.out), *map(Path, args.also or [])]
-    for folder in folders:
-        paths = [folder / name for name in names]
+def study_paths(args: argparse.Namespace, recipe: str, name: str, missing: str) -> list[Path] | None:
+    """``recipe``'s files ``name`` (a path inside a study's folder, ``{run}`` standing for each seed's run name), one
+    per seed, from the first of ``--out`` and the ``--also`` folders that holds all of them; ``None`` where none
+    does, after printing ``missing`` and ``--out``'s paths that are absent."""
+    candidates = [[Path(folder) / name.format(run=run_name(recipe, seed)) for seed in args.seeds]
+                  for folder in [args.out, *(args.also or [])]]
+    for paths in candidates:
         if all(p.exists() for p in paths):
             return paths
-    return [folders[0] / name for name in names]
-
-
-def result_paths(args: argparse.Namespace, recipe: str) -> list[Path]:
-    """``recipe``'s results files of ``args.split``, one per seed (:func:`study_paths`)."""
-    return study_paths(args, [f"{args.split}/{run_name(recipe, seed)}.json.gz" for seed in args.seeds])
+    print(f"\n{recipe}: {missing}: {', '.join(str(p) for p in candidates[0] if not p.exists())}")
+    return None
 
 
 def curves(args: argparse.Namespace) -> int:
     """Each recipe's validation curves from its runs' ``metrics.jsonl``: the trainer's own validation success, over
     all envs and per env, the mean over the seeds at each iteration they all logged (printed, and drawn into
     ``--plot`` with the seeds' range shaded)."""
-    from trainers.runtime.metrics import read_metrics  # noqa: PLC0415 - trainers/ brings torch
-
     runs = {}
     for recipe in args.recipes:
-        paths = study_paths(args, [f"{run_name(recipe, seed)}/metrics.jsonl" for seed in args.seeds])
-        missing = [str(p) for p in paths if not p.exists()]
-        if missing:
-            print(f"\n{recipe}: no metrics yet: {', '.join(missing)}")
-            continue
-        runs[recipe] = [read_metrics(p) for p in paths]
+        paths = study_paths(args, recipe, "{run}/metrics.jsonl", "no metrics yet")
+        if paths is not None:
+            runs[recipe] = [training_curves(p) for p in paths]
     if not runs:
         print("rl_study curves: no recipe has a metrics.jsonl for every seed", file=sys.stderr)
         return 2
@@ -262,14 +255,15 @@ def curves(args: argparse.Namespace) -> int:
     return 0
 
 
-def seed_means(records: list[list[dict]]) -> dict[str, tuple[list[int], list[float], list[float], list[float]]]:
+def seed_means(runs: list[dict[str, list[list[float]]]]) -> dict[str, tuple[list, list, list, list]]:
     """Per validation success key (``val/success`` first, then each env's): the iterations every seed logged it at,
-    and there the mean, minimum and maximum over the seeds. ``records``: one ``metrics.jsonl``'s records per seed."""
-    keys = sorted({k for run in records for r in run for k in r if k.startswith("val/") and k.endswith("success")},
+    and there the mean, minimum and maximum over the seeds. ``runs``: each seed's
+    :func:`~agentgym_bench.benchmark.provenance.training_curves`."""
+    keys = sorted({k for run in runs for k in run if k.startswith("val/") and k.endswith("success")},
                   key=lambda k: (k != "val/success", k))
     out = {}
     for key in keys:
-        per_seed = [{r["step"]: r[key] for r in run if r.get(key) is not None} for run in records]
+        per_seed = [{step: value for step, value in run.get(key, [])} for run in runs]
         steps = sorted(set.intersection(*(set(d) for d in per_seed)))
         values = np.array([[d[s] for s in steps] for d in per_seed]).reshape(len(per_seed), len(steps))
         out[key] = (steps, values.mean(0).tolist(), values.min(0).tolist(), values.max(0).tolist())
@@ -314,12 +308,9 @@ def report(args: argparse.Namespace) -> int:
         found = {}
         paired = [r for pair in args.pair or [] for r in pair if r not in args.recipes]
         for recipe in [*args.recipes, *dict.fromkeys(paired)]:  # a pair's recipes are read even if not listed
-            paths = result_paths(args, recipe)
-            missing = [str(p) for p in paths if not p.exists()]
-            if missing:
-                print(f"\n{recipe}: not evaluated yet: {', '.join(missing)}")
-                continue
-            found[recipe] = [read_checked(str(p), suite, reference)[0] for p in paths]
+            paths = study_paths(args, recipe, f"{args.split}/{{run}}.json.gz", "not evaluated yet")
+            if paths is not None:
+                found[recipe] = [read_checked(str(p), suite, reference)[0] for p in paths]
     except UserError as error:
         print(f"rl_study report: {error}", file=sys.stderr)
         return 2

@@ -187,9 +187,9 @@ def test_curves_average_the_seeds_where_all_logged(rl_study, tmp_path):
     write(0, [{"step": 0, "val/success": 0.5, env: 0.2}, {"step": 1, "loss/policy": 0.1},
               {"step": 10, "val/success": 0.7, env: 0.4}, {"step": 20, "val/success": 0.9}])
     write(1, [{"step": 0, "val/success": 0.3, env: 0.2}, {"step": 10, "val/success": 0.5, env: 0.6}])
-    runs = [[json.loads(line) for line in (tmp_path / f"recipe-s{s}" / "metrics.jsonl").read_text().splitlines()[:-1]]
-            for s in (0, 1)]
-    got = rl_study.seed_means(runs)
+    from agentgym_bench.benchmark.provenance import training_curves
+
+    got = rl_study.seed_means([training_curves(tmp_path / f"recipe-s{s}" / "metrics.jsonl") for s in (0, 1)])
     assert list(got) == ["val/success", env]
     steps, mean, low, high = got["val/success"]
     assert steps == [0, 10] and mean == pytest.approx([0.4, 0.6]) and low == [0.3, 0.5] and high == [0.5, 0.7]
