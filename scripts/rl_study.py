@@ -19,6 +19,11 @@ seeds, and per ``--pair CONTROL CANDIDATE`` the same for candidate minus control
 recipe's differences (a PNG: the mean over seeds with its interval over the episodes, and each seed). ``--also
 FOLDER`` reads a recipe's files from another study's folder where ``--out`` lacks them (a control trained before).
 
+``keep`` writes a study's per-episode outcomes (of ``--split``'s files and the reference's) and each run's curves
+into one small file (``--to``, a ``*.outcomes.json.gz``) to commit beside the study's lab page: a run folder is a
+machine's ignored files and is lost with the machine, the kept file is not; ``report`` and ``curves`` read a kept file
+given as ``--also`` or ``--reference`` as they read the folder it was kept from.
+
 ``curves`` prints each recipe's validation curves from its runs' ``metrics.jsonl`` (the trainer's own validation
 every ``eval_steps``, over all envs and per env, the mean over the seeds) and with ``--plot FILE`` draws them, the
 seeds' range shaded: whether a run was still rising where it stopped.
@@ -31,11 +36,17 @@ seeds' range shaded: whether a run was still rising where it stopped.
     .venv/bin/python scripts/rl_study.py report --split test --recipes pilot-gigpo-mix8 \\
         --reference leaderboards/agentgym-v2/submissions/default-model-sft.json.gz --plot runs/rl-study/test.png
     .venv/bin/python scripts/rl_study.py curves --recipes pilot-gigpo-mix8 --plot runs/rl-study/curves.png
+    .venv/bin/python scripts/rl_study.py keep --split test --recipes pilot-gigpo-mix8 \\
+        --reference leaderboards/agentgym-v2/submissions/default-model-sft.json.gz \\
+        --to docs/lab/data/study-test.outcomes.json.gz
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -47,6 +58,7 @@ import numpy as np
 
 from agentgym_bench import stats
 from agentgym_bench.benchmark.provenance import training_curves
+from agentgym_bench.benchmark.suites import Suite, load_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.main_job import SELECTION, cli
 from agentgym_bench.leaderboard.render import PAIRED_REPS, entry_outcomes
@@ -149,8 +161,14 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def outcomes(results, suite: Suite) -> dict[str, np.ndarray]:
+    """``{entry: (n_e,) outcomes}`` of a results file, in seed order: what :func:`compare_seeds` pairs and ``keep``
+    keeps."""
+    return {e.name: entry_outcomes(results, e.name) for e in suite.entries}
+
+
 def compare_seeds(suite, base: list, other: list) -> dict[str, dict[str, float]]:
-    """``other`` (k results files, one per training seed) against ``base`` (one file, the start model, or k files
+    """``other`` (k models' :func:`outcomes`, one per training seed) against ``base`` (one, the start model's, or k
     paired with ``other`` in order), on the same episodes: for the suite score (``"score"``) and each entry, the
     mean over seeds of the paired difference, its 95% interval over the episodes (the per-episode differences
     averaged over the seeds, bootstrapped; stratified by entry for the score, as ``compare-results`` does for one
@@ -158,7 +176,7 @@ def compare_seeds(suite, base: list, other: list) -> dict[str, dict[str, float]]
     "episodes_low", "episodes_high", "seeds_low", "seeds_high", "per_seed": [...]}``."""
     bases = base if len(base) == len(other) else base * len(other)
     names = [e.name for e in suite.entries]
-    per_seed = {n: np.stack([entry_outcomes(o, n) - entry_outcomes(b, n) for b, o in zip(bases, other, strict=True)])
+    per_seed = {n: np.stack([o[n] - b[n] for b, o in zip(bases, other, strict=True)])
                 for n in names}  # (k, n_e) each
     out = {}
     statistics = {"score": lambda d: stats.normalised_mean(d, suite.ceilings)}
@@ -219,16 +237,57 @@ def plot_comparisons(path: Path, title: str, comparisons: dict[str, dict[str, di
     return entries
 
 
-def study_paths(args: argparse.Namespace, recipe: str, name: str, missing: str) -> list[Path] | None:
-    """``recipe``'s files ``name`` (a path inside a study's folder, ``{run}`` standing for each seed's run name), one
-    per seed, from the first of ``--out`` and the ``--also`` folders that holds all of them; ``None`` where none
-    does, after printing ``missing`` and ``--out``'s paths that are absent."""
-    candidates = [[Path(folder) / name.format(run=run_name(recipe, seed)) for seed in args.seeds]
-                  for folder in [args.out, *(args.also or [])]]
-    for paths in candidates:
-        if all(p.exists() for p in paths):
-            return paths
-    print(f"\n{recipe}: {missing}: {', '.join(str(p) for p in candidates[0] if not p.exists())}")
+KEPT = "agentgym-bench rl_study kept outcomes"
+"""The ``kind`` of what ``keep`` writes: per-episode outcomes and curves, no transcripts."""
+
+CURVE_POINTS = 100
+"""Points a kept run's curve is thinned to (a 1,000-iteration run's curves then take a few kilobytes)."""
+
+
+def is_kept(path: str | Path) -> bool:
+    """Whether ``path`` names a kept study (``keep``'s file) rather than a study's folder or a results file."""
+    return str(path).endswith(".outcomes.json.gz")
+
+
+def read_kept(path: str | Path, suite: Suite | None = None, split: str | None = None) -> tuple[Suite, dict]:
+    """A kept study and its suite, its outcomes as arrays. A :class:`UserError` naming the file where it is not
+    one, was kept on another suite or split than asked, or its suite's entries or episode counts changed since."""
+    try:
+        with gzip.open(path, "rt") as f:
+            kept = json.load(f)
+    except (OSError, EOFError, json.JSONDecodeError) as error:
+        raise UserError(f"{path}: not a kept study ({error})") from None
+    if not isinstance(kept, dict) or kept.get("kind") != KEPT:
+        raise UserError(f"{path}: not a kept study (`rl_study.py keep` writes them)")
+    mine = load_suite(kept["suite"])
+    if (suite is not None and suite.name != mine.name) or (split is not None and kept["split"] != split):
+        raise UserError(f"{path} keeps {kept['suite']}'s files (split {kept['split']}), not "
+                        f"{(suite or mine).name}'s (split {split or kept['split']})")
+    if kept["episodes"] != {e.name: e.episodes for e in mine.entries}:
+        raise UserError(f"{path}: {mine.name}'s entries or episode counts changed since it was kept")
+    for record in [kept["reference"], *kept["runs"].values()]:
+        record["outcomes"] = {n: np.asarray(v, dtype=float) for n, v in record["outcomes"].items()}
+    return mine, kept
+
+
+def from_sources(args: argparse.Namespace, recipe: str, name: str, read_file, read_kept_runs,
+                 missing: str) -> list | None:
+    """``recipe``'s per-seed items from the first of ``--out`` and the ``--also`` sources that holds every seed's:
+    in a study's folder the file ``name`` (``{run}`` standing for the run's name) through ``read_file(path)``; in a
+    kept study the run's item in ``read_kept_runs(path)`` (run name -> item). ``None`` where no source holds them
+    all, after printing ``missing`` and ``--out``'s paths that are absent."""
+    runs = [run_name(recipe, seed) for seed in args.seeds]
+    for source in [args.out, *(args.also or [])]:
+        if is_kept(source):
+            kept = read_kept_runs(source)
+            if all(run in kept for run in runs):
+                return [kept[run] for run in runs]
+            continue
+        paths = [Path(source) / name.format(run=run) for run in runs]
+        if all(path.exists() for path in paths):
+            return [read_file(path) for path in paths]
+    absent = [Path(args.out) / name.format(run=run) for run in runs]
+    print(f"\n{recipe}: {missing}: {', '.join(str(p) for p in absent if not p.exists())}")
     return None
 
 
@@ -237,10 +296,15 @@ def curves(args: argparse.Namespace) -> int:
     all envs and per env, the mean over the seeds at each iteration they all logged (printed, and drawn into
     ``--plot`` with the seeds' range shaded)."""
     runs = {}
-    for recipe in args.recipes:
-        paths = study_paths(args, recipe, "{run}/metrics.jsonl", "no metrics yet")
-        if paths is not None:
-            runs[recipe] = [training_curves(p) for p in paths]
+    try:
+        for recipe in args.recipes:
+            found = from_sources(args, recipe, "{run}/metrics.jsonl", training_curves,
+                                 lambda source: read_kept(source)[1]["curves"], "no metrics yet")
+            if found is not None:
+                runs[recipe] = found
+    except UserError as error:
+        print(f"rl_study curves: {error}", file=sys.stderr)
+        return 2
     if not runs:
         print("rl_study curves: no recipe has a metrics.jsonl for every seed", file=sys.stderr)
         return 2
@@ -301,16 +365,39 @@ def plot_curves(path: Path, curves: dict[str, dict[str, tuple]]) -> None:
     plt.close(fig)
 
 
+def read_reference(path: str, split: str) -> tuple[Suite, dict[str, np.ndarray], object]:
+    """``--reference``: its suite, its :func:`outcomes` and the results file the study's files are checked against
+    (``None`` for a kept study's reference, kept whole: then the files must be whole too)."""
+    if is_kept(path):
+        suite, kept = read_kept(path, None, split)
+        return suite, kept["reference"]["outcomes"], None
+    results, suite = read_checked(path, None)
+    return suite, outcomes(results, suite), results
+
+
+def read_whole(path: str, suite: Suite, base) -> object:
+    """A study's results file checked against the reference ``base``, or, where the reference is kept (``None``),
+    as a whole-suite read (``keep`` keeps no quick checks)."""
+    results = read_checked(path, suite, base)[0]
+    if base is None and results.metadata.get("quick_check") is not None:
+        raise UserError(f"{path} is a quick check; the kept reference is the whole suite")
+    return results
+
+
 def report(args: argparse.Namespace) -> int:
     """Per recipe: its seeds against the reference; per pair: candidate minus control, seed by seed."""
     try:
-        reference, suite = read_checked(args.reference, None)
+        suite, reference, base = read_reference(args.reference, args.split)
         found = {}
         paired = [r for pair in args.pair or [] for r in pair if r not in args.recipes]
         for recipe in [*args.recipes, *dict.fromkeys(paired)]:  # a pair's recipes are read even if not listed
-            paths = study_paths(args, recipe, f"{args.split}/{{run}}.json.gz", "not evaluated yet")
-            if paths is not None:
-                found[recipe] = [read_checked(str(p), suite, reference)[0] for p in paths]
+            files = from_sources(args, recipe, f"{args.split}/{{run}}.json.gz",
+                                 lambda path: outcomes(read_whole(str(path), suite, base), suite),
+                                 lambda source: {run: kept["outcomes"] for run, kept in
+                                                 read_kept(source, suite, args.split)[1]["runs"].items()},
+                                 "not evaluated yet")
+            if files is not None:
+                found[recipe] = files
     except UserError as error:
         print(f"rl_study report: {error}", file=sys.stderr)
         return 2
@@ -335,12 +422,73 @@ def report(args: argparse.Namespace) -> int:
     return 0
 
 
+def plain(values: np.ndarray) -> list:
+    """Outcomes as JSON numbers: integers where they are whole (success), else floats (a match's payoff)."""
+    return [int(v) if float(v).is_integer() else float(v) for v in values]
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def keep(args: argparse.Namespace) -> int:
+    """Keep the study's ``--split`` files (each finished run's per-episode outcomes, with the file's SHA-256) and
+    the reference's, and each run's curves (:data:`CURVE_POINTS` points), in ``--to``; an existing kept file on the
+    same suite, split and reference gains the runs (a run kept again is replaced)."""
+    to = Path(args.to)
+    try:
+        if not is_kept(to):
+            raise UserError(f"--to {to}: a kept study's name ends in .outcomes.json.gz")
+        reference, suite = read_checked(args.reference, None)
+        if reference.metadata.get("quick_check") is not None:
+            raise UserError(f"{args.reference} is a quick check; keep whole-suite reads")
+        ref = {"file": Path(args.reference).name, "sha256": sha256(Path(args.reference)),
+               "outcomes": {n: plain(v) for n, v in outcomes(reference, suite).items()}}
+        kept = {"kind": KEPT, "suite": suite.name, "split": args.split,
+                "episodes": {e.name: e.episodes for e in suite.entries}, "reference": ref, "runs": {}, "curves": {}}
+        if to.exists():
+            with gzip.open(to, "rt") as f:
+                kept = json.load(f)
+            read_kept(to, suite, args.split)  # the file's own checks
+            if kept["reference"]["outcomes"] != ref["outcomes"]:
+                raise UserError(f"{to} was kept against another reference than {args.reference}")
+        added, missing = [], []
+        for recipe in args.recipes:
+            for seed in args.seeds:
+                name = run_name(recipe, seed)
+                path = Path(args.out) / args.split / f"{name}.json.gz"
+                if not path.exists():
+                    missing.append(str(path))
+                    continue
+                results = read_whole(str(path), suite, reference)
+                kept["runs"][name] = {"file": path.name, "sha256": sha256(path),
+                                      "outcomes": {n: plain(v) for n, v in outcomes(results, suite).items()}}
+                metrics = Path(args.out) / name / "metrics.jsonl"
+                if metrics.exists():
+                    kept["curves"][name] = training_curves(metrics, CURVE_POINTS)
+                added.append(name)
+    except UserError as error:
+        print(f"rl_study keep: {error}", file=sys.stderr)
+        return 2
+    if missing:
+        print(f"not evaluated yet, not kept: {', '.join(missing)}")
+    if not added:
+        print(f"rl_study keep: nothing to keep under {args.out}/{args.split}", file=sys.stderr)
+        return 2
+    to.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.GzipFile(to, "wb", mtime=0) as f:
+        f.write(json.dumps(kept, separators=(",", ":"), sort_keys=True).encode())
+    print(f"kept {len(added)} run(s) ({', '.join(added)}) and the reference in {to} "
+          f"({to.stat().st_size / 1024:.0f} KiB; {len(kept['runs'])} run(s) in all)")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("run", "test", "report", "curves"):
+    for name in ("run", "test", "report", "curves", "keep"):
         p = sub.add_parser(name)
         p.add_argument("--recipes", nargs="+", required=True, help="bundled recipe names or YAML files")
         p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds (default: 0 1 2)")
@@ -352,10 +500,14 @@ def main() -> int:
     test_parser.add_argument("--board", default=str(Path("leaderboards") / TEST_SUITE),
                              help="the board of --board-entry (default: %(default)s)")
     report_parser = sub.choices["report"]
-    report_parser.add_argument("--reference", required=True, help="results file of the start model (same suite and "
-                               "settings: e.g. runs/rl-signal/val/default-model-sft.json.gz)")
-    report_parser.add_argument("--split", choices=("val", "test"), default="val",
-                               help="which suite's files: val (run's, the default) or test (test's)")
+    keep_parser = sub.choices["keep"]
+    for p in (report_parser, keep_parser):
+        p.add_argument("--reference", required=True, help="results file of the start model (same suite and settings: "
+                       "e.g. runs/rl-signal/val/default-model-sft.json.gz); for report, a kept study also (its own)")
+        p.add_argument("--split", choices=("val", "test"), default="val",
+                       help="which suite's files: val (run's, the default) or test (test's)")
+    keep_parser.add_argument("--to", required=True, metavar="FILE",
+                             help="the kept study, *.outcomes.json.gz (e.g. docs/lab/data/NAME-test.outcomes.json.gz)")
     report_parser.add_argument("--pair", nargs=2, action="append", metavar=("CONTROL", "CANDIDATE"),
                                help="also compare CANDIDATE's seeds with CONTROL's, seed by seed (repeatable)")
     report_parser.add_argument("--plot", metavar="FILE", help="also draw each recipe's differences into FILE (PNG)")
@@ -363,15 +515,15 @@ def main() -> int:
     curves_parser.add_argument("--plot", metavar="FILE", help="also draw the curves into FILE (PNG)")
     for p in (report_parser, curves_parser):
         p.add_argument("--also", action="append", metavar="FOLDER",
-                       help="another study's --out to read a recipe's files from where --out lacks them, e.g. a "
-                            "control trained by an earlier study (repeatable)")
+                       help="another study's --out, or a kept study (*.outcomes.json.gz), to read a recipe's files "
+                            "from where --out lacks them, e.g. a control trained by an earlier study (repeatable)")
     run_parser = sub.choices["run"]
     run_parser.add_argument("--pretrain", default="leaderboards/agentgym-v2/models/default-model-sft",
                             help="the start model (default: the published checkpoint)")
     run_parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default: 2)")
     run_parser.add_argument("overrides", nargs="*", help="config overrides for every run (key=value)")
     args = parser.parse_args()
-    return {"run": run, "test": test, "report": report, "curves": curves}[args.command](args)
+    return {"run": run, "test": test, "report": report, "curves": curves, "keep": keep}[args.command](args)
 
 
 if __name__ == "__main__":

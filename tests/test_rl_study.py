@@ -31,13 +31,19 @@ def files():
     return loaded[names[0]][1], {n: results for n, (results, _) in loaded.items()}
 
 
-def test_one_seed_is_the_boards_pairwise_comparison(rl_study, files):
+@pytest.fixture(scope="module")
+def outcomes(rl_study, files):
+    """Each submission's per-episode outcomes, what :func:`compare_seeds` pairs."""
+    suite, loaded = files
+    return {n: rl_study.outcomes(results, suite) for n, results in loaded.items()}
+
+
+def test_one_seed_is_the_boards_pairwise_comparison(rl_study, files, outcomes):
     from agentgym_bench.leaderboard.render import compare
 
     suite, loaded = files
-    base, other = loaded["default-model-sft"], loaded["default-model-sft-starpo"]
-    got = rl_study.compare_seeds(suite, [base], [other])
-    want = compare(suite, base, other)
+    got = rl_study.compare_seeds(suite, [outcomes["default-model-sft"]], [outcomes["default-model-sft-starpo"]])
+    want = compare(suite, loaded["default-model-sft"], loaded["default-model-sft-starpo"])
     assert got["score"]["difference"] == pytest.approx(want["suite"]["difference"])
     assert (got["score"]["episodes_low"], got["score"]["episodes_high"]) == pytest.approx(
         (want["suite"]["low"], want["suite"]["high"]))
@@ -46,10 +52,11 @@ def test_one_seed_is_the_boards_pairwise_comparison(rl_study, files):
     assert "seeds_low" not in got["score"]  # one seed has no interval over seeds
 
 
-def test_three_seeds_average_and_spread(rl_study, files):
-    suite, loaded = files
-    base = loaded["default-model-sft"]
-    others = [loaded[n] for n in ("default-model-sft-starpo", "default-model-sft-starpo-s", "default-model-sft-gigpo")]
+def test_three_seeds_average_and_spread(rl_study, files, outcomes):
+    suite, _ = files
+    base = outcomes["default-model-sft"]
+    others = [outcomes[n] for n in ("default-model-sft-starpo", "default-model-sft-starpo-s",
+                                    "default-model-sft-gigpo")]
     got = rl_study.compare_seeds(suite, [base], others)
     singles = [rl_study.compare_seeds(suite, [base], [o])["score"]["difference"] for o in others]
     assert got["score"]["per_seed"] == pytest.approx(singles)
@@ -106,14 +113,14 @@ def test_report_pairs_a_recipe_with_a_control_from_another_studys_folder(tmp_pat
     assert "| score | +0.000" not in candidate  # GiGPO's file from --out, not the start's copy in the other folder
 
 
-def test_report_plots_each_recipes_differences(rl_study, files, tmp_path):
+def test_report_plots_each_recipes_differences(rl_study, files, outcomes, tmp_path):
     """``--plot``'s drawing: a PNG with one panel per entry that moved, the score first, zero entries left out."""
     import matplotlib.image
 
-    suite, loaded = files
-    base = loaded["default-model-sft"]
-    comparisons = {"a": rl_study.compare_seeds(suite, [base], [loaded["default-model-sft-starpo"]]),
-                   "b": rl_study.compare_seeds(suite, [base], [loaded["default-model-sft-gigpo"]])}
+    suite, _ = files
+    base = outcomes["default-model-sft"]
+    comparisons = {"a": rl_study.compare_seeds(suite, [base], [outcomes["default-model-sft-starpo"]]),
+                   "b": rl_study.compare_seeds(suite, [base], [outcomes["default-model-sft-gigpo"]])}
     path = tmp_path / "plot.png"
     drawn = rl_study.plot_comparisons(path, "title", comparisons)
     moved = [n for n, r in comparisons["a"].items() if any(r["per_seed"]) or any(comparisons["b"][n]["per_seed"])]
@@ -202,3 +209,62 @@ def test_curves_average_the_seeds_where_all_logged(rl_study, tmp_path):
     assert "all envs: 0: 0.400, 10: 0.600" in done.stdout and "AgentSokoban-v0: 0: 0.200, 10: 0.500" in done.stdout
     assert "absent: no metrics yet" in done.stdout
     assert plot.stat().st_size > 0
+
+
+def test_a_kept_study_reads_as_the_folder_it_was_kept_from(tmp_path):
+    """``keep``: the study's test files and the reference's outcomes, and each run's curves, in one small file; with
+    the study's folder gone, ``report`` (the kept file as ``--also`` and as ``--reference``) prints what it printed
+    from the folder, and ``curves`` too. A second ``keep`` adds runs; a kept file on another split, another
+    reference or a name that is not a kept study's is refused, naming the file."""
+    import json
+
+    study, kept = tmp_path / "study", tmp_path / "lab" / "study-test.outcomes.json.gz"
+    (study / "test").mkdir(parents=True)
+    reference = str(SUBMISSIONS / "default-model-sft.json.gz")
+    for seed, name in enumerate(("default-model-sft-starpo", "default-model-sft-gigpo")):
+        shutil.copy(SUBMISSIONS / f"{name}.json.gz", study / "test" / f"recipe-s{seed}.json.gz")
+        (study / f"recipe-s{seed}").mkdir()
+        rows = [{"step": step, "val/success": 0.1 * seed + step / 1000} for step in range(0, 301, 10)]
+        (study / f"recipe-s{seed}" / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    shutil.copy(SUBMISSIONS / "default-model-sft-starpo-s.json.gz", study / "test" / "other-s0.json.gz")
+    script = [sys.executable, str(ROOT / "scripts" / "rl_study.py")]
+
+    def run(*args):
+        return subprocess.run([*script, *args], capture_output=True, text=True, cwd=ROOT)
+
+    keep = ["keep", "--split", "test", "--out", str(study), "--reference", reference, "--to", str(kept)]
+    done = run(*keep, "--recipes", "recipe", "--seeds", "0", "1")
+    assert done.returncode == 0, done.stderr
+    assert "kept 2 run(s) (recipe-s0, recipe-s1)" in done.stdout
+    report = ["report", "--split", "test", "--recipes", "recipe", "--seeds", "0", "1"]
+    from_folder = run(*report, "--out", str(study), "--reference", reference)
+    assert from_folder.returncode == 0, from_folder.stderr
+    curves_folder = run("curves", "--recipes", "recipe", "--seeds", "0", "1", "--out", str(study))
+    shutil.rmtree(study)  # the machine is gone; the kept file is what is left
+    from_kept = run(*report, "--out", str(study), "--also", str(kept), "--reference", str(kept))
+    assert from_kept.returncode == 0, from_kept.stderr
+    assert from_kept.stdout.replace(kept.name, "default-model-sft.json.gz") == from_folder.stdout
+    curves_kept = run("curves", "--recipes", "recipe", "--seeds", "0", "1", "--out", str(study), "--also", str(kept))
+    assert curves_kept.returncode == 0 and curves_kept.stdout == curves_folder.stdout
+    assert "all envs: 0: 0.050" in curves_kept.stdout
+
+    (study / "test").mkdir(parents=True)  # later runs join the kept file
+    shutil.copy(SUBMISSIONS / "default-model-sft-starpo-s.json.gz", study / "test" / "other-s0.json.gz")
+    done = run(*keep, "--recipes", "other", "--seeds", "0")
+    assert done.returncode == 0 and "3 run(s) in all" in done.stdout
+    pair = run(*report, "--out", str(study), "--also", str(kept), "--reference", reference, "--seeds", "0",
+               "--pair", "other", "recipe")
+    assert pair.returncode == 0 and "recipe - other, seed by seed" in pair.stdout
+
+    refused = run("report", "--split", "val", "--recipes", "recipe", "--seeds", "0", "--out", str(study),
+                  "--reference", str(kept))
+    assert refused.returncode == 2 and f"{kept} keeps agentgym-v2's files (split test)" in refused.stderr
+    other_reference = run(*keep[:-4], "--reference", str(SUBMISSIONS / "default-model-sft-gigpo.json.gz"),
+                          "--to", str(kept), "--recipes", "other", "--seeds", "0")
+    assert other_reference.returncode == 2 and "against another reference" in other_reference.stderr
+    wrong_name = run(*keep[:-2], "--to", str(tmp_path / "kept.json"), "--recipes", "other", "--seeds", "0")
+    assert wrong_name.returncode == 2 and "ends in .outcomes.json.gz" in wrong_name.stderr
+    forged = tmp_path / "forged.outcomes.json.gz"
+    forged.write_bytes(b"not gzip")
+    bad = run(*report, "--out", str(study), "--reference", str(forged))
+    assert bad.returncode == 2 and f"{forged}: not a kept study" in bad.stderr

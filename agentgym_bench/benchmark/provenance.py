@@ -120,10 +120,11 @@ MAX_POINTS = 500
 """Points kept per curve: a longer run is thinned evenly (its last point kept), so a results file stays small."""
 
 
-def training_curves(metrics: str | Path) -> dict[str, list[list[float]]]:
+def training_curves(metrics: str | Path, max_points: int = MAX_POINTS) -> dict[str, list[list[float]]]:
     """``{metric: [[step, value], ...]}`` of a trainer's ``metrics.jsonl`` for :data:`CURVES` and each
-    ``val/<env>/success``, at most :data:`MAX_POINTS` points each, steps ascending. Lines that do not parse (a
-    run killed mid-write) and values that are not finite numbers are skipped; a curve without points is left out."""
+    ``val/<env>/success``, at most ``max_points`` points each (:data:`MAX_POINTS`), steps ascending. Lines that do
+    not parse (a run killed mid-write) and values that are not finite numbers are skipped; a curve without points is
+    left out."""
     curves: dict[str, list[list[float]]] = {}
     for line in Path(metrics).read_text().splitlines():
         try:
@@ -138,8 +139,8 @@ def training_curves(metrics: str | Path) -> dict[str, list[list[float]]]:
                 curves.setdefault(key, []).append([row["step"], float(value)])
     for key, points in curves.items():
         points.sort(key=lambda p: p[0])
-        if len(points) > MAX_POINTS:
-            keep = sorted({round(i * (len(points) - 1) / (MAX_POINTS - 1)) for i in range(MAX_POINTS)})
+        if len(points) > max_points:
+            keep = sorted({round(i * (len(points) - 1) / (max_points - 1)) for i in range(max_points)})
             curves[key] = [points[i] for i in keep]
     return dict(sorted(curves.items()))
 
