@@ -58,6 +58,7 @@ import numpy as np
 
 from agentgym_bench import stats
 from agentgym_bench.benchmark.provenance import training_curves
+from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.suites import Suite, load_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.main_job import SELECTION, cli
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def outcomes(results, suite: Suite) -> dict[str, np.ndarray]:
+def outcomes(results: Results, suite: Suite) -> dict[str, np.ndarray]:
     """``{entry: (n_e,) outcomes}`` of a results file, in seed order: what :func:`compare_seeds` pairs and ``keep``
     keeps."""
     return {e.name: entry_outcomes(results, e.name) for e in suite.entries}
@@ -365,7 +366,7 @@ def plot_curves(path: Path, curves: dict[str, dict[str, tuple]]) -> None:
     plt.close(fig)
 
 
-def read_reference(path: str, split: str) -> tuple[Suite, dict[str, np.ndarray], object]:
+def read_reference(path: str, split: str) -> tuple[Suite, dict[str, np.ndarray], Results | None]:
     """``--reference``: its suite, its :func:`outcomes` and the results file the study's files are checked against
     (``None`` for a kept study's reference, kept whole: then the files must be whole too)."""
     if is_kept(path):
@@ -375,7 +376,7 @@ def read_reference(path: str, split: str) -> tuple[Suite, dict[str, np.ndarray],
     return suite, outcomes(results, suite), results
 
 
-def read_whole(path: str, suite: Suite, base) -> object:
+def read_whole(path: str, suite: Suite, base: Results | None) -> Results:
     """A study's results file checked against the reference ``base``, or, where the reference is kept (``None``),
     as a whole-suite read (``keep`` keeps no quick checks)."""
     results = read_checked(path, suite, base)[0]
