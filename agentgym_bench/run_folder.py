@@ -117,6 +117,46 @@ def learning_line(run: str | Path) -> str:
             f"curves: {Path(run, CURVES)}")
 
 
+RATE_WINDOW = 20
+"""Iterations :func:`progress_line` measures the rate over."""
+
+
+def progress_line(run: str | Path) -> str | None:
+    """Where a training run stands, from its files: ``"iteration 300/1000, 10.4 it/min, ~67 min left,
+    checkpoint-300"`` (the rate over the last :data:`RATE_WINDOW` iterations the current process logged, its
+    validations included), or ``"finished"`` (``summary.json``); ``None`` before it logged an iteration. Torn lines
+    (a run killed mid-write) are skipped."""
+    run = Path(run)
+    if (run / SUMMARY).exists():
+        return "finished"
+    rows = []  # (step, the process's clock)
+    for line in (run / METRICS).read_text().splitlines() if (run / METRICS).exists() else []:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(row, dict):
+            continue
+        clock = row.get("time/total")
+        if isinstance(row.get("step"), int) and isinstance(clock, (int, float)):
+            rows.append((row["step"], clock))
+    if not rows:
+        return None
+    step, now = rows[-1]
+    first = rows[-1]
+    for row in reversed(rows[-RATE_WINDOW - 1:-1]):
+        if row[1] > first[1]:  # a resumed run's clock starts again: the rate is the current process's
+            break
+        first = row
+    max_steps = read_config(run).get("max_steps")
+    parts = [f"iteration {step}/{max_steps}" if max_steps else f"iteration {step}"]
+    if step > first[0] and now > first[1]:
+        rate = (step - first[0]) / (now - first[1]) * 60
+        parts.append(f"{rate:.1f} it/min" + (f", ~{(max_steps - step) / rate:.0f} min left" if max_steps else ""))
+    found = checkpoints(run)
+    return ", ".join(parts + [found[-1].name] if found else parts)
+
+
 def write_summary(run: Path, summary: dict[str, Any]) -> None:
     """Write the run's ``summary.json``."""
     (run / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")

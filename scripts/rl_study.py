@@ -24,6 +24,9 @@ into one small file (``--to``, a ``*.outcomes.json.gz``) to commit beside the st
 machine's ignored files and is lost with the machine, the kept file is not; ``report`` and ``curves`` read a kept file
 given as ``--also`` or ``--reference`` as they read the folder it was kept from.
 
+``status`` says where each run stands (training: its iteration, rate and time left; or evaluated, or read on test);
+``run`` prints the same for its runs in training every ``--every`` minutes.
+
 ``curves`` prints each recipe's validation curves from its runs' ``metrics.jsonl`` (the trainer's own validation
 every ``eval_steps``, over all envs and per env, the mean over the seeds) and with ``--plot FILE`` draws them, the
 seeds' range shaded: whether a run was still rising where it stopped.
@@ -65,7 +68,7 @@ from agentgym_bench.leaderboard.main_job import SELECTION, cli
 from agentgym_bench.leaderboard.render import PAIRED_REPS, entry_outcomes
 from agentgym_bench.leaderboard.verify import read_checked
 from agentgym_bench.leaderboard.weights import publish_model
-from agentgym_bench.run_folder import SUMMARY, final_actor
+from agentgym_bench.run_folder import SUMMARY, final_actor, progress_line
 
 SUITE = "agentgym-v2-validation"
 TEST_SUITE = "agentgym-v2"
@@ -138,9 +141,33 @@ def test(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def run_status(out: Path, recipe: str, seed: int) -> str:
+    """One run's state: its test read, its validation read, or :func:`progress_line` of its training."""
+    name = run_name(recipe, seed)
+    for split, said in (("test", "the test suite read"), ("val", "evaluated on validation")):
+        if (out / split / f"{name}.json.gz").exists():
+            return f"{name}: {said} ({out / split / f'{name}.json.gz'})"
+    return f"{name}: {progress_line(out / name) or 'not started'}"
+
+
+def status(args: argparse.Namespace) -> int:
+    """Where each run of the study stands (from its files: another shell, or after a kill)."""
+    for recipe in args.recipes:
+        for seed in args.seeds:
+            print(run_status(Path(args.out), recipe, seed))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     queue = [(recipe, seed) for recipe in args.recipes for seed in args.seeds]
-    lock, failed = threading.Lock(), []
+    lock, failed, done = threading.Lock(), [], threading.Event()
+
+    def monitor() -> None:  # a line per training run every --every minutes: long studies show where they are
+        while not done.wait(args.every * 60):
+            for recipe, seed in [(r, s) for r in args.recipes for s in args.seeds]:
+                line = progress_line(Path(args.out) / run_name(recipe, seed))
+                if line not in (None, "finished"):
+                    print(f"{run_name(recipe, seed)}: {line}", flush=True)
 
     def worker() -> None:
         while True:
@@ -155,10 +182,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{recipe} seed {seed} failed ({error}); see its log under {args.out}", flush=True)
 
     threads = [threading.Thread(target=worker) for _ in range(args.jobs)]
+    threading.Thread(target=monitor, daemon=True).start()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    done.set()
     return 1 if failed else 0
 
 
@@ -489,7 +518,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("run", "test", "report", "curves", "keep"):
+    for name in ("run", "test", "report", "curves", "keep", "status"):
         p = sub.add_parser(name)
         p.add_argument("--recipes", nargs="+", required=True, help="bundled recipe names or YAML files")
         p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="training seeds (default: 0 1 2)")
@@ -522,9 +551,12 @@ def main() -> int:
     run_parser.add_argument("--pretrain", default="leaderboards/agentgym-v2/models/default-model-sft",
                             help="the start model (default: the published checkpoint)")
     run_parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default: 2)")
+    run_parser.add_argument("--every", type=float, default=10,
+                            help="minutes between progress lines of the runs in training (default: 10)")
     run_parser.add_argument("overrides", nargs="*", help="config overrides for every run (key=value)")
     args = parser.parse_args()
-    return {"run": run, "test": test, "report": report, "curves": curves, "keep": keep}[args.command](args)
+    return {"run": run, "test": test, "report": report, "curves": curves, "keep": keep,
+            "status": status}[args.command](args)
 
 
 if __name__ == "__main__":

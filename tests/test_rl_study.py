@@ -268,3 +268,26 @@ def test_a_kept_study_reads_as_the_folder_it_was_kept_from(tmp_path):
     forged.write_bytes(b"not gzip")
     bad = run(*report, "--out", str(study), "--reference", str(forged))
     assert bad.returncode == 2 and f"{forged}: not a kept study" in bad.stderr
+
+
+def test_status_says_where_each_run_stands(tmp_path):
+    """``status``: a run in training by its iteration, rate and time left, one evaluated, one read on test, one not
+    started."""
+    import json
+
+    (tmp_path / "recipe-s0").mkdir()
+    (tmp_path / "recipe-s0" / "config.yaml").write_text("max_steps: 100\n")
+    rows = [{"step": s, "time/total": 6.0 * s} for s in range(0, 41)]  # 10 iterations a minute
+    (tmp_path / "recipe-s0" / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    for split, seed in (("val", 1), ("test", 2)):
+        (tmp_path / split).mkdir()
+        shutil.copy(SUBMISSIONS / "default-model-sft.json.gz", tmp_path / split / f"recipe-s{seed}.json.gz")
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "rl_study.py"), "status", "--recipes", "recipe",
+                           "--seeds", "0", "1", "2", "3", "--out", str(tmp_path)], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "recipe-s0: iteration 40/100, 10.0 it/min, ~6 min left",
+        f"recipe-s1: evaluated on validation ({tmp_path / 'val' / 'recipe-s1.json.gz'})",
+        f"recipe-s2: the test suite read ({tmp_path / 'test' / 'recipe-s2.json.gz'})",
+        "recipe-s3: not started"]

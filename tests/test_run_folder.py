@@ -38,3 +38,20 @@ def test_a_run_without_a_complete_checkpoint_is_one_line(tmp_path):
     with pytest.raises(UserError, match="no complete checkpoint"):
         model_path(str(run))
     assert not Job("train", [], run / "summary.json", resumes_from=run).resuming()
+
+
+def test_progress_line_measures_the_current_process_and_names_the_last_checkpoint(tmp_path):
+    """A run resumed at iteration 10: its clock starts again, so the rate is the second process's (2 iterations a
+    second there, 1 before); torn and non-record lines are skipped; the last complete checkpoint is named."""
+    import json
+
+    run = fake_run(tmp_path)
+    (run / "config.yaml").write_text("preset: starpo\nmax_steps: 130\n")
+    assert run_folder.progress_line(run) is None  # no iteration logged yet
+    first = [{"step": s, "time/total": float(s)} for s in range(0, 11)]  # 1 it/s
+    second = [{"step": 10 + k, "time/total": 3.0 + k / 2} for k in range(1, 11)]  # resumed, a new clock: 2 it/s
+    lines = [json.dumps(r) for r in first + second[:5]] + ["[1, 2]"] + [json.dumps(r) for r in second[5:]]
+    (run / "metrics.jsonl").write_text("\n".join(lines + ['{"step": 21, "time/to']))
+    assert run_folder.progress_line(run) == "iteration 20/130, 120.0 it/min, ~1 min left, checkpoint-10"
+    (run / "summary.json").write_text("{}")
+    assert run_folder.progress_line(run) == "finished"
