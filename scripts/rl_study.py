@@ -289,14 +289,21 @@ def read_kept(path: str | Path, suite: Suite | None = None, split: str | None = 
         raise UserError(f"{path}: not a kept study ({error})") from None
     if not isinstance(kept, dict) or kept.get("kind") != KEPT:
         raise UserError(f"{path}: not a kept study (`rl_study.py keep` writes them)")
-    mine = load_suite(kept["suite"])
-    if (suite is not None and suite.name != mine.name) or (split is not None and kept["split"] != split):
-        raise UserError(f"{path} keeps {kept['suite']}'s files (split {kept['split']}), not "
-                        f"{(suite or mine).name}'s (split {split or kept['split']})")
-    if kept["episodes"] != {e.name: e.episodes for e in mine.entries}:
-        raise UserError(f"{path}: {mine.name}'s entries or episode counts changed since it was kept")
-    for record in [kept["reference"], *kept["runs"].values()]:
-        record["outcomes"] = {n: np.asarray(v, dtype=float) for n, v in record["outcomes"].items()}
+    try:
+        mine = load_suite(kept["suite"])
+        if (suite is not None and suite.name != mine.name) or (split is not None and kept["split"] != split):
+            raise UserError(f"{path} keeps {kept['suite']}'s files (split {kept['split']}), not "
+                            f"{(suite or mine).name}'s (split {split or kept['split']})")
+        episodes = {e.name: e.episodes for e in mine.entries}
+        if kept["episodes"] != episodes:
+            raise UserError(f"{path}: {mine.name}'s entries or episode counts changed since it was kept")
+        for record in [kept["reference"], *kept["runs"].values()]:
+            record["outcomes"] = {n: np.asarray(record["outcomes"][n], dtype=float) for n in episodes}
+            if any(len(record["outcomes"][n]) != k for n, k in episodes.items()):
+                raise UserError(f"{path}: a model's outcomes do not match the suite's episode counts")
+        kept["curves"] = dict(kept["curves"])
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise UserError(f"{path}: a kept study without its fields ({type(error).__name__}: {error})") from None
     return mine, kept
 
 

@@ -291,3 +291,23 @@ def test_status_says_where_each_run_stands(tmp_path):
         f"recipe-s1: evaluated on validation ({tmp_path / 'val' / 'recipe-s1.json.gz'})",
         f"recipe-s2: the test suite read ({tmp_path / 'test' / 'recipe-s2.json.gz'})",
         "recipe-s3: not started"]
+
+
+def test_a_kept_file_that_lacks_its_fields_is_refused_by_name(rl_study, tmp_path):
+    import gzip
+    import json
+
+    from agentgym_bench.errors import UserError
+
+    path = tmp_path / "bare.outcomes.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"kind": rl_study.KEPT, "suite": "agentgym-v2"}, f)
+    with pytest.raises(UserError, match="bare.outcomes.json.gz: a kept study without its fields"):
+        rl_study.read_kept(path)
+    kept = {"kind": rl_study.KEPT, "suite": "agentgym-v2", "split": "test", "curves": {}, "runs": {},
+            "episodes": {e.name: e.episodes for e in rl_study.load_suite("agentgym-v2").entries}}
+    kept["reference"] = {"outcomes": {n: [1] * (k - 1) for n, k in kept["episodes"].items()}}  # one episode short
+    with gzip.open(path, "wt") as f:
+        json.dump(kept, f)
+    with pytest.raises(UserError, match="do not match the suite's episode counts"):
+        rl_study.read_kept(path)
