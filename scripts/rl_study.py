@@ -88,26 +88,33 @@ def run_name(recipe: str, seed: int) -> str:
     return f"{name.removesuffix('.yaml').removesuffix('.yml')}-s{seed}"
 
 
+def say(line: str) -> None:
+    """Print one whole line at once: ``run``'s threads share stdout (``print`` writes the newline apart, so lines
+    of two threads could run together)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def run_one(args: argparse.Namespace, recipe: str, seed: int) -> None:
     """Train (or resume) one run, then evaluate its final model; a finished evaluation is not redone."""
     name = run_name(recipe, seed)
     out = Path(args.out)
     result = out / "val" / f"{name}.json.gz"
     if result.exists():
-        print(f"{name}: evaluated already ({result})", flush=True)
+        say(f"{name}: evaluated already ({result})")
         return
     result.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     with open(out / f"{name}.log", "a") as log:
         start = time.time()
-        print(f"{name}: training", flush=True)
+        say(f"{name}: training")
         subprocess.run(train_command(recipe, seed, args.pretrain, out / name, args.overrides),
                        check=True, stdout=log, stderr=subprocess.STDOUT, env=env)
-        print(f"{name}: trained in {(time.time() - start) / 60:.1f} min; evaluating", flush=True)
+        say(f"{name}: trained in {(time.time() - start) / 60:.1f} min; evaluating")
         subprocess.run(cli() + ["eval", "--policy", f"hf:{out / name}", "--suite", SUITE, *EVAL, "--out", str(result),
                                 "--overwrite"],
                        check=True, stdout=log, stderr=subprocess.STDOUT, env=env)
-        print(f"{name}: done in {(time.time() - start) / 60:.1f} min", flush=True)
+        say(f"{name}: done in {(time.time() - start) / 60:.1f} min")
 
 
 def test(args: argparse.Namespace) -> int:
@@ -167,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
             for recipe, seed in [(r, s) for r in args.recipes for s in args.seeds]:
                 line = progress_line(Path(args.out) / run_name(recipe, seed))
                 if line not in (None, "finished"):
-                    print(f"{run_name(recipe, seed)}: {line}", flush=True)
+                    say(f"{run_name(recipe, seed)}: {line}")
 
     def worker() -> None:
         while True:
@@ -179,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
                 run_one(args, recipe, seed)
             except subprocess.CalledProcessError as error:
                 failed.append(f"{recipe} seed {seed}: {error}")
-                print(f"{recipe} seed {seed} failed ({error}); see its log under {args.out}", flush=True)
+                say(f"{recipe} seed {seed} failed ({error}); see its log under {args.out}")
 
     threads = [threading.Thread(target=worker) for _ in range(args.jobs)]
     threading.Thread(target=monitor, daemon=True).start()
