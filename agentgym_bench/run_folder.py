@@ -121,6 +121,20 @@ RATE_WINDOW = 20
 """Iterations :func:`progress_line` measures the rate over."""
 
 
+def metrics_records(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl`` (``path``) that carry an integer ``step``, in file order; lines that do not
+    parse (a run killed mid-write) or are not records are skipped."""
+    records = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("step"), int):
+            records.append(row)
+    return records
+
+
 def progress_line(run: str | Path) -> str | None:
     """Where a training run stands, from its files: ``"iteration 300/1000, 10.4 it/min, ~67 min left,
     checkpoint-300"`` (the rate over the last :data:`RATE_WINDOW` iterations the current process logged, its
@@ -129,17 +143,8 @@ def progress_line(run: str | Path) -> str | None:
     run = Path(run)
     if (run / SUMMARY).exists():
         return "finished"
-    rows = []  # (step, the process's clock)
-    for line in (run / METRICS).read_text().splitlines() if (run / METRICS).exists() else []:
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(row, dict):
-            continue
-        clock = row.get("time/total")
-        if isinstance(row.get("step"), int) and isinstance(clock, (int, float)):
-            rows.append((row["step"], clock))
+    records = metrics_records(run / METRICS) if (run / METRICS).exists() else []
+    rows = [(r["step"], r["time/total"]) for r in records if isinstance(r.get("time/total"), (int, float))]
     if not rows:
         return None
     step, now = rows[-1]

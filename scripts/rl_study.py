@@ -166,12 +166,12 @@ def status(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    queue = [(recipe, seed) for recipe in args.recipes for seed in args.seeds]
-    lock, failed, done = threading.Lock(), [], threading.Event()
+    runs = [(recipe, seed) for recipe in args.recipes for seed in args.seeds]
+    queue, lock, failed, done = list(runs), threading.Lock(), [], threading.Event()
 
     def monitor() -> None:  # a line per training run every --every minutes: long studies show where they are
         while not done.wait(args.every * 60):
-            for recipe, seed in [(r, s) for r in args.recipes for s in args.seeds]:
+            for recipe, seed in runs:
                 line = progress_line(Path(args.out) / run_name(recipe, seed))
                 if line not in (None, "finished"):
                     say(f"{run_name(recipe, seed)}: {line}")

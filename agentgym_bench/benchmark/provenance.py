@@ -126,13 +126,7 @@ def training_curves(metrics: str | Path, max_points: int = MAX_POINTS) -> dict[s
     not parse (a run killed mid-write) and values that are not finite numbers are skipped; a curve without points is
     left out."""
     curves: dict[str, list[list[float]]] = {}
-    for line in Path(metrics).read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(row, dict) or not isinstance(row.get("step"), int):
-            continue
+    for row in run_folder.metrics_records(metrics):
         for key, value in row.items():
             wanted = key in CURVES or (key.startswith("val/") and key.endswith("/success") and key.count("/") == 2)
             if wanted and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
