@@ -384,7 +384,8 @@ def key_label(key: str) -> str:
 
 
 def plot_curves(path: Path, curves: dict[str, dict[str, tuple]]) -> None:
-    """One panel per validation key, one line per recipe (the mean over its seeds, their range shaded)."""
+    """One panel per validation key, one line per recipe (the mean over its seeds, their range shaded), each recipe
+    in one colour on every panel (a recipe without a key leaves its panel; colours must not shift to the next)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -393,11 +394,11 @@ def plot_curves(path: Path, curves: dict[str, dict[str, tuple]]) -> None:
     keys = list(dict.fromkeys(k for by_key in curves.values() for k in by_key))
     fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.0), squeeze=False)
     for ax, key in zip(axes[0], keys, strict=True):
-        for recipe, by_key in curves.items():
+        for i, (recipe, by_key) in enumerate(curves.items()):
             if key in by_key:
                 steps, mean, low, high = by_key[key]
-                line = ax.plot(steps, mean, marker="o", markersize=2.5, linewidth=1.3, label=recipe)[0]
-                ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
+                ax.plot(steps, mean, marker="o", markersize=2.5, linewidth=1.3, label=recipe, color=f"C{i}")
+                ax.fill_between(steps, low, high, color=f"C{i}", alpha=0.15, linewidth=0)
         ax.set_title(key_label(key), fontsize=9)
         ax.set_xlabel("iteration", fontsize=8)
         ax.tick_params(labelsize=7)

@@ -211,6 +211,22 @@ def test_curves_average_the_seeds_where_all_logged(rl_study, tmp_path):
     assert plot.stat().st_size > 0
 
 
+def test_curves_keep_a_recipes_colour_on_every_panel(rl_study, tmp_path, monkeypatch):
+    """A recipe without a key (StarPO's validation lacks Sokoban 8x8/2) once shifted the next recipe onto its
+    colour in that panel, so one line read as the other recipe."""
+    import matplotlib.pyplot as plt
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    line = ([0, 10], [0.1, 0.2], [0.1, 0.2], [0.1, 0.2])
+    rl_study.plot_curves(tmp_path / "c.png", {"a": {"val/success": line},
+                                              "b": {"val/success": line, "val/AgentSokobanLarge-v0/success": line}})
+    both, only_b = figures[0].axes
+    colour = {ln.get_label(): ln.get_color() for ln in both.lines}
+    assert colour["a"] != colour["b"]
+    assert [(ln.get_label(), ln.get_color()) for ln in only_b.lines] == [("b", colour["b"])]
+
+
 def test_a_kept_study_reads_as_the_folder_it_was_kept_from(tmp_path):
     """``keep``: the study's test files and the reference's outcomes, and each run's curves, in one small file; with
     the study's folder gone, ``report`` (the kept file as ``--also`` and as ``--reference``) prints what it printed
