@@ -307,7 +307,12 @@ class TrainConfig:
     """What the update optimises: ``env``, the env's turn rewards as they are (RAGEN, ROLL); ``success``, 1 on the
     last turn of a successful episode plus every turn's format penalty, with the env's shaping dropped
     (:func:`trainers.rl.samples.success_rewards`; Sokoban's -0.1 a step taught the default model to send one action a
-    turn, docs/lab/2026-11-22-v1-boards-rl-recipe.md, "Why RL lost Sokoban"). Validation always reports success."""
+    turn, docs/lab/2026-11-22-v1-boards-rl-recipe.md, "Why RL lost Sokoban"); ``progress``, ``success`` plus, on
+    Sokoban, ``progress_weight`` times each turn's change in the distance to a solution (:mod:`trainers.rl.shaping`).
+    Validation always reports success."""
+    progress_weight: float = 0.5
+    """With ``train_reward: progress``: the weight of a turn's progress, in success units per budget of moves brought
+    nearer a solution (:mod:`trainers.rl.shaping`)."""
     adv_estimator: str = "grpo"
     """``grpo`` / ``reinforce`` (group-normalised episode score, one value per trajectory; identical in ROLL's
     agentic pipeline), ``gae`` (critic + GAE over generated tokens, PPO) or ``gigpo`` (step-level samples)."""
@@ -497,7 +502,7 @@ class TrainConfig:
     def _check(self) -> None:
         check_types(self)
         choice("adv_estimator", self.adv_estimator, ADV_ESTIMATORS)
-        choice("train_reward", self.train_reward, ("env", "success"))
+        choice("train_reward", self.train_reward, ("env", "success", "progress"))
         choice("reward_normalization.grouping", self.reward_normalization.grouping, GROUPINGS)
         choice("reward_normalization.method", self.reward_normalization.method, NORM_METHODS)
         choice("rollout_filter_type", self.rollout_filter_type, ("std", "std_rev"))
@@ -655,7 +660,8 @@ class TrainConfig:
     def _check_ranges(self) -> None:
         for name, low, high in [("temperature", 0, None), ("val_temperature", 0, None), ("gamma", 0, 1),
                                 ("lambd", 0, 1), ("step_reward_gamma", 0, 1), ("entropy_loss_coef", 0, None),
-                                ("init_kl_coef", 0, None), ("kl_loss_coef", 0, None), ("weight_decay", 0, None)]:
+                                ("init_kl_coef", 0, None), ("kl_loss_coef", 0, None), ("weight_decay", 0, None),
+                                ("progress_weight", 0, None)]:
             value = getattr(self, name)
             if value < low or (high is not None and value > high):
                 raise ConfigError(f"{name}={value} must be in [{low}, {high if high is not None else 'inf'})")

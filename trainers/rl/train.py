@@ -80,6 +80,7 @@ from trainers.rl.samples import (
     success_rewards,
     trajectory_samples,
 )
+from trainers.rl.shaping import progress_rewards
 from trainers.runtime import checkpoint as ckpt
 from trainers.runtime import compute_dtype, fsdp, lora
 from trainers.runtime.distributed import Dist, init_distributed, shutdown_distributed
@@ -93,6 +94,8 @@ if TYPE_CHECKING:
 
 def rewarded(config: TrainConfig, trajectories: list[Trajectory]) -> list[Trajectory]:
     """The trajectories with the rewards the update optimises (``TrainConfig.train_reward``)."""
+    if config.train_reward == "progress":
+        return progress_rewards(trajectories, config.progress_weight)
     return [success_rewards(t) for t in trajectories] if config.train_reward == "success" else trajectories
 
 
