@@ -33,9 +33,9 @@ from dataclasses import replace
 import gymnasium as gym
 
 import agentgym_bench  # noqa: F401  (registers the envs)
-from agentgym_bench.envs.sokoban.game import SokobanGame
 from agentgym_bench.envs.sokoban.rules import Room, move
 from agentgym_bench.envs.sokoban.solver import solve
+from agentgym_bench.registration import AGENT_ENVS
 from agentgym_bench.rollout.trajectory import Trajectory
 from trainers.rl.samples import success_rewards
 
@@ -58,12 +58,13 @@ def progress_rewards(trajectories: list[Trajectory], weight: float) -> list[Traj
 
 
 def _with_progress(trajectory: Trajectory, weight: float, envs: dict[str, gym.Env]) -> Trajectory:
+    spec = AGENT_ENVS.get(trajectory.env_id)
+    if spec is None or spec.game != "Sokoban" or not trajectory.turns:
+        return trajectory
     key = json.dumps([trajectory.env_id, trajectory.env_kwargs], sort_keys=True, default=str)
     if key not in envs:
         envs[key] = gym.make(trajectory.env_id, **trajectory.env_kwargs)
     env = envs[key]
-    if not isinstance(env.unwrapped.game, SokobanGame) or not trajectory.turns:
-        return trajectory
     env.reset(seed=trajectory.seed)
     room, horizon = env.unwrapped.game.room, env.unwrapped.max_actions_per_episode
     before = distance(room, horizon)
