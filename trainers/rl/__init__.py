@@ -10,7 +10,8 @@ imports nothing of the warm start (``trainers/sft/``).
 - ``matches.py``: two-player rollouts (``MatchGroups``);
 - ``dynamic_sampling.py``: signal-aware sampling, a rollout pool whose env groups are kept by reward variance;
 - ``async_rollout.py``: asynchronous rollouts with bounded staleness;
-- ``samples.py``: trajectories -> training rows;
+- ``samples.py``: trajectories -> training rows; ``shaping.py``: the progress reward (``train_reward: progress``),
+  Sokoban turns credited with their moves toward a solution;
 - ``ppo.py``: scoring, advantages, the PPO update;
 - ``compare.py``: ``agentgym-bench compare-runs``, is one training setting better than another, over several
   training seeds (it reads the per-episode validation successes ``train.py`` writes in ``summary.json``).
