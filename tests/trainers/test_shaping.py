@@ -6,6 +6,7 @@ import pytest
 from agentgym_bench.envs.sokoban.solver import solve
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy
+from tests.trainers.conftest import tiny_config_dict
 from trainers.rl.config import ConfigError, config_from_dict
 from trainers.rl.samples import success_rewards
 from trainers.rl.shaping import progress_rewards
@@ -61,8 +62,6 @@ def test_the_oracle_earns_its_whole_distance_and_other_envs_keep_the_success_rew
 
 
 def test_progress_is_a_train_reward_and_its_weight_cannot_be_negative(tiny_model, tmp_path):
-    from tests.trainers.conftest import tiny_config_dict
-
     config = config_from_dict({**tiny_config_dict(tiny_model, tmp_path, "gigpo"), "train_reward": "progress"})
     assert config.progress_weight == 0.5
     with pytest.raises(ConfigError, match="progress_weight"):
