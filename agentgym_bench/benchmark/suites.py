@@ -161,6 +161,16 @@ class Suite:
         return bool(self.entries) and self.entries[0].opponent is not None
 
 
+class SuiteError(UserError, ValueError):
+    """A suite (a file a user wrote, or a board's copy of one) that is not well formed; the message names the suite,
+    the entry and what is wrong."""
+
+
+SUITE_KEYS = ("name", "version", "split", "seed_start", "entries")
+ENTRY_KEYS = ("name", "env_id", "episodes", "prompts", "oracle_success")
+"""The keys a suite and a single-agent entry must have (a match entry: the first three and ``opponent``)."""
+
+
 def available_suites() -> list[str]:
     """Names of the bundled suites."""
     return sorted(p.name[:-5] for p in resources.files(SUITES_PACKAGE).iterdir() if p.name.endswith(".json"))
@@ -173,6 +183,10 @@ def load_suite(name: str = DEFAULT_SUITE) -> Suite:
         if not path.is_file():
             raise UserError(f"suite file {name} does not exist")
         text = path.read_text()
+        try:
+            return parse_suite(json.loads(text))
+        except json.JSONDecodeError as error:
+            raise UserError(f"suite file {name} is not JSON: {error}") from None
     else:
         if name not in available_suites():
             raise UserError(f"unknown suite {name!r}; bundled suites: {', '.join(available_suites())}")
@@ -181,43 +195,57 @@ def load_suite(name: str = DEFAULT_SUITE) -> Suite:
 
 
 def parse_suite(data: dict[str, Any]) -> Suite:
-    """Check and build a suite from its JSON form."""
+    """Check and build a suite from its JSON form; :class:`SuiteError` names what is wrong."""
+    _require("suite", data, SUITE_KEYS)
+    where = f"suite {data['name']}"
+    if not isinstance(data["entries"], list) or not data["entries"]:
+        raise SuiteError(f"{where}: 'entries' must be a non-empty list")
     seed_start = int(data["seed_start"])
     entries = []
     for raw in data["entries"]:
+        _require(f"{where}: an entry", raw, ENTRY_KEYS[:3])
         if "opponent" in raw:
             entries.append(_match_entry(data["name"], raw, seed_start))
             continue
+        _require(f"{where}: entry {raw['name']}", raw, ENTRY_KEYS)
         if raw["env_id"] not in gym.registry:
-            raise ValueError(f"suite {data['name']}: entry {raw['name']} names unknown env id {raw['env_id']}")
+            raise SuiteError(f"{where}: entry {raw['name']} names unknown env id {raw['env_id']}")
         if "prompt" in raw.get("env_kwargs", {}):
-            raise ValueError(f"suite {data['name']}: entry {raw['name']} fixes the prompt in env_kwargs; "
-                             "list it in prompts")
+            raise SuiteError(f"{where}: entry {raw['name']} fixes the prompt in env_kwargs; list it in prompts")
         entries.append(SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
                                   prompts=tuple(raw["prompts"]), episodes=int(raw["episodes"]),
                                   oracle_success=float(raw["oracle_success"]), seed_start=seed_start))
     names = [e.name for e in entries]
     if len({e.opponent is None for e in entries}) > 1:
-        raise ValueError(f"suite {data['name']}: mixes single-agent and match entries; make two suites")
+        raise SuiteError(f"{where}: mixes single-agent and match entries; make two suites")
     keys = [(e.env_id, e.opponent) for e in entries]
     if len(set(names)) != len(names) or len(set(keys)) != len(entries):
-        raise ValueError(f"suite {data['name']}: entry names, and env ids (with their opponent), must be unique")
+        raise SuiteError(f"{where}: entry names, and env ids (with their opponent), must be unique")
     return Suite(name=data["name"], version=int(data["version"]), split=data["split"],
                  description=data.get("description", ""), seed_start=seed_start, entries=tuple(entries))
+
+
+def _require(where: str, raw: Any, keys: tuple[str, ...]) -> None:
+    """:class:`SuiteError` unless ``raw`` is an object holding every one of ``keys``."""
+    missing = [k for k in keys if k not in raw] if isinstance(raw, dict) else list(keys)
+    if missing:
+        hint = (" (oracle_success: the oracle's success on the entry's episodes, which "
+                "agentgym_bench.benchmark.suites.oracle_success computes)" if "oracle_success" in missing else "")
+        raise SuiteError(f"{where} lacks {', '.join(repr(k) for k in missing)}; required: {', '.join(keys)}{hint}")
 
 
 def _match_entry(suite: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry:
     """A match entry (see the module docstring), checked."""
     where = f"suite {suite}: entry {raw['name']}"
     if raw["opponent"] not in OPPONENTS:
-        raise ValueError(f"{where}: opponent {raw['opponent']!r} is not one of {list(OPPONENTS)}")
+        raise SuiteError(f"{where}: opponent {raw['opponent']!r} is not one of {list(OPPONENTS)}")
     if raw.get("prompts") or "oracle_success" in raw:
-        raise ValueError(f"{where}: a match entry has no prompts and no oracle_success")
+        raise SuiteError(f"{where}: a match entry has no prompts and no oracle_success")
     if not raw["env_id"].startswith("TextArena/") and raw["env_id"] not in MULTIAGENT_ENVS:
-        raise ValueError(f"{where}: {raw['env_id']!r} is not a two-player env id ({sorted(MULTIAGENT_ENVS)} or "
+        raise SuiteError(f"{where}: {raw['env_id']!r} is not a two-player env id ({sorted(MULTIAGENT_ENVS)} or "
                          "'TextArena/<id>')")
     if raw["opponent"] != "self" and raw["env_id"] != "Bargain-v0":
-        raise ValueError(f"{where}: the {raw['opponent']} opponent plays Bargain-v0 only")
+        raise SuiteError(f"{where}: the {raw['opponent']} opponent plays Bargain-v0 only")
     return SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
                       prompts=(), episodes=int(raw["episodes"]), oracle_success=None, seed_start=seed_start,
                       opponent=raw["opponent"])

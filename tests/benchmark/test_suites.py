@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from agentgym_bench import stats
@@ -61,3 +63,23 @@ def test_oracle_ceilings_are_recomputed_slow(name):
     for suite in ("agentgym-v2", "agentgym-v2-validation", "agentgym-v1"):
         entry = load_suite(suite).entry(name)
         assert oracle_success(entry) == pytest.approx(entry.oracle_success, abs=5e-7)
+
+
+def test_a_malformed_suite_file_is_a_user_error_naming_what_is_wrong(tmp_path):
+    entry = {"name": "mine", "env_id": "AgentBandit-v0", "prompts": ["compact"], "episodes": 3}
+    suite = {"name": "s", "version": 1, "split": "validation", "seed_start": 0, "entries": [entry]}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(suite))
+    with pytest.raises(UserError, match="suite s: entry mine lacks 'oracle_success'; required: name,"):
+        load_suite(str(path))
+    path.write_text(json.dumps({"name": "s", "entries": []}))
+    with pytest.raises(UserError, match="suite lacks 'version', 'split', 'seed_start'"):
+        load_suite(str(path))
+    path.write_text(json.dumps({**suite, "entries": []}))
+    with pytest.raises(UserError, match="'entries' must be a non-empty list"):
+        load_suite(str(path))
+    path.write_text("{not json")
+    with pytest.raises(UserError, match=r"suite file .*s\.json is not JSON"):
+        load_suite(str(path))
+    path.write_text(json.dumps({**suite, "entries": [{**entry, "oracle_success": 1.0}]}))
+    assert load_suite(str(path)).entry("mine").episodes == 3
