@@ -108,7 +108,10 @@ RECIPES: dict[str, Recipe] = {
                                                             "train_env_manager.num_groups_partition=[3, 3, 1, 1]",
                                                             f"val_env_manager.tags={SHORT_SFT_ENVS}",
                                                             "val_batch_size=1024",
-                                                            "val_env_manager.num_env_groups=1024"))},
+                                                            "val_env_manager.num_env_groups=1024",
+                                                            # the KL loss its board entry was trained with
+                                                            # (baseline-gigpo.yaml dropped it on 2026-12-01)
+                                                            "use_kl_loss=true", "kl_loss_coef=0.01"))},
                         minutes={**REFERENCE_MINUTES, "warmstart": 11.2, "train starpo": 4.8, "train starpo-s": 4.2,
                                  "train gigpo": 4.9}),
     "smoke": Recipe(warmstart=("warmstart-smoke-1", "warmstart-smoke-2"),

@@ -366,6 +366,7 @@ def test_the_short_sft_recipe_trains_the_three_from_the_published_start_with_roo
     gigpo, starpo = jobs["train gigpo"].argv, jobs["train starpo"].argv
     assert f"pretrain={checkpoint}" in gigpo and "train_env_manager.num_groups_partition=[3, 3, 1, 1]" in gigpo
     assert not any("AgentSokobanLarge" in a for a in gigpo) and starpo[-1] == "resume_from_checkpoint=auto"
+    assert {"use_kl_loss=true", "kl_loss_coef=0.01"} <= set(gigpo)  # its board entry's KL loss, kept
     scratch = {j.name: j for j in plan(recipe, tmp_path / "w", tmp_path / "b", "agentgym-v2")}
     assert [n for n in scratch if n.startswith(("init-model", "warmstart"))] == ["init-model", "warmstart"]
     assert scratch["warmstart"].argv[4] == "warmstart-1" and any(
