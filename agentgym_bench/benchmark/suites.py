@@ -200,28 +200,29 @@ def parse_suite(data: dict[str, Any]) -> Suite:
     where = f"suite {data['name']}"
     if not isinstance(data["entries"], list) or not data["entries"]:
         raise SuiteError(f"{where}: 'entries' must be a non-empty list")
-    seed_start = int(data["seed_start"])
+    seed_start = _number(where, data, "seed_start")
     entries = []
     for raw in data["entries"]:
         _require(f"{where}: an entry", raw, ENTRY_KEYS[:3])
         if "opponent" in raw:
             entries.append(_match_entry(data["name"], raw, seed_start))
             continue
-        _require(f"{where}: entry {raw['name']}", raw, ENTRY_KEYS)
+        entry = f"{where}: entry {raw['name']}"
+        _require(entry, raw, ENTRY_KEYS)
         if raw["env_id"] not in gym.registry:
-            raise SuiteError(f"{where}: entry {raw['name']} names unknown env id {raw['env_id']}")
+            raise SuiteError(f"{entry} names unknown env id {raw['env_id']}")
         if "prompt" in raw.get("env_kwargs", {}):
-            raise SuiteError(f"{where}: entry {raw['name']} fixes the prompt in env_kwargs; list it in prompts")
+            raise SuiteError(f"{entry} fixes the prompt in env_kwargs; list it in prompts")
         entries.append(SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
-                                  prompts=tuple(raw["prompts"]), episodes=int(raw["episodes"]),
-                                  oracle_success=float(raw["oracle_success"]), seed_start=seed_start))
+                                  prompts=tuple(raw["prompts"]), episodes=_number(entry, raw, "episodes"),
+                                  oracle_success=_number(entry, raw, "oracle_success", float), seed_start=seed_start))
     names = [e.name for e in entries]
     if len({e.opponent is None for e in entries}) > 1:
         raise SuiteError(f"{where}: mixes single-agent and match entries; make two suites")
     keys = [(e.env_id, e.opponent) for e in entries]
     if len(set(names)) != len(names) or len(set(keys)) != len(entries):
         raise SuiteError(f"{where}: entry names, and env ids (with their opponent), must be unique")
-    return Suite(name=data["name"], version=int(data["version"]), split=data["split"],
+    return Suite(name=data["name"], version=_number(where, data, "version"), split=data["split"],
                  description=data.get("description", ""), seed_start=seed_start, entries=tuple(entries))
 
 
@@ -232,6 +233,14 @@ def _require(where: str, raw: Any, keys: tuple[str, ...]) -> None:
         hint = (" (oracle_success: the oracle's success on the entry's episodes, which "
                 "agentgym_bench.benchmark.suites.oracle_success computes)" if "oracle_success" in missing else "")
         raise SuiteError(f"{where} lacks {', '.join(repr(k) for k in missing)}; required: {', '.join(keys)}{hint}")
+
+
+def _number(where: str, raw: dict[str, Any], key: str, kind: type = int) -> Any:
+    """``raw[key]`` as a ``kind``; :class:`SuiteError` naming the key where it is not a number."""
+    try:
+        return kind(raw[key])
+    except (TypeError, ValueError):
+        raise SuiteError(f"{where}: {key} must be a number, not {raw[key]!r}") from None
 
 
 def _match_entry(suite: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry:
@@ -247,7 +256,7 @@ def _match_entry(suite: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry
     if raw["opponent"] != "self" and raw["env_id"] != "Bargain-v0":
         raise SuiteError(f"{where}: the {raw['opponent']} opponent plays Bargain-v0 only")
     return SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
-                      prompts=(), episodes=int(raw["episodes"]), oracle_success=None, seed_start=seed_start,
+                      prompts=(), episodes=_number(where, raw, "episodes"), oracle_success=None, seed_start=seed_start,
                       opponent=raw["opponent"])
 
 

@@ -78,6 +78,9 @@ def test_a_malformed_suite_file_is_a_user_error_naming_what_is_wrong(tmp_path):
     path.write_text(json.dumps({**suite, "entries": []}))
     with pytest.raises(UserError, match="'entries' must be a non-empty list"):
         load_suite(str(path))
+    path.write_text(json.dumps({**suite, "entries": [{**entry, "oracle_success": 1.0, "episodes": "many"}]}))
+    with pytest.raises(UserError, match="suite s: entry mine: episodes must be a number, not 'many'"):
+        load_suite(str(path))
     path.write_text("{not json")
     with pytest.raises(UserError, match=r"suite file .*s\.json is not JSON"):
         load_suite(str(path))
