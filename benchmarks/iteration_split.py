@@ -6,7 +6,7 @@ trainer's own ``run_iteration`` (no validation, no checkpoints), and reads each 
 ``time/score`` (the scoring passes) and ``time/update`` (everything after the rollout; the update proper is
 ``time/update - time/score``).
 
-Three sides, alternating in rounds, each (recipe, side, round) in its own subprocess on ``--threads`` torch threads:
+Four sides, alternating in rounds, each (recipe, side, round) in its own subprocess on ``--threads`` torch threads:
 
 - ``every-row``: every row of a batch through the model: the trainer's forwards without
   :func:`trainers.rl.ppo.distinct_rows` (identity instead) or shared prompts, and the sampler's prefill over every
@@ -14,9 +14,12 @@ Three sides, alternating in rounds, each (recipe, side, round) in its own subpro
 - ``distinct-rows``: identical rows (tokens, padding and loss mask) forwarded once in the scoring and update passes,
   identical prompts prefilled once in generation, but each distinct row forwarded whole
   (:func:`trainers.rl.ppo.may_share_prompts` false: the code of 2026-11-28);
-- ``shared``: the code as it is: besides, the distinct rows' shared prompts run once in the scoring and update
-  passes (:func:`agentgym_bench.rollout.heads.logits_at_shared_prefixes`), and the update's mini-batches keep a
-  prompt's rows together.
+- ``shared``: besides, the distinct rows' shared prompts run once in the scoring and update passes
+  (:func:`agentgym_bench.rollout.heads.logits_at_shared_prefixes`), and the update's mini-batches keep a prompt's
+  rows together (the code of 2026-12-01 morning);
+- ``idle-rows``: the code as it is: besides, where the loss allows (no entropy bonus, no KL loss: GiGPO's recipe),
+  rows whose advantages are all 0 go through the update's forward without gradient
+  (:func:`trainers.rl.ppo.rows_without_gradient`).
 
 With ``--flops`` each recipe's sides also run once more under torch's FLOP counter (``FlopCounterMode``: matrix
 products and attention, as torch counts them, the CPU attention kernel mapped to torch's own formula), which does not
@@ -45,7 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
-SIDES = ("every-row", "distinct-rows", "shared")
+SIDES = ("every-row", "distinct-rows", "shared", "idle-rows")
 PARTS = ("rollout", "score", "update proper", "iteration")
 
 
@@ -85,7 +88,9 @@ def worker(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
     every_row = args.side == "every-row"
     distinct_rows = trainers.rl.ppo.distinct_rows
-    if args.side != "shared":
+    if args.side != "idle-rows":
+        trainers.rl.ppo.rows_without_gradient = lambda *_: None
+    if args.side not in ("shared", "idle-rows"):
         trainers.rl.ppo.may_share_prompts = lambda *_: False
     if every_row:
         trainers.rl.ppo.distinct_rows = lambda *t: (torch.arange(len(t[0])), torch.arange(len(t[0])))
@@ -178,7 +183,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per recipe (default: 3)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES),
-                        help="which sides to run (default: all three)")
+                        help="which sides to run (default: all four)")
     parser.add_argument("--flops", action="store_true", help="also count each part's FLOPs (one more, untimed run "
                         "a side) and report its rate")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

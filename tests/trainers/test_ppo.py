@@ -172,6 +172,41 @@ def test_gradient_checkpointing_makes_the_same_update(tiny_model, rows, monkeypa
             torch.testing.assert_close(results[1][part][name], value, rtol=1e-5, atol=1e-6)
 
 
+def test_rows_without_gradient_are_forwarded_without_one_for_the_same_gradient(tiny_model, rows, monkeypatch):
+    """GiGPO's recipe (no entropy bonus, no KL loss): rows whose advantages are all 0 run without gradient, and the
+    gradient and the logged losses and entropy are those of forwarding every row with it, up to round-off;
+    micro-batches of two, so that some hold only such rows. With the entropy bonus every row keeps its gradient."""
+    n = len(rows)
+    config = config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "gigpo", use_kl_loss=False,
+                                               kl_loss_coef=0.0, train_env_manager={"history_length": 0}))
+    mask = rows.loss_mask[:, 1:]
+    gen = torch.Generator().manual_seed(0)
+    advantages = torch.randn(mask.shape, generator=gen) * mask * (torch.arange(n) % 3 == 0)[:, None]
+    models = load_models(config, CPU)
+    batch = Batch(rows, mask, score_samples(config, models, rows, CPU)["old_logprob"], advantages)
+    idle = trainers.rl.ppo.rows_without_gradient(config, models, batch)
+    assert idle is not None and 0 < int(idle.sum()) < n
+    bonus = dataclasses.replace(config, entropy_loss_coef=0.001)
+    assert trainers.rl.ppo.rows_without_gradient(bonus, models, batch) is None
+    results = []
+    for skip in (True, False):
+        if not skip:
+            monkeypatch.setattr(trainers.rl.ppo, "rows_without_gradient", lambda *_: None)
+        models = load_models(config, CPU)
+        stats = trainers.rl.ppo._Mean()
+        for start in range(0, n, 2):
+            trainers.rl.ppo.micro_batch_loss(config, models, batch, torch.arange(start, min(start + 2, n)),
+                                             float(mask.sum()), CPU, stats, update_actor=True, sync=True)
+        grads = {name: p.grad for name, p in models.actor_module.named_parameters()}
+        results.append((stats.result(CPU), grads))
+    for key in ("loss/policy", "loss/entropy", "loss/approx_kl", "loss/clipfrac"):
+        assert results[0][0][key] == pytest.approx(results[1][0][key], rel=1e-5, abs=1e-7), key
+    scale = max(float(g.abs().max()) for g in results[1][1].values())
+    assert scale > 0
+    for name, grad in results[1][1].items():
+        torch.testing.assert_close(results[0][1][name], grad, rtol=1e-4, atol=1e-5 * scale)
+
+
 def test_target_kl_adapts_the_reward_kl_coefficient_and_resumes_with_it(tiny_model, tmp_path):
     from trainers.rl.train import main
 
