@@ -32,10 +32,14 @@ from trainers.runtime.distributed import init_distributed  # noqa: E402
 
 
 def one_update(model: Path, out: Path, preset: str, strategy: str = "ddp") -> None:
+    # GiGPO without the KL loss (as the shipped recipe) and here without its step advantage, so that the rows of a
+    # group whose episodes scored alike carry no advantage and go through the forward without gradient
+    # (trainers.rl.ppo.rows_without_gradient; not with FSDP2); StarPO-S scores with the reference model
+    keys = ({"rollout_filter_ratio": 1.0, "use_kl_loss": False, "kl_loss_coef": 0.0, "step_reward_weight": 0.0,
+             "ppo_mini_batch_size": 8} if preset == "gigpo"
+            else {"rollout_filter_ratio": 0.5, "ppo_mini_batch_size": 4})
     config = config_from_dict(tiny_config_dict(model, out, preset, ppo_epochs=2, micro_batch_size=2,
-                                               rollout_filter_ratio=1.0 if preset == "gigpo" else 0.5,
-                                               ppo_mini_batch_size=4 if preset == "starpo_s" else 8,
-                                               strategy=strategy))
+                                               strategy=strategy, **keys))
     dist = init_distributed("cpu")
     models = load_models(config, dist)
     optimizers, _ = make_optimizers(config, models)
