@@ -32,11 +32,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import write_atomic
+from agentgym_bench.schema_check import violation
 
 FORMAT = "agentgym-bench-results"
 FORMAT_VERSION = 1
@@ -195,14 +195,10 @@ line breaks or control characters, so no field can add a line to a board's table
 
 def validate(data: Any) -> None:
     """Raise :class:`ResultsError` naming the first offending field (as a JSON path) if ``data`` breaks the schema."""
-    validator = jsonschema.Draft202012Validator(schema())
-    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
-    if error is not None:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path) or "(top level)"
-        message = error.message[:300]
-        if error.validator == "pattern" and error.validator_value == ONE_LINE:
-            message = f"{error.instance[:100]!r} holds a line break or a control character (one line of text only)"
-        raise ResultsError(f"results file: field {where.lstrip('.')}: {message}")
+    problem = violation(schema(), data, whole="the whole file", patterns={
+        ONE_LINE: "holds a line break or a control character (one line of text only)"})
+    if problem is not None:
+        raise ResultsError(f"results file: {problem}")
 
 
 def _no_constants(name: str) -> Any:

@@ -65,6 +65,7 @@ from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
 from agentgym_bench.registration import is_graded
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import OraclePolicy
+from agentgym_bench.schema_check import violation
 
 SUITES_PACKAGE = "agentgym_bench.benchmark.data"
 DEFAULT_SUITE = "agentgym-v2"
@@ -166,9 +167,23 @@ class SuiteError(UserError, ValueError):
     the entry and what is wrong."""
 
 
-SUITE_KEYS = ("name", "version", "split", "seed_start", "entries")
-ENTRY_KEYS = ("name", "env_id", "episodes", "prompts", "oracle_success")
-"""The keys a suite and a single-agent entry must have (a match entry: the first three and ``opponent``)."""
+_STRING, _INTEGER, _NAME = {"type": "string"}, {"type": "integer"}, {"type": "string", "minLength": 1}
+SUITE_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["name", "version", "split", "seed_start", "entries"],
+    "properties": {
+        "name": _NAME, "version": _INTEGER, "split": _STRING, "seed_start": _INTEGER, "description": _STRING,
+        "entries": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["name", "env_id", "episodes"],
+            "properties": {"name": _NAME, "env_id": _STRING, "env_kwargs": {"type": "object"},
+                           "prompts": {"type": "array", "items": _STRING},
+                           "episodes": {"type": "integer", "minimum": 1}, "oracle_success": {"type": "number"},
+                           "opponent": _STRING},
+            # a single-agent entry (no opponent) also names its prompts and its ceiling
+            "if": {"not": {"required": ["opponent"]}}, "then": {"required": ["prompts", "oracle_success"]}}}},
+}
+"""The shape of a suite file (and of a board's copy of its suite): every key the code reads, with its type.
+:func:`parse_suite` checks it first, then what a schema does not say (known env ids, the match entries' rules,
+unique names)."""
 
 
 def available_suites() -> list[str]:
@@ -194,58 +209,40 @@ def load_suite(name: str = DEFAULT_SUITE) -> Suite:
     return parse_suite(json.loads(text))
 
 
-def parse_suite(data: dict[str, Any]) -> Suite:
+def parse_suite(data: Any) -> Suite:
     """Check and build a suite from its JSON form; :class:`SuiteError` names what is wrong."""
-    _require("suite", data, SUITE_KEYS)
-    where = f"suite {data['name']}"
-    if not isinstance(data["entries"], list) or not data["entries"]:
-        raise SuiteError(f"{where}: 'entries' must be a non-empty list")
-    seed_start = _number(where, data, "seed_start")
+    label = f"suite {data['name']}" if isinstance(data, dict) and isinstance(data.get("name"), str) else "suite"
+    problem = violation(SUITE_SCHEMA, data, whole="the file")
+    if problem is not None:
+        hint = (" (the oracle's success on the entry's episodes, which agentgym_bench.benchmark.suites.oracle_success "
+                "computes)" if problem.endswith("oracle_success is missing") else "")
+        raise SuiteError(f"{label}: {problem}{hint}")
     entries = []
     for raw in data["entries"]:
-        _require(f"{where}: an entry", raw, ENTRY_KEYS[:3])
         if "opponent" in raw:
-            entries.append(_match_entry(data["name"], raw, seed_start))
+            entries.append(_match_entry(label, raw, data["seed_start"]))
             continue
-        entry = f"{where}: entry {raw['name']}"
-        _require(entry, raw, ENTRY_KEYS)
+        where = f"{label}: entry {raw['name']}"
         if raw["env_id"] not in gym.registry:
-            raise SuiteError(f"{entry} names unknown env id {raw['env_id']}")
+            raise SuiteError(f"{where} names unknown env id {raw['env_id']}")
         if "prompt" in raw.get("env_kwargs", {}):
-            raise SuiteError(f"{entry} fixes the prompt in env_kwargs; list it in prompts")
+            raise SuiteError(f"{where} fixes the prompt in env_kwargs; list it in prompts")
         entries.append(SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
-                                  prompts=tuple(raw["prompts"]), episodes=_number(entry, raw, "episodes"),
-                                  oracle_success=_number(entry, raw, "oracle_success", float), seed_start=seed_start))
+                                  prompts=tuple(raw["prompts"]), episodes=int(raw["episodes"]),
+                                  oracle_success=float(raw["oracle_success"]), seed_start=int(data["seed_start"])))
     names = [e.name for e in entries]
     if len({e.opponent is None for e in entries}) > 1:
-        raise SuiteError(f"{where}: mixes single-agent and match entries; make two suites")
+        raise SuiteError(f"{label}: mixes single-agent and match entries; make two suites")
     keys = [(e.env_id, e.opponent) for e in entries]
     if len(set(names)) != len(names) or len(set(keys)) != len(entries):
-        raise SuiteError(f"{where}: entry names, and env ids (with their opponent), must be unique")
-    return Suite(name=data["name"], version=_number(where, data, "version"), split=data["split"],
-                 description=data.get("description", ""), seed_start=seed_start, entries=tuple(entries))
+        raise SuiteError(f"{label}: entry names, and env ids (with their opponent), must be unique")
+    return Suite(name=data["name"], version=int(data["version"]), split=data["split"],
+                 description=data.get("description", ""), seed_start=int(data["seed_start"]), entries=tuple(entries))
 
 
-def _require(where: str, raw: Any, keys: tuple[str, ...]) -> None:
-    """:class:`SuiteError` unless ``raw`` is an object holding every one of ``keys``."""
-    missing = [k for k in keys if k not in raw] if isinstance(raw, dict) else list(keys)
-    if missing:
-        hint = (" (oracle_success: the oracle's success on the entry's episodes, which "
-                "agentgym_bench.benchmark.suites.oracle_success computes)" if "oracle_success" in missing else "")
-        raise SuiteError(f"{where} lacks {', '.join(repr(k) for k in missing)}; required: {', '.join(keys)}{hint}")
-
-
-def _number(where: str, raw: dict[str, Any], key: str, kind: type = int) -> Any:
-    """``raw[key]`` as a ``kind``; :class:`SuiteError` naming the key where it is not a number."""
-    try:
-        return kind(raw[key])
-    except (TypeError, ValueError):
-        raise SuiteError(f"{where}: {key} must be a number, not {raw[key]!r}") from None
-
-
-def _match_entry(suite: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry:
-    """A match entry (see the module docstring), checked."""
-    where = f"suite {suite}: entry {raw['name']}"
+def _match_entry(label: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry:
+    """A match entry (see the module docstring), checked beyond :data:`SUITE_SCHEMA`."""
+    where = f"{label}: entry {raw['name']}"
     if raw["opponent"] not in OPPONENTS:
         raise SuiteError(f"{where}: opponent {raw['opponent']!r} is not one of {list(OPPONENTS)}")
     if raw.get("prompts") or "oracle_success" in raw:
@@ -256,7 +253,7 @@ def _match_entry(suite: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry
     if raw["opponent"] != "self" and raw["env_id"] != "Bargain-v0":
         raise SuiteError(f"{where}: the {raw['opponent']} opponent plays Bargain-v0 only")
     return SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
-                      prompts=(), episodes=_number(where, raw, "episodes"), oracle_success=None, seed_start=seed_start,
+                      prompts=(), episodes=int(raw["episodes"]), oracle_success=None, seed_start=int(seed_start),
                       opponent=raw["opponent"])
 
 

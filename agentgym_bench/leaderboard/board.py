@@ -56,17 +56,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from agentgym_bench.benchmark.kinds import replay_entry
 from agentgym_bench.benchmark.replay import EpisodeText
 from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.scores import Summary, summarize
-from agentgym_bench.benchmark.suites import Suite, SuiteEntry, parse_suite
+from agentgym_bench.benchmark.suites import SUITE_SCHEMA, Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard import render
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, Verified, check_name
 from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board, write_atomic
+from agentgym_bench.schema_check import violation
 
 BOARD_FORMAT = "agentgym-bench-board"
 INDEX, LOCK = BOARD_INDEX, ".lock"
@@ -182,23 +181,11 @@ INDEX_SCHEMA = {
     "type": "object", "required": ["format", "format_version", "suite", "submissions"],
     "properties": {
         "format": _STRING, "format_version": {"const": 1},
-        "suite": {"type": "object", "required": ["name", "version", "split", "seed_start", "entries"],
-                  "properties": {"name": _STRING, "version": _INTEGER, "split": _STRING, "seed_start": _INTEGER,
-                                 "description": _STRING,
-                                 "entries": {"type": "array", "items": {
-                                     "type": "object", "required": ["name", "env_id", "episodes"],
-                                     "properties": {"name": _STRING, "env_id": _STRING, "env_kwargs": _OBJECT,
-                                                    "prompts": _STRINGS, "episodes": _INTEGER,
-                                                    "oracle_success": _NUMBER, "opponent": _STRING}}}}},
+        "suite": SUITE_SCHEMA,
         "submissions": {"type": "array", "items": _RECORD},
     },
 }
 """The shape of ``board.json`` (:func:`read_index` checks it): every field the board's code reads, with its type."""
-
-_TYPE_WORDS = {"object": "an object", "array": "an array", "string": "a string", "boolean": "a boolean",
-               "integer": "an integer", "number": "a number", "null": "null"}
-_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
-               type(None): "null"}
 
 
 def read_index(folder: str | os.PathLike) -> dict[str, Any] | None:
@@ -236,22 +223,9 @@ def read_index(folder: str | os.PathLike) -> dict[str, Any] | None:
 
 def _check_index(path: Path, index: Any) -> None:
     """Raise the :func:`_damaged` error of the first way ``index`` is not a board's index."""
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(INDEX_SCHEMA).iter_errors(index))
-    if error is not None:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
-        if error.validator == "required":
-            missing = next(k for k in error.validator_value if k not in error.instance)
-            raise _damaged(path, f"field {where + '.' if where else ''}{missing} is missing")
-        if error.validator == "type":
-            types = [error.validator_value] if isinstance(error.validator_value, str) else error.validator_value
-            expected = " or ".join(_TYPE_WORDS[t] for t in types)
-            what = f"is {_TYPE_WORDS[_JSON_TYPES[type(error.instance)]]}, not {expected}"
-        else:
-            what = "is " + " ".join(repr(error.instance).split())[:80] + ", which " + (
-                f"is not one of {error.validator_value}" if error.validator == "enum"
-                else f"is not {error.validator_value!r}" if error.validator == "const"
-                else f"breaks its {error.validator} rule {error.validator_value!r}"[:120])
-        raise _damaged(path, f"{'field ' + where if where else 'the whole file'} {what}")
+    problem = violation(INDEX_SCHEMA, index, whole="the whole file")
+    if problem is not None:
+        raise _damaged(path, problem)
     slugs = set()
     for i, r in enumerate(index["submissions"]):
         if r["slug"] != slugify(r["name"]) or r["slug"] in slugs:

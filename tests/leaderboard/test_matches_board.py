@@ -169,7 +169,7 @@ def _prompt_added(data):
     (_relabel_agent, "player_0 moves on replay, the file records player_1"),
     (_drop_last_move, "the match goes on after the"),
     (_wrong_opponent, "opponent 'random', the suite's is 'scripted'"),
-    (_missing_payoffs, "'payoffs' is a required property"),
+    (_missing_payoffs, "field entries[0].episodes[0].payoffs is missing"),
     (_prompt_added, "a match entry has no prompt"),
 ])
 def test_forged_or_malformed_match_files_are_rejected(ma_suite, scripted_bytes, change, message):
