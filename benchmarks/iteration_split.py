@@ -173,6 +173,18 @@ def report(recipe: str, rows: dict[str, list[dict]], flops: dict[str, dict]) -> 
               f"{update / counts['rollout']:.2f}")
 
 
+def model_or_published(parser: argparse.ArgumentParser, model: str | None) -> str:
+    """``--model``, or else this clone's published checkpoint (a parser error where it has none)."""
+    if model is not None:
+        return model
+    from agentgym_bench.paths import published_checkpoint
+
+    found = published_checkpoint(Path(__file__).parent)
+    if found is None:
+        parser.error("this clone has no published checkpoint: pass --model DIR")
+    return str(found)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--recipes", nargs="+", default=["baseline-starpo", "pilot-starpo-mix8-ds"],
@@ -192,13 +204,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds < 1 or args.iterations < 2:
         parser.error("--rounds must be at least 1 and --iterations at least 2 (the first is not timed)")
-    if args.model is None:
-        from agentgym_bench.paths import published_checkpoint
-
-        model = published_checkpoint(Path(__file__).parent)
-        if model is None:
-            parser.error("this clone has no published checkpoint: pass --model DIR")
-        args.model = str(model)
+    args.model = model_or_published(parser, args.model)
     if args.worker:
         print(json.dumps(worker(args)))
         return

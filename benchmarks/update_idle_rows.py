@@ -23,7 +23,8 @@ import copy
 import statistics
 import tempfile
 import time
-from pathlib import Path
+
+from iteration_split import model_or_published
 
 
 def kept_updates(args: argparse.Namespace) -> tuple[object, list[tuple[dict, dict, object]]]:
@@ -71,13 +72,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.iterations < 2 or args.rounds < 1:
         parser.error("--iterations must be at least 2 (the first update is not replayed) and --rounds at least 1")
-    if args.model is None:
-        from agentgym_bench.paths import published_checkpoint
-
-        model = published_checkpoint(Path(__file__).parent)
-        if model is None:
-            parser.error("this clone has no published checkpoint: pass --model DIR")
-        args.model = str(model)
+    args.model = model_or_published(parser, args.model)
     import numpy as np
     import torch
 
