@@ -164,7 +164,7 @@ class Suite:
 
 class SuiteError(UserError, ValueError):
     """A suite (a file a user wrote, or a board's copy of one) that is not well formed; the message names the suite,
-    the entry and what is wrong."""
+    the field or entry, and what is wrong."""
 
 
 _STRING, _INTEGER, _NAME = {"type": "string"}, {"type": "integer"}, {"type": "string", "minLength": 1}
