@@ -217,10 +217,11 @@ def parse_suite(data: Any) -> Suite:
         hint = (" (the oracle's success on the entry's episodes, which agentgym_bench.benchmark.suites.oracle_success "
                 "computes)" if problem.endswith("oracle_success is missing") else "")
         raise SuiteError(f"{label}: {problem}{hint}")
+    seed_start = int(data["seed_start"])
     entries = []
     for raw in data["entries"]:
         if "opponent" in raw:
-            entries.append(_match_entry(label, raw, data["seed_start"]))
+            entries.append(_match_entry(label, raw, seed_start))
             continue
         where = f"{label}: entry {raw['name']}"
         if raw["env_id"] not in gym.registry:
@@ -229,7 +230,7 @@ def parse_suite(data: Any) -> Suite:
             raise SuiteError(f"{where} fixes the prompt in env_kwargs; list it in prompts")
         entries.append(SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
                                   prompts=tuple(raw["prompts"]), episodes=int(raw["episodes"]),
-                                  oracle_success=float(raw["oracle_success"]), seed_start=int(data["seed_start"])))
+                                  oracle_success=float(raw["oracle_success"]), seed_start=seed_start))
     names = [e.name for e in entries]
     if len({e.opponent is None for e in entries}) > 1:
         raise SuiteError(f"{label}: mixes single-agent and match entries; make two suites")
@@ -237,7 +238,7 @@ def parse_suite(data: Any) -> Suite:
     if len(set(names)) != len(names) or len(set(keys)) != len(entries):
         raise SuiteError(f"{label}: entry names, and env ids (with their opponent), must be unique")
     return Suite(name=data["name"], version=int(data["version"]), split=data["split"],
-                 description=data.get("description", ""), seed_start=int(data["seed_start"]), entries=tuple(entries))
+                 description=data.get("description", ""), seed_start=seed_start, entries=tuple(entries))
 
 
 def _match_entry(label: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry:
@@ -253,7 +254,7 @@ def _match_entry(label: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry
     if raw["opponent"] != "self" and raw["env_id"] != "Bargain-v0":
         raise SuiteError(f"{where}: the {raw['opponent']} opponent plays Bargain-v0 only")
     return SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
-                      prompts=(), episodes=int(raw["episodes"]), oracle_success=None, seed_start=int(seed_start),
+                      prompts=(), episodes=int(raw["episodes"]), oracle_success=None, seed_start=seed_start,
                       opponent=raw["opponent"])
 
 
