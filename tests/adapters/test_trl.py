@@ -361,7 +361,7 @@ def test_environment_factory_trains_with_grpo_on_tool_calls(model_dir, tmp_path)
     model, tokenizer = tool_calling(*load_model(model_dir))
     imitate(model, tokenizer, oracle_tool_conversations(tokenizer, range(10_000, 10_250)), epochs=8)
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
-    trainer, played = train_with_tools(model, tokenizer, tmp_path, easy_seeds(range(20_000, 20_600), 32))
+    trainer, played = train_with_tools(model, tokenizer, tmp_path, near_seeds(range(20_000, 20_600), 32))
     print("rollouts (seed, calls, reward):", [(s, len(r), w) for s, r, w in played])
 
     logs = trainer.state.log_history[:2]
@@ -372,17 +372,17 @@ def test_environment_factory_trains_with_grpo_on_tool_calls(model_dir, tmp_path)
     assert changed, "GRPO steps left every parameter unchanged"
 
 
-def easy_seeds(seeds, n: int) -> list[int]:
-    """The first ``n`` of ``seeds`` whose goal is one move from the start (a short imitation wins some, not all)."""
+def near_seeds(seeds, n: int) -> list[int]:
+    """``n`` of ``seeds`` whose goal is one move from the start and two moves, alternating (a short imitation wins
+    some, not all; a won two-move start takes two tool calls, where a one-move start ends at its first)."""
     import gymnasium as gym
 
     from agentgym_bench.agent.policies import agent_env
 
     env = gym.make(TOOL_ENV, **TOOL_KWARGS)
-    agent, easy = agent_env(env), []
+    agent, by_moves = agent_env(env), {1: [], 2: []}
     for seed in seeds:
         env.reset(seed=seed)
-        if len(agent.game.unwrapped.oracle_turn(agent.turns_left, agent.actions_left, 10)) == 1:
-            easy.append(seed)
-    assert len(easy) >= n
-    return easy[:n]
+        by_moves.get(len(agent.game.unwrapped.oracle_turn(agent.turns_left, agent.actions_left, 10)), []).append(seed)
+    assert min(map(len, by_moves.values())) >= n // 2
+    return [seed for pair in zip(by_moves[1][:n // 2], by_moves[2][:n // 2], strict=True) for seed in pair]
