@@ -383,6 +383,8 @@ def near_seeds(seeds, n: int) -> list[int]:
     agent, by_moves = agent_env(env), {1: [], 2: []}
     for seed in seeds:
         env.reset(seed=seed)
-        by_moves.get(len(agent.game.unwrapped.oracle_turn(agent.turns_left, agent.actions_left, 10)), []).append(seed)
+        moves = len(agent.game.unwrapped.oracle_turn(agent.turns_left, agent.actions_left, 10))
+        if moves in by_moves:
+            by_moves[moves].append(seed)
     assert min(map(len, by_moves.values())) >= n // 2
     return [seed for pair in zip(by_moves[1][:n // 2], by_moves[2][:n // 2], strict=True) for seed in pair]
