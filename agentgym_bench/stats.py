@@ -220,3 +220,28 @@ def paired_difference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.n
     only_a, only_b = (int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum())) if binary else (0, 0)
     return PairedComparison(len(d), float(x.mean()), float(y.mean()), float(d.mean()), float(low), float(high),
                             only_a, only_b, mcnemar_exact(only_a, only_b) if binary else float("nan"))
+
+
+def most_successes(ceiling: float, n: int, p_value: float = 1e-6) -> int:
+    """The most successes chance allows in ``n`` independent episodes whose success probabilities average at most
+    ``ceiling``: the largest ``k`` whose Chernoff-Hoeffding bound ``exp(-n KL(k/n || ceiling))`` (Hoeffding 1963,
+    Theorem 1: any independent outcomes in [0, 1] with that mean) is at least ``p_value``. ``n`` if ``ceiling`` is 1.
+    More than ``k`` successes has a chance below ``p_value`` for every such policy."""
+    if not 0 <= ceiling <= 1 or n < 0 or not 0 < p_value < 1:
+        raise ValueError(f"most_successes needs a ceiling in [0, 1], n >= 0 and p_value in (0, 1), got {ceiling}, "
+                         f"{n}, {p_value}")
+    budget = -math.log(p_value)
+    k = max(0, math.ceil(n * ceiling))
+    while k < n and n * _bernoulli_kl((k + 1) / n, ceiling) <= budget:
+        k += 1
+    return k
+
+
+def _bernoulli_kl(q: float, p: float) -> float:
+    """KL(Bernoulli(q) || Bernoulli(p)) in nats, for ``q >= p``; infinite where ``p`` cannot reach ``q``."""
+    if q <= p:
+        return 0.0
+    if p == 0 or p == 1:
+        return math.inf
+    first = q * math.log(q / p)
+    return first + ((1 - q) * math.log((1 - q) / (1 - p)) if q < 1 else 0.0)

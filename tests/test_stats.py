@@ -68,3 +68,25 @@ def test_paired_difference():
     assert c.significant and c.p_value < 1e-6 and c.only_a == 0
     with pytest.raises(ValueError, match="paired"):
         stats.paired_difference([1, 0], [1])
+
+
+def test_most_successes_is_the_chernoff_hoeffding_bound():
+    """The largest k with exp(-n KL(k/n || p)) >= p_value, checked against the bound computed by hand, and sound:
+    the binomial tail beyond it is below p_value (the binomial is the case of equal per-episode probabilities)."""
+    import math
+
+    from agentgym_bench.stats import most_successes
+
+    def kl(q, p):
+        return q * math.log(q / p) + ((1 - q) * math.log((1 - q) / (1 - p)) if q < 1 else 0.0)
+
+    for p, n in ((0.473, 400), (0.905, 400), (0.3, 50), (0.5, 10)):
+        k = most_successes(p, n, 1e-6)
+        assert k == n or n * kl((k + 1) / n, p) > math.log(1e6)
+        assert k <= math.ceil(n * p) or n * kl(k / n, p) <= math.log(1e6)
+        tail = sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1, n + 1))
+        assert tail < 1e-6
+    assert most_successes(0.473, 400, 1e-6) == 241 and most_successes(1.0, 400) == 400
+    assert most_successes(0.0, 400) == 0 and most_successes(0.5, 10) == 10
+    with pytest.raises(ValueError, match="ceiling in"):
+        most_successes(1.5, 10)

@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         check_free(index, name, verified.suite, args.replace)
         check_model_name(index, board, verified)
         boards.check_not_a_copy(board, index, name, verified)
+        boards.check_same_training(board, index, name, verified)
         print(f"check passed: {name!r} would go on {board} as {verified.mark} (nothing written)")
         return 0
     submit(verified, name, board, replace=args.replace, summary=summary, progress=True)

@@ -337,11 +337,12 @@ def check_free(index: dict[str, Any] | None, name: str, suite: Suite, replace: b
 
 def episodes_sha256(results: Results) -> str:
     """SHA-256 of what a file's policy played: per entry (by name) and episode (by seed), every turn's observation
-    hash, reply and token ids. Two files with the same value hold the same games, whatever their metadata says."""
+    hash and reply (what replay binds; not the token ids, which a copy could drop or change where it is only
+    replayed). Two files with the same value hold the same games, whatever their metadata says."""
     digest = hashlib.sha256()
     for entry in sorted(results.entries, key=lambda e: e.name):
         for ep in sorted(entry.episodes, key=lambda ep: ep.seed):
-            turns = [[t.observation_sha256, t.reply, t.token_ids] for t in ep.turns]
+            turns = [[t.observation_sha256, t.reply] for t in ep.turns]
             digest.update(json.dumps([entry.name, ep.seed, turns]).encode() + b"\n")
     return digest.hexdigest()
 
@@ -366,6 +367,31 @@ def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, veri
                             "board under another name")
 
 
+def check_same_training(folder: Path, index: dict[str, Any] | None, name: str, verified: Verified,
+                        stored: dict[str, Results] | None = None) -> None:
+    """Refuse a file whose weights (``model_sha256``) are already on the board under another name with another
+    report of their training (``metadata.trainer`` or ``metadata.compute.training``, where both files report it):
+    one set of weights has one training, so a second file cannot relabel it. A file that reports none is
+    accepted (the board shows it as not reported). ``stored``: slug -> results already loaded."""
+    meta = verified.results.metadata
+    weights = meta["policy"]["model_sha256"]
+    if weights is None:
+        return
+    mine = {"trainer": meta["trainer"], "training": meta["compute"].get("training")}
+    slug = slugify(name)
+    for r in (index or {}).get("submissions", []):
+        if r["slug"] == slug or r["model_sha256"] != weights:
+            continue
+        theirs = ((stored or {}).get(r["slug"]) or load_stored(folder, r)).metadata
+        reported = {"trainer": theirs["trainer"], "training": theirs["compute"].get("training")}
+        differs = [k for k in mine if mine[k] is not None and reported[k] is not None and mine[k] != reported[k]]
+        if differs:
+            field = "metadata.trainer" if differs[0] == "trainer" else "metadata.compute.training"
+            raise UserError(f"the file's weights (model_sha256 {weights[:12]}...) are on this board as submission "
+                            f"{r['name']!r}, whose {field} differs from this file's: one set of weights has one "
+                            "training record")
+
+
 def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, verified: Verified) -> None:
     """Refuse, on a published board, a file whose ``metadata.policy.model`` is a machine path
     (:func:`~agentgym_bench.paths.is_machine_path`), unless the file is already on the board (its SHA-256 is in the
@@ -386,8 +412,8 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
     ``summary``: the file's :func:`~agentgym_bench.benchmark.scores.summarize`, if already computed.
 
     Raises :class:`UserError` (the board untouched) for a bad or taken name, a board of another suite, a model
-    named by a machine path on a published board (:func:`check_model_name`), or a copy of another submission
-    (:func:`check_not_a_copy`).
+    named by a machine path on a published board (:func:`check_model_name`), a copy of another submission
+    (:func:`check_not_a_copy`), or weights on the board with another training record (:func:`check_same_training`).
     """
     folder = Path(folder)
     name = check_name(name)
@@ -405,6 +431,7 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
         for r in records:  # what a board made before these fields existed lacks
             r.update(training_json(stored[r["slug"]].metadata))
         check_not_a_copy(folder, index, name, verified, stored)
+        check_same_training(folder, index, name, verified, stored)
         record = record_of(verified, name, datetime.now(timezone.utc).isoformat(timespec="seconds"), summary)
         records.append(record)
         stored[record["slug"]] = verified.results

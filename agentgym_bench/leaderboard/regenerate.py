@@ -30,7 +30,7 @@ from typing import Any
 
 from agentgym_bench.benchmark.kinds import kind_of, policy_turns, suite_policy
 from agentgym_bench.benchmark.replay import EpisodeText, Move, same_reply
-from agentgym_bench.benchmark.results import Results
+from agentgym_bench.benchmark.results import Results, ResultsError
 from agentgym_bench.benchmark.suites import Suite
 from agentgym_bench.paths import is_machine_path, published_board
 from agentgym_bench.progress import progress as progress_bar
@@ -72,24 +72,36 @@ def model_folder(model: str | None, root: str | os.PathLike | None = None,
 def regeneration_blocker(results: Results, root: str | os.PathLike | None = None,
                          models: str | os.PathLike | None = None) -> tuple[str | None, str | None]:
     """``(model folder, None)`` if the file's replies can be re-generated here (check 7), else ``(None, why not)``;
-    ``root`` and ``models``: where the model may be (:func:`model_folder`)."""
+    ``root`` and ``models``: where the model may be (:func:`model_folder`).
+
+    A file that names weights found here is bound to them: a :class:`~agentgym_bench.benchmark.results.ResultsError`
+    refuses it if it names a model of a published board (``models``) with another ``model_sha256``, or names weights
+    whose hash matches but was not sampled with keyed draws or leaves a reply without ``token_ids``. ``eval`` writes
+    neither, and such a file could only be replayed while the board showed the published model's name beside it."""
     policy = results.metadata["policy"]
     kind, model = policy["kind"], policy["model"]
     if kind != "hf":
         return None, (f"policy kind {kind}: replies are not re-generated here (only model-free policies and local hf "
                       "model folders are)")
-    if not policy["sampling"]["keyed"]:
-        return None, "sampling was not keyed, so single episodes cannot be re-generated"
     path, why = model_folder(model, root, models)
     if path is None:
         return None, why
     recorded = policy["model_sha256"]
     if recorded is None or model_sha256(path) != recorded:
+        if models is not None:
+            raise ResultsError(f"metadata.policy.model {model} is a model this board publishes, and the file's "
+                               "model_sha256 is not its weights' hash: a file names the folder of the weights that "
+                               "were evaluated")
         return None, f"the weights of model {model} here do not match the recorded model_sha256"
+    if not policy["sampling"]["keyed"]:
+        raise ResultsError(f"metadata.policy.sampling.keyed is false, but eval samples a model with keyed draws; the "
+                           f"file names the weights of {model}, which are here, and so is re-generated, which needs "
+                           "the evaluation's keys")
     untokened = next((where for where, turn in policy_turns(results) if turn.token_ids is None), None)
     if untokened is not None:
-        return None, (f"{untokened} records no token_ids: a model's replies are re-generated token for token, so a "
-                      "file without them can only be replayed")
+        raise ResultsError(f"{untokened} records no token_ids, but eval records them for every reply of a model; "
+                           f"the file names the weights of {model}, which are here, and so is re-generated token for "
+                           "token")
     return path, None
 
 

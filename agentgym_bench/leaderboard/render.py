@@ -297,7 +297,8 @@ def markdown(suite: Suite, records: list[dict[str, Any]]) -> str:
     lines = [f"# Leaderboard: {board_title(suite)}", "",
              f"{suite.description}", "",
              score_legend(suite) + " " + mark_legend(records) + " Compute: env steps "
-             "(turns), generated tokens and wall time of the evaluation. Trained on: the suite entries whose env "
+             "(turns) and generated tokens, as counted from the episodes (an endpoint's tokens as its file reports "
+             "them), and the evaluation's wall time as its file reports it. Trained on: the suite entries whose env "
              "the model was trained on, as its results file's trainer record says, with the training of the model "
              "it started from (a specialist is still ranked on every entry). See docs/leaderboard.md of "
              "agentgym-bench.",

@@ -14,7 +14,8 @@ that names what is wrong:
 4. the seeds: exactly the entry's seeds, no missing, foreign or duplicated seed (a quick check of a part of the
    suite, ``eval --episodes`` / ``--entries``, says so in ``metadata.quick_check`` and is refused first); and what
    the file claims of its replies (:func:`check_reply_claims`): a model-free policy's turns record no
-   ``token_ids``, and a reply's ``token_ids`` are at most the file's own ``max_new_tokens``;
+   ``token_ids``, and a reply's ``token_ids`` are at most the file's own ``max_new_tokens``; and no entry holds
+   more successes than any policy reaches without knowing the env's random draws (:func:`check_within_reach`);
 5. **replay** (:func:`~agentgym_bench.benchmark.kinds.replay_entry`, as the entry's kind replays it): every
    episode's raw replies are fed, in order, to one fresh ``gym.make(env_id, **env_kwargs)`` per entry, reset with the
    episode's seed. Each turn's observation hash, parsed and executed actions and reward (within
@@ -25,15 +26,17 @@ that names what is wrong:
 6. **re-generation of model-free policies** (:data:`MODEL_FREE`: ``oracle``, ``random``, ``scripted``): the policy
    the file names is rebuilt with its recorded seed (:func:`model_free_policy`, the same construction as ``eval``)
    and, during replay, asked for every turn of every episode from the replayed env, under the key evaluation used
-   (keyed sampling). Once an episode has replayed (its replay checks come first), each of its replies must be
-   string-identical to the re-generated one (these policies record no tokens); the first that is not rejects the
-   file, naming the entry, seed and turn. It costs what evaluating the policy costs (the full agentgym-v1 oracle
-   file: 7.5-10 s on one core, against about 1 s for replay alone);
+   (keyed sampling, where the policy samples: the file's ``sampling.keyed`` must be what ``eval`` records for it).
+   Once an episode has replayed (its replay checks come first), each of its replies must be string-identical to the
+   re-generated one (these policies record no tokens); the first that is not rejects the file, naming the entry,
+   seed and turn. It costs what evaluating the policy costs (the full agentgym-v1 oracle file: 7.5-10 s on one core,
+   against about 1 s for replay alone);
 7. **re-generation of a local model** (:mod:`agentgym_bench.leaderboard.regenerate`, which has the details), for
    ``hf`` policies where it can run here: the model folder is found (:func:`~agentgym_bench.rollout.specs.
    locate_model`: a relative path under the repository root ``root``; on a published board, inside its ``models/``
-   folder) with the recorded weights hash, sampling was keyed, and every reply of the model records its
-   ``token_ids`` (:func:`~agentgym_bench.leaderboard.regenerate.regeneration_blocker`). Then every reply must be the
+   folder) with the recorded weights hash (:func:`~agentgym_bench.leaderboard.regenerate.regeneration_blocker`,
+   which refuses a file naming weights found here that is unkeyed or leaves a reply without ``token_ids``, and one
+   naming a published model with other weights). Then every reply must be the
    decoding of its tokens under the model's tokenizer (:func:`check_decoding`; else the file is **rejected**, naming
    the turn), so the text replay plays and the tokens re-generation compares are one reply. Every reply of the file
    is then re-generated from the replayed observations in the evaluation's batches and compared in text and tokens,
@@ -43,12 +46,13 @@ that names what is wrong:
    regeneration_cost_blocker`), and stopped when its metered work passes the cap; the file then stays *replayed*,
    the board saying why.
 
-A file that passes 1-5 is *replayed*; one that also passes 6 or 7 is *reproduced*. A failed check 6 rejects the file:
-a model-free policy has no hardware-dependent logits, so a difference means the replies are not that policy's. A
-re-generation in check 7 that differs does not reject the file (other hardware can change the last bit of a logit, and
-with it a sampled token), it keeps the mark *replayed* and the reason is shown on the board; a reply whose text is
-not its tokens' decoding is rejected (decoding has no hardware to blame). Re-generation is what catches a file whose
-replies came from another policy or model than the one its metadata names.
+After replay (and before any model is re-generated), what the file claims of its cost must be what its episodes count
+(:func:`check_compute`). A file that passes 1-5 is *replayed*; one that also passes 6 or 7 is *reproduced*. A failed
+check 6 rejects the file: a model-free policy has no hardware-dependent logits, so a difference means the replies are
+not that policy's. A re-generation in check 7 that differs does not reject the file (other hardware can change the
+last bit of a logit, and with it a sampled token), it keeps the mark *replayed* and the reason is shown on the board;
+a reply whose text is not its tokens' decoding is rejected (decoding has no hardware to blame). Re-generation is what
+catches a file whose replies came from another policy or model than the one its metadata names.
 
 Match entries (multi-agent suites) are checked the same way, with what a match adds
 (:func:`~agentgym_bench.benchmark.matches.replay_matches`): check 3 also requires the entry's opponent and check 4
@@ -68,6 +72,7 @@ Submission names (:func:`check_name`) are 1-64 characters of ``[A-Za-z0-9 ._+-]`
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import stat
@@ -92,6 +97,7 @@ from agentgym_bench.leaderboard.regenerate import (
 )
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.specs import sampling_of
+from agentgym_bench.stats import most_successes
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9 ._+-]{1,64}")
 REPLAYED, REPRODUCED = "replayed", "reproduced"
@@ -149,6 +155,49 @@ def check_reply_claims(results: Results) -> None:
                                f"max_new_tokens={budget} allows")
 
 
+def check_compute(results: Results) -> None:
+    """What a file claims of its evaluation's cost, where its episodes say it (check 4d): ``metadata.compute``'s
+    ``episodes`` and ``env_steps`` (every turn of every episode, both seats' of a match) are the file's counts, and
+    ``generated_tokens`` the sum of its replies' ``token_ids`` where every reply of the policy records them (``None``
+    for a model-free policy, which writes text). Elsewhere (an endpoint's usage counts, the wall time, training) the
+    board shows the file's own report as such. A :class:`ResultsError` names the first field that differs."""
+    compute, kind = results.metadata["compute"], results.metadata["policy"]["kind"]
+    turns = [turn for _, turn in policy_turns(results)]
+    counted = {"episodes": sum(len(e.episodes) for e in results.entries),
+               "env_steps": sum(len(ep.turns) for e in results.entries for ep in e.episodes)}
+    if kind in MODEL_FREE:
+        counted["generated_tokens"] = None
+    elif all(turn.token_ids is not None for turn in turns):
+        counted["generated_tokens"] = sum(len(turn.token_ids) for turn in turns)
+    for key, count in counted.items():
+        if compute.get(key) != count:
+            raise ResultsError(f"metadata.compute.{key} is {json.dumps(compute.get(key))}, but the file's episodes "
+                               f"count {json.dumps(count)}")
+
+
+CHANCE = 1e-6
+"""The chance below which :func:`check_within_reach` calls an entry's successes out of any policy's reach."""
+
+
+def check_within_reach(results: Results, suite: Suite) -> None:
+    """Refuse successes that no policy reaches without knowing the env's random draws in advance (check 4c): an
+    entry whose ceiling (``oracle_success``: the optimal policy's success probability on its episodes, exact) is
+    below 1 may hold at most :func:`~agentgym_bench.stats.most_successes` successes, more having a chance below
+    :data:`CHANCE` for every policy. The suite's seeds fix each episode's draws (slippery ice's slips), so a file
+    whose moves were searched against them replays; this bounds what such a file can claim. Match entries (no
+    ceiling) are not checked. A :class:`ResultsError` names the entry."""
+    by_name = {e.name: e for e in suite.entries}
+    for entry in results.entries:
+        ceiling, n = by_name[entry.name].oracle_success, len(entry.episodes)
+        if ceiling is None or ceiling >= 1:
+            continue
+        successes, most = sum(bool(ep.success) for ep in entry.episodes), most_successes(ceiling, n, CHANCE)
+        if successes > most:
+            raise ResultsError(f"entry {entry.name}: {successes} successes in {n} episodes, where the optimal "
+                               f"policy's success probability is {ceiling:.3f}: more than {most} has a chance below "
+                               f"{CHANCE:g} for any policy that does not know the env's random draws in advance")
+
+
 def check_decoding(results: Results, tokenizer: Any, stop_ids: Sequence[int]) -> None:
     """Every reply of the file's model is the decoding of its ``token_ids`` (ids of the model's vocabulary) under
     the model's tokenizer
@@ -180,12 +229,18 @@ def model_free_policy(results: Results, suite: Suite) -> ModelFree | None:
     if kind not in MODEL_FREE:
         return None
     try:
-        policy, _ = suite_policy(kind, suite, sampling_of(record))
+        policy, ours = suite_policy(kind, suite, sampling_of(record))
     except UserError as e:
         raise ResultsError(f"metadata.policy.kind {kind!r} cannot be re-generated on suite {suite.name}: "
                            f"{e}") from None
+    keyed = ours["sampling"]["keyed"]
+    if s["keyed"] != keyed:
+        raise ResultsError(f"metadata.policy.sampling.keyed is {json.dumps(s['keyed'])}, but the {kind} policy "
+                           + ("samples with keyed draws" if keyed else "draws nothing") + f" (eval records "
+                           f"{json.dumps(keyed)}): how a model-free policy is re-generated is the policy's, not the "
+                           "file's to choose")
     name = f"the {kind} policy" + (f" (seed {s['seed']})" if kind == "random" else "")
-    return ModelFree(policy, bool(s["keyed"]), record["history"], name)
+    return ModelFree(policy, keyed, record["history"], name)
 
 
 def read_source(source: str | os.PathLike | bytes) -> bytes:
@@ -297,6 +352,7 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     suite = check_suite(results, suite)
     check_entries(results, suite)
     check_reply_claims(results)
+    check_within_reach(results, suite)
     model_free = model_free_policy(results, suite)
     models = published_models(board(suite) if callable(board) else board)
     folder, blocker = None, None
@@ -318,6 +374,10 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
                     raise type(e)(f"the file was written by agentgym-bench {recorded_version}, this is {ours}, and "
                                   f"the versions differ in behaviour: {e}") from None
                 raise
+    if model_free is None and blocker is None:
+        tokenizer, stop_ids = load_tokenizer(folder)
+        check_decoding(results, tokenizer, stop_ids)
+    check_compute(results)
     notes = [] if recorded_version == ours else [
         f"written by agentgym-bench {recorded_version}; replays identically under {ours}"]
     if model_free is not None:
@@ -326,8 +386,6 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     if blocker is not None:
         return Verified(results, suite, raw, digest, REPLAYED, blocker, total, notes)
     assert folder is not None
-    tokenizer, stop_ids = load_tokenizer(folder)
-    check_decoding(results, tokenizer, stop_ids)
     too_costly = regeneration_cost_blocker(results, suite, texts, folder, tokenizer, regeneration_cap)
     if too_costly is not None:
         return Verified(results, suite, raw, digest, REPLAYED, too_costly, total, notes)

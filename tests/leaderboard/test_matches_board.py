@@ -80,6 +80,14 @@ def test_a_file_labelled_scripted_with_the_random_policys_moves_is_rejected(ma_s
                         r"records '[^\n]*'", str(caught.value))
 
 
+def test_the_random_bargainer_samples_keyed_whatever_the_file_says(ma_suite, random_ma_bytes):
+    """As on single-agent suites (tests/leaderboard/test_claims.py): an unkeyed file would draw one stream in the
+    file's match order, which the file could arrange."""
+    with pytest.raises(ResultsError, match=r"^metadata.policy.sampling.keyed is false, but the random policy samples "
+                                           r"with keyed draws"):
+        verify(edit(random_ma_bytes, lambda d: d["metadata"]["policy"]["sampling"].update(keyed=False)), ma_suite)
+
+
 def test_regeneration_catches_a_model_that_did_not_play(ma_suite, hf_ma_bytes, models):
     from agentgym_bench.rollout.specs import model_sha256
 

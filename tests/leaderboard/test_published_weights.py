@@ -122,3 +122,21 @@ def test_a_published_board_refuses_machine_paths_but_keeps_its_archive(clone, tm
     assert main(["submit", str(relabelled), "--name", "other", "--board", str(archive), "--no-regenerate"]) == 2
     assert "metadata.policy.model '~/models/mine' is a path on the machine" in capsys.readouterr().err
     assert tree_digest(archive) == before
+
+
+def test_a_file_naming_a_published_model_with_other_weights_is_refused(clone, tmp_path, capsys):
+    """The file names the board's published folder but records another weights hash: it cannot stand beside the
+    published model's name as *replayed*; it must name the folder of the weights it evaluated."""
+    import gzip
+
+    data = json.loads(gzip.decompress((clone / "results.json.gz").read_bytes()))
+    data["metadata"]["policy"]["model_sha256"] = "0" * 64
+    path = tmp_path / "other-weights.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(data).encode()))
+    board = clone / "leaderboards" / "tiny"
+    before = tree_digest(board)
+    capsys.readouterr()
+    assert main(["submit", str(path), "--name", "other weights", "--board", str(board), "--check"]) == 2
+    assert f"metadata.policy.model {MODEL} is a model this board publishes, and the file's model_sha256 is not its " \
+           "weights' hash" in capsys.readouterr().err
+    assert tree_digest(board) == before

@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from agentgym_bench.benchmark.kinds import replay_entry
-from agentgym_bench.benchmark.results import loads
+from agentgym_bench.benchmark.results import ResultsError, loads
 from agentgym_bench.cli import main
 from agentgym_bench.leaderboard.regenerate import first_turn_tokens, parameter_count
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, verify
@@ -48,7 +48,7 @@ def test_a_model_file_over_the_cap_stays_replayed_and_says_why(suite, hf_bytes, 
     """The default model's file on the tiny suite, with the cap set just below its first turns' cost: not
     re-generated, marked replayed with the estimate; just above it, re-generation starts and stops after the first
     call, whose replies cost more; with room for all, re-generated in full. The file's own token counts play no
-    part."""
+    part: its prompt tokens are not read, and its generated tokens must be its replies' count."""
     flops, tokens = first_turns(hf_bytes, suite, models[0])
     parameters = parameter_count(models[0])
     assert flops == 2.0 * parameters * tokens and tokens > 200
@@ -58,8 +58,11 @@ def test_a_model_file_over_the_cap_stays_replayed_and_says_why(suite, hf_bytes, 
         f"not re-generated here: a model of {parameters:,} parameters reading the {tokens:,} prompt tokens of the "
         f"first turns alone is about {flops:.1e} FLOPs, above this verifier's re-generation cap of {flops * 0.99:.1e} "
         "(submit --regeneration-cap); re-generate it with `agentgym-bench reproduce` on a GPU")
-    understated = edit(hf_bytes, lambda d: d["metadata"]["compute"].update(prompt_tokens=1, generated_tokens=1))
+    understated = edit(hf_bytes, lambda d: d["metadata"]["compute"].update(prompt_tokens=1))
     assert verify(understated, suite, regeneration_cap=flops * 0.99).regeneration == verified.regeneration
+    with pytest.raises(ResultsError, match=r"metadata.compute.generated_tokens is 1, but the file's episodes count "):
+        verify(edit(hf_bytes, lambda d: d["metadata"]["compute"].update(generated_tokens=1)), suite,
+               regeneration_cap=flops * 0.99)
     stopped = verify(hf_bytes, suite, regeneration_cap=flops * 1.0001)
     assert stopped.mark == REPLAYED
     assert stopped.regeneration.startswith("re-generation stopped at this verifier's cap of "), stopped.regeneration

@@ -101,6 +101,7 @@ def test_padded_replies_cannot_buy_their_way_out_of_regeneration(suite, hf_bytes
             for turn in episode["turns"]:
                 turn["token_ids"] = turn["token_ids"] + [tokenizer.pad_token_id] * 5000
                 assert decode_reply(tokenizer, stops, turn["token_ids"]) == turn["reply"]
+                d["metadata"]["compute"]["generated_tokens"] += 5000  # its claimed cost made to agree
 
     padded = edit(hf_bytes, pad)
     costs = []
@@ -124,13 +125,20 @@ def test_token_ids_on_a_model_free_policys_turns_are_refused(suite, oracle_bytes
                suite)
 
 
-def test_a_model_file_without_token_ids_stays_replayed_and_says_why(suite, hf_bytes):
+def test_a_file_of_weights_found_here_without_token_ids_or_keys_is_refused(suite, hf_bytes):
+    """``eval`` records a model's tokens and keys its sampling; a file naming weights found here (their hash matches)
+    that leaves either out could only be replayed, with the model's name beside it (the audit of 2026-12-01 put the
+    oracle's replies under the published model's name that way): refused, naming what is missing."""
     def untokened(d):
-        del d["entries"][1]["episodes"][3]["turns"][0]["token_ids"]
+        n = len(d["entries"][1]["episodes"][3]["turns"][0].pop("token_ids"))
+        d["metadata"]["compute"]["generated_tokens"] -= n
 
-    verified = verify(edit(hf_bytes, untokened), suite)
-    assert verified.mark == REPLAYED
-    assert verified.regeneration.startswith("entry sokoban-6x6, seed 1000000003, turn 1 records no token_ids")
+    with pytest.raises(ResultsError, match=r"^entry sokoban-6x6, seed 1000000003, turn 1 records no token_ids, but "
+                                           r"eval records them for every reply of a model"):
+        verify(edit(hf_bytes, untokened), suite)
+    with pytest.raises(ResultsError, match=r"^metadata.policy.sampling.keyed is false, but eval samples a model with "
+                                           r"keyed draws"):
+        verify(edit(hf_bytes, lambda d: d["metadata"]["policy"]["sampling"].update(keyed=False)), suite)
 
 
 @pytest.mark.parametrize("past", [0, 2**40])

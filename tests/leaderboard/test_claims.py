@@ -1,0 +1,182 @@
+"""What a file claims is bound (the verifier's audit of 2026-12-01): each attack written as it was made, refused with
+one line naming what is wrong and the board left as it was, beside the honest file that passes.
+
+- a model-free policy's sampling is the policy's: an unkeyed random file drew one stream in the file's episode order,
+  which the file could arrange (0.750 against random's 0.244, marked *reproduced*);
+- successes beyond any policy's reach: moves searched against the seeds' slips replay (400 of 400 slippery games
+  against a ceiling of 0.473, ranked above the oracle);
+- the evaluation's counted cost (episodes, env steps, generated tokens);
+- a copy whose token ids were dropped is still a copy;
+- one set of weights has one training record.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import gymnasium as gym
+import pytest
+
+import agentgym_bench  # noqa: F401 - registers the envs
+from agentgym_bench.agent.policies import agent_env
+from agentgym_bench.benchmark.results import ResultsError, loads
+from agentgym_bench.benchmark.suites import load_suite
+from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, verify
+from agentgym_bench.rollout.policy import Generation
+from agentgym_bench.rollout.specs import Sampling, policy_record
+from agentgym_bench.stats import most_successes
+from tests.leaderboard.conftest import TRAINER, play, tree_digest
+from tests.leaderboard.test_board import board, cli_submit  # noqa: F401 - the board fixture
+from tests.leaderboard.test_verify import edit
+
+SLIPPERY_EPISODES = 40
+MOVES = ("Left", "Down", "Right", "Up")
+
+
+def test_a_model_free_policys_file_cannot_choose_how_it_samples(suite, random_bytes, oracle_bytes):
+    """The audit's random file: unkeyed, its episodes in an order that put the one stream's draws on lucky moves.
+    Whatever the order, ``keyed`` is not the file's to choose (random samples keyed; the oracle draws nothing)."""
+    def unkeyed_and_reordered(d):
+        d["metadata"]["policy"]["sampling"]["keyed"] = False
+        for entry in d["entries"]:
+            entry["episodes"].reverse()
+
+    with pytest.raises(ResultsError, match=r"^metadata.policy.sampling.keyed is false, but the random policy samples "
+                                           r"with keyed draws \(eval records true\)"):
+        verify(edit(random_bytes, unkeyed_and_reordered), suite)
+    with pytest.raises(ResultsError, match=r"^metadata.policy.sampling.keyed is true, but the oracle policy draws "
+                                           r"nothing \(eval records false\)"):
+        verify(edit(oracle_bytes, lambda d: d["metadata"]["policy"]["sampling"].update(keyed=True)), suite)
+    assert verify(random_bytes, suite).mark == verify(oracle_bytes, suite).mark == REPRODUCED
+
+
+def _reaching(game, moves: int, dead: set) -> list[str] | None:
+    """Moves that reach the goal from ``game`` through the slips its own generator will draw, or ``None``."""
+    if moves == 0 or (game.pos, moves) in dead:
+        return None
+    for move in MOVES:
+        after = copy.deepcopy(game)
+        after.step(move)
+        if after.tile == "G":
+            return [move]
+        rest = None if after.tile == "H" else _reaching(after, moves - 1, dead)
+        if rest is not None:
+            return [move, *rest]
+    dead.add((game.pos, moves))  # the draws ahead depend only on the moves made so far
+    return None
+
+
+class SlipPeeker:
+    """A cheat: each turn it copies the live env's game, random generator and all, and sends the first moves of a
+    sequence that reaches the goal through the slips the episode's seed will draw. An endpoint could answer so."""
+
+    def generate(self, conversations, envs=None, keys=None):
+        replies = []
+        for env in map(agent_env, envs):
+            plan = _reaching(copy.deepcopy(env.game.unwrapped), env.actions_left, set()) or ["Left"]
+            replies.append(Generation(env.write_reply(plan[:env.max_actions_per_turn])))
+        return replies
+
+
+@pytest.fixture(scope="module")
+def slippery(tmp_path_factory):
+    """A suite of one slippery FrozenLake entry, its ceiling the oracle's exact success probability on its maps."""
+    seeds = range(1_000_000_000, 1_000_000_000 + SLIPPERY_EPISODES)
+    env = gym.make("AgentFrozenLake-v0")
+    values = []
+    for seed in seeds:
+        env.reset(seed=seed)
+        inner = agent_env(env)
+        values.append(inner.game.unwrapped.oracle_value(inner.turns_left, inner.actions_left,
+                                                         inner.max_actions_per_turn))
+    spec = {"name": "slippery", "version": 1, "split": "test", "seed_start": seeds[0], "description": "one lake",
+            "entries": [{"name": "frozenlake", "env_id": "AgentFrozenLake-v0", "env_kwargs": {},
+                         "prompts": ["ragen", "compact"], "episodes": SLIPPERY_EPISODES,
+                         "oracle_success": sum(values) / len(values)}]}
+    path = tmp_path_factory.mktemp("slippery") / "slippery.json"
+    path.write_text(json.dumps(spec))
+    return load_suite(str(path)), path
+
+
+def test_moves_searched_against_the_seeded_slips_are_refused(slippery, tmp_path):
+    from agentgym_bench.benchmark.evaluate import evaluate_suite
+    from agentgym_bench.benchmark.results import dumps
+
+    suite, suite_file = slippery
+    record = {**policy_record("openai", Sampling(), keyed=True), "model": "peeker"}
+    forged = dumps(evaluate_suite(SlipPeeker(), suite, record))
+    [entry] = loads(forged).entries
+    wins, ceiling = sum(ep.success for ep in entry.episodes), suite.entries[0].oracle_success
+    most = most_successes(ceiling, SLIPPERY_EPISODES, 1e-6)
+    assert ceiling < 0.6 and wins > most, (wins, most, ceiling)
+    with pytest.raises(ResultsError, match=rf"^entry frozenlake: {wins} successes in {SLIPPERY_EPISODES} episodes, "
+                                           rf"where the optimal policy's success probability is {ceiling:.3f}: more "
+                                           rf"than {most} has a chance below 1e-06"):
+        verify(forged, suite)
+    honest = play("oracle", suite)
+    assert verify(honest, suite).mark == REPRODUCED
+    path, board_folder = tmp_path / "peeker.json.gz", tmp_path / "board"
+    (tmp_path / "oracle.json.gz").write_bytes(honest)
+    assert cli_submit(tmp_path / "oracle.json.gz", "oracle", board_folder, suite_file) == 0
+    before = tree_digest(board_folder)
+    path.write_bytes(forged)
+    assert cli_submit(path, "peeker", board_folder, suite_file) != 0
+    assert tree_digest(board_folder) == before
+
+
+@pytest.mark.parametrize("field,value", [("episodes", 1), ("env_steps", 1), ("generated_tokens", 0)])
+def test_the_counted_cost_is_the_files_own(suite, random_bytes, field, value):
+    """Episodes and env steps are counted from the episodes; a model-free policy generates no tokens (it writes
+    text); the wall time stays the file's report."""
+    with pytest.raises(ResultsError, match=rf"^metadata.compute.{field} is {value}, but the file's episodes count "):
+        verify(edit(random_bytes, lambda d: d["metadata"]["compute"].update({field: value})), suite)
+    fast = verify(edit(random_bytes, lambda d: d["metadata"]["compute"].update(wall_time_s=0.0)), suite)
+    assert fast.mark == REPRODUCED and fast.results.metadata["compute"]["wall_time_s"] == 0.0
+
+
+def _unpublished(d):
+    """A model file made to name weights that are not here, so that it can only be replayed."""
+    d["metadata"]["policy"]["model"] = "elsewhere/model"
+
+
+def test_a_copy_without_some_token_ids_is_still_a_copy(board, tmp_path, suite, suite_file, hf_bytes):  # noqa: F811
+    original = tmp_path / "model.json.gz"
+    original.write_bytes(edit(hf_bytes, _unpublished))
+    assert cli_submit(original, "a model", board, suite_file) == 0
+    before = tree_digest(board)
+
+    def dropped(d):
+        _unpublished(d)
+        turn = d["entries"][1]["episodes"][0]["turns"][0]
+        d["metadata"]["compute"]["generated_tokens"] = None  # no longer counted from the replies
+        del turn["token_ids"]
+
+    copy_path = tmp_path / "copy.json.gz"
+    copy_path.write_bytes(edit(hf_bytes, dropped))
+    assert verify(copy_path.read_bytes(), suite).mark == REPLAYED  # it passes every check of a file
+    assert cli_submit(copy_path, "not a copy", board, suite_file) != 0
+    assert tree_digest(board) == before
+
+
+def test_one_set_of_weights_has_one_training_record(board, tmp_path, suite, suite_file, models, capsys):  # noqa: F811
+    """Two evaluations of the same weights (sampling seeds 3 and 4): the second may not relabel the first's
+    training, and one that reports none is accepted as not reported."""
+    def evaluated(seed: int, trainer) -> bytes:
+        return play(f"hf:{models[0]}", suite, sampling=Sampling(max_new_tokens=16, seed=seed), prompt="compact",
+                    history=0, trainer=trainer)
+
+    first = tmp_path / "first.json.gz"
+    first.write_bytes(evaluated(3, TRAINER))
+    assert cli_submit(first, "trained", board, suite_file) == 0
+    before = tree_digest(board)
+    relabelled = tmp_path / "relabelled.json.gz"
+    relabelled.write_bytes(evaluated(4, {**TRAINER, "algorithm": "zero-shot-rl"}))
+    for check in ((), ("--check",)):
+        capsys.readouterr()
+        assert cli_submit(relabelled, "relabelled", board, suite_file, *check) != 0
+        assert "are on this board as submission 'trained', whose metadata.trainer differs" in capsys.readouterr().err
+    assert tree_digest(board) == before
+    unreported = tmp_path / "unreported.json.gz"
+    unreported.write_bytes(evaluated(4, None))
+    assert cli_submit(unreported, "unreported", board, suite_file) == 0
