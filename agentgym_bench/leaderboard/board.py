@@ -369,10 +369,10 @@ def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, veri
 
 def check_same_training(folder: Path, index: dict[str, Any] | None, name: str, verified: Verified,
                         stored: dict[str, Results] | None = None) -> None:
-    """Refuse a file whose weights (``model_sha256``) are already on the board under another name with another
-    report of their training (``metadata.trainer`` or ``metadata.compute.training``, where both files report it):
-    one set of weights has one training, so a second file cannot relabel it. A file that reports none is
-    accepted (the board shows it as not reported). ``stored``: slug -> results already loaded."""
+    """Refuse a file whose weights (``model_sha256``) are already on the board, re-generated (*reproduced*), under
+    another name with another report of their training (``metadata.trainer`` or ``metadata.compute.training``, where
+    both files report it): one set of weights has one training, so a second file cannot relabel it. A file that
+    reports none is accepted (the board shows it as not reported). ``stored``: slug -> results already loaded."""
     meta = verified.results.metadata
     weights = meta["policy"]["model_sha256"]
     if weights is None:
@@ -380,8 +380,8 @@ def check_same_training(folder: Path, index: dict[str, Any] | None, name: str, v
     mine = {"trainer": meta["trainer"], "training": meta["compute"].get("training")}
     slug = slugify(name)
     for r in (index or {}).get("submissions", []):
-        if r["slug"] == slug or r["model_sha256"] != weights:
-            continue
+        if r["slug"] == slug or r["model_sha256"] != weights or r["mark"] != REPRODUCED:
+            continue  # only weights re-generated here are known to be these; a replayed file's hash is a claim
         theirs = ((stored or {}).get(r["slug"]) or load_stored(folder, r)).metadata
         reported = {"trainer": theirs["trainer"], "training": theirs["compute"].get("training")}
         differs = [k for k in mine if mine[k] is not None and reported[k] is not None and mine[k] != reported[k]]
@@ -492,12 +492,12 @@ def write_board(folder: Path, suite: Suite, records: list[dict[str, Any]], store
     """Render everything into a staging folder in ``folder`` and rename it into place, ``board.json`` last.
 
     Args:
-        records: the index records (ranked here by score).
+        records: the index records (ranked here: :func:`~agentgym_bench.leaderboard.render.rank_order`).
         stored: slug -> the results of every record.
         new: slug -> bytes of results files to store.
         transcripts_for: slugs whose transcripts are (re-)written.
     """
-    records = sorted(records, key=lambda r: (-r["summary"]["score"][0], r["submitted"]))
+    records = sorted(records, key=render.rank_order)
     staging = board_path(folder, f".staging-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:

@@ -53,11 +53,18 @@ from agentgym_bench.paths import is_machine_path
 from agentgym_bench.progress import progress as progress_bar
 
 
+def rank_order(record: dict[str, Any]) -> tuple[bool, float, str]:
+    """The board's order: rows re-generated here (*reproduced*) first, then *replayed* rows, whose replies no check
+    ties to the policy they name (an endpoint's moves could have been chosen with the env's draws in view); within
+    each, the best score first, then the earliest submitted."""
+    return record["mark"] != "reproduced", -record["summary"]["score"][0], record["submitted"]
+
+
 def ranks(records: list[dict[str, Any]]) -> list[int]:
-    """Competition ranks (1, 2, 2, 4) of records already sorted by score, best first."""
+    """Competition ranks (1, 2, 2, 4) of records already in :func:`rank_order`."""
     out: list[int] = []
     for i, r in enumerate(records):
-        same = i and r["summary"]["score"][0] == records[i - 1]["summary"]["score"][0]
+        same = i and rank_order(r)[:2] == rank_order(records[i - 1])[:2]
         out.append(out[-1] if same else i + 1)
     return out
 
@@ -171,7 +178,9 @@ def mark_legend(records: list[dict[str, Any]]) -> str:
             "observations, rewards and successes. *reproduced*: also re-generated here, every reply, by the "
             "model-free policy or by the model from the weights the board publishes, under the evaluation's sampling "
             "keys and in its batches, equal in text and in tokens (a reply's text is the decoding of its tokens). It "
-            "checks that the named policy or weights wrote the replies, not the training that made the weights."
+            "checks that the named policy or weights wrote the replies, not the training that made the weights. "
+            "Ranked: *reproduced* rows first, then *replayed* ones, whose replies no check ties to the policy they "
+            "name."
             + (" Entries an earlier verifier re-generated on a sample of episodes say so in their note." if sampled
                else ""))
 

@@ -90,6 +90,7 @@ from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite,
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.regenerate import (
     REGENERATION_CAP,
+    check_published_name,
     published_models,
     regenerate_all,
     regeneration_blocker,
@@ -355,6 +356,7 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     check_within_reach(results, suite)
     model_free = model_free_policy(results, suite)
     models = published_models(board(suite) if callable(board) else board)
+    check_published_name(results, root, models)
     folder, blocker = None, None
     if model_free is None:
         folder, blocker = (regeneration_blocker(results, root, models) if regenerate

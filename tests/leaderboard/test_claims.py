@@ -180,3 +180,40 @@ def test_one_set_of_weights_has_one_training_record(board, tmp_path, suite, suit
     unreported = tmp_path / "unreported.json.gz"
     unreported.write_bytes(evaluated(4, None))
     assert cli_submit(unreported, "unreported", board, suite_file) == 0
+
+
+def test_a_replayed_files_claim_of_a_hash_blocks_nobody(board, tmp_path, suite, suite_file, models,  # noqa: F811
+                                                        random_bytes):
+    """A file that is only replayed (an endpoint's) claims some weights' hash with a made-up training first; the
+    weights' honest, re-generated file is still accepted: only a re-generated entry binds a hash to weights."""
+    from agentgym_bench.rollout.specs import model_sha256
+
+    def claim(d):
+        d["metadata"]["policy"].update(kind="openai", model="frontier-model", model_sha256=model_sha256(models[0]))
+        d["metadata"]["trainer"] = {**TRAINER, "algorithm": "zero-shot-rl"}
+
+    squatter = tmp_path / "squatter.json.gz"
+    squatter.write_bytes(edit(random_bytes, claim))
+    assert cli_submit(squatter, "squatter", board, suite_file) == 0
+    honest = tmp_path / "honest.json.gz"
+    honest.write_bytes(play(f"hf:{models[0]}", suite, sampling=Sampling(max_new_tokens=16, seed=3), prompt="compact",
+                            history=0, trainer=TRAINER))
+    assert cli_submit(honest, "honest", board, suite_file) == 0
+
+
+def test_reproduced_rows_rank_above_replayed_ones(tmp_path, suite_file, random_bytes, oracle_bytes):
+    """An endpoint's file holding the oracle's moves scores what the oracle scores, and ranks below the re-generated
+    random policy: nothing ties its replies to the policy it names."""
+    folder = tmp_path / "board"
+    def endpoint(d):
+        d["metadata"]["policy"].update(kind="openai", model="frontier-model")
+
+    for name, raw in (("random", random_bytes), ("frontier", edit(oracle_bytes, endpoint))):
+        path = tmp_path / f"{name}.json.gz"
+        path.write_bytes(raw)
+        assert cli_submit(path, name, folder, suite_file) == 0
+    records = json.loads((folder / "board.json").read_text())["submissions"]
+    assert [(r["name"], r["mark"]) for r in records] == [("random", REPRODUCED), ("frontier", REPLAYED)]
+    assert records[1]["summary"]["score"][0] > records[0]["summary"]["score"][0]
+    rows = [line for line in (folder / "README.md").read_text().splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[0:2] for row in rows] == [["| 1", "random"], ["| 2", "frontier"]]

@@ -146,7 +146,8 @@ def test_the_v1_table_fits_1400_px_and_ranks_by_one_entry_in_one_click(tmp_path)
     assert log["trained"]["random"][0] == "model-free"
     assert log["greyed"] == 6  # the six other entries; webshop and its return stay black
     why = {slug: (text, above) for slug, text, above in log["why"]}
-    assert set(why) == {"oracle", "random", "webshop-only-model-sft"}
+    assert set(why) == {"webshop-only-model-sft"}  # the one replayed row (v1's oracle and random re-submitted)
+    assert log["initial"][-1] == "webshop-only-model-sft"  # replayed rows rank after every reproduced one
     assert "re-generated tokens differ from the recorded token_ids" in why["webshop-only-model-sft"][0]
     assert all(slug == above for slug, (_, above) in why.items())  # each reason sits under its own row
     assert "can land above 1" in log["legend"]

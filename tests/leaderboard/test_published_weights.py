@@ -137,6 +137,33 @@ def test_a_file_naming_a_published_model_with_other_weights_is_refused(clone, tm
     before = tree_digest(board)
     capsys.readouterr()
     assert main(["submit", str(path), "--name", "other weights", "--board", str(board), "--check"]) == 2
-    assert f"metadata.policy.model {MODEL} is a model this board publishes, and the file's model_sha256 is not its " \
-           "weights' hash" in capsys.readouterr().err
+    assert f"metadata.policy names a model this board publishes (model {MODEL}); such a file must be an hf " \
+           "evaluation of that model's folder" in capsys.readouterr().err
     assert tree_digest(board) == before
+
+
+@pytest.mark.parametrize("change", ["vllm", "missing folder", "endpoint with another hash", "endpoint with its hash"])
+def test_only_an_hf_file_of_a_published_folder_may_name_it(clone, tmp_path, capsys, change):
+    """The second audit of 2026-12-01: another policy's replies stood *replayed* beside the published model's name
+    (kind vllm; an hf file naming a folder inside it that does not exist) or its hash and training (an endpoint)."""
+    import gzip
+
+    data = json.loads(gzip.decompress((clone / "results.json.gz").read_bytes()))
+    policy = data["metadata"]["policy"]
+    if change == "vllm":
+        policy["kind"] = "vllm"
+    elif change == "missing folder":
+        policy["model"] = f"{MODEL}/actor"
+    elif change == "endpoint with another hash":
+        policy.update(kind="openai", model_sha256="1" * 64)
+    else:
+        policy.update(kind="openai", model="frontier-model")
+    for episode in (ep for entry in data["entries"] for ep in entry["episodes"]):
+        for turn in episode["turns"]:
+            turn.pop("token_ids", None) if change.startswith("endpoint") else None
+    path = tmp_path / "named.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(data).encode()))
+    capsys.readouterr()
+    assert main(["submit", str(path), "--name", "named", "--board", str(clone / "leaderboards" / "tiny"),
+                 "--check"]) == 2
+    assert "metadata.policy names a model this board publishes" in capsys.readouterr().err

@@ -112,7 +112,7 @@ def test_one_forged_reply_is_found_whatever_the_bytes_of_the_file(suite, hf_byte
         verified = verify(gzip.compress(text, mtime=mtime), suite)
         assert verified.mark == REPLAYED
         assert verified.regeneration.startswith("re-generation failed: 1 of the "), verified.regeneration
-        assert "in 1 episodes of generate call 1 of " in verified.regeneration
+        assert ", in 1 episodes, differ (at most 2 may, for a machine's last logit bits)" in verified.regeneration
         assert "the first, entry sokoban-6x6, seed 1000000005, turn 1: " in verified.regeneration
     assert verify(edit(hf_bytes, lambda d: None), suite).mark == REPRODUCED
 

@@ -82,7 +82,7 @@ def test_padded_replies_cannot_buy_their_way_out_of_regeneration(suite, hf_bytes
     """The issue's third attack, each way it can be written: 92 KB of ``<think>`` padding in the text (the tokens
     kept) is refused by the binding; the padding in the tokens too is more than the file's ``max_new_tokens``; and
     padding that is consistent (special tokens, which decode to nothing) under a claimed ``max_new_tokens`` of a
-    million changes neither the cost estimate nor what re-generation finds: the forgery is re-generated and fails at
+    million changes neither the cost estimate nor what re-generation finds: the forgery is re-generated and refused at
     the first call, under a cap that keeps the honest file's full re-generation out."""
     tokenizer, stops = load_tokenizer(model_dir)
     padding = "<think>" + "x" * 92_000 + "</think>"
@@ -113,10 +113,12 @@ def test_padded_replies_cannot_buy_their_way_out_of_regeneration(suite, hf_bytes
     from agentgym_bench.leaderboard.regenerate import parameter_count
 
     cap = 2.0 * parameter_count(model_dir) * costs[0] * 1.0001  # the first call's prompts, and a little
-    honest, forged = verify(hf_bytes, suite, regeneration_cap=cap), verify(padded, suite, regeneration_cap=cap)
-    assert honest.mark == forged.mark == REPLAYED
+    honest = verify(hf_bytes, suite, regeneration_cap=cap)
+    assert honest.mark == REPLAYED
     assert honest.regeneration.startswith("re-generation stopped at this verifier's cap"), honest.regeneration
-    assert forged.regeneration.startswith("re-generation failed: ") and "generate call 1 of" in forged.regeneration
+    with pytest.raises(ResultsError, match=r"^re-generation: \d+ of the \d+ replies re-generated so far differ \(by "
+                                           r"generate call 1 of "):
+        verify(padded, suite, regeneration_cap=cap)
 
 
 def test_token_ids_on_a_model_free_policys_turns_are_refused(suite, oracle_bytes):
