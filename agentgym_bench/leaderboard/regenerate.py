@@ -102,11 +102,13 @@ def regeneration_blocker(results: Results, root: str | os.PathLike | None = None
 
 
 def check_published_name(results: Results, root: str | os.PathLike | None, models: str | os.PathLike | None) -> None:
-    """On a published board (``models``: its ``models/`` folder), a file that names a model of that folder (its path,
-    existing or not) or claims the hash of one of its weights must be an ``hf`` evaluation of that very folder, with
-    its hash, so that it is re-generated: a :class:`~agentgym_bench.benchmark.results.ResultsError` otherwise. Else
-    a file of another kind (``vllm``, an endpoint) or a made-up folder could stand, *replayed*, beside a published
-    model's name, hash and training."""
+    """On a published board (``models``: its ``models/`` folder), a file that names a published model (a path into
+    one of the folders of ``models/``, that folder or below it) or claims the hash of one of their weights must be an
+    ``hf`` evaluation of that very folder, with its hash, so that it is re-generated: a
+    :class:`~agentgym_bench.benchmark.results.ResultsError` otherwise. Else a file of another kind (``vllm``, an
+    endpoint) or a made-up subfolder could stand, *replayed*, beside a published model's name, hash and training. A
+    folder of ``models/`` that does not exist yet (an outside team's, whose weights the maintainers add after its
+    pull request) is not a published model: its file stays *replayed* until they do."""
     if models is None:
         return
     policy = results.metadata["policy"]
@@ -117,11 +119,12 @@ def check_published_name(results: Results, root: str | os.PathLike | None, model
     if not model or is_machine_path(model) or "~" in model or "$" in model:
         return  # the board refuses a machine path unless the file is already on it (board.check_model_name)
     folder = (Path(root if root is not None else Path.cwd()) / model).resolve()
-    named = folder if folder.is_relative_to(inside) and folder != inside else None
-    if named is None and recorded not in published:
+    below = folder.is_relative_to(inside) and folder != inside
+    owner = inside / folder.relative_to(inside).parts[0] if below else None
+    if owner not in published.values() and recorded not in published:
         return
-    where = f"model {model}" if named is not None else f"model_sha256 {recorded[:12]}..."
-    if kind != "hf" or named is None or named not in published.values() or model_sha256(named) != recorded:
+    where = f"model {model}" if owner in published.values() else f"model_sha256 {recorded[:12]}..."
+    if kind != "hf" or folder not in published.values() or model_sha256(folder) != recorded:
         raise ResultsError(f"metadata.policy names a model this board publishes ({where}); such a file must be an hf "
                            "evaluation of that model's folder, named by its path, with its weights' model_sha256, so "
                            f"that it is re-generated here (this file: kind {kind}, model {model})")

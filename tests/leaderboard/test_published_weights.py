@@ -167,3 +167,18 @@ def test_only_an_hf_file_of_a_published_folder_may_name_it(clone, tmp_path, caps
     assert main(["submit", str(path), "--name", "named", "--board", str(clone / "leaderboards" / "tiny"),
                  "--check"]) == 2
     assert "metadata.policy names a model this board publishes" in capsys.readouterr().err
+
+
+def test_an_outside_teams_folder_not_yet_published_stays_replayed(clone, suite):
+    """The pull-request flow: a team's file names the folder its weights will have on the board; until the
+    maintainers add them it is replayed, not refused (it names no published model and claims no published hash)."""
+    import gzip
+
+    from agentgym_bench.leaderboard.verify import REPLAYED, verify
+
+    data = json.loads(gzip.decompress((clone / "results.json.gz").read_bytes()))
+    data["metadata"]["policy"].update(model="leaderboards/tiny/models/team-x", model_sha256="2" * 64)
+    verified = verify(gzip.compress(json.dumps(data).encode()), suite, root=clone,
+                      board=clone / "leaderboards" / "tiny")
+    assert verified.mark == REPLAYED
+    assert verified.regeneration == "model leaderboards/tiny/models/team-x is not on this machine"
