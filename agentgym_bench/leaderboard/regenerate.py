@@ -124,7 +124,7 @@ def check_published_name(results: Results, root: str | os.PathLike | None, model
     if owner not in published.values() and recorded not in published:
         return
     where = f"model {model}" if owner in published.values() else f"model_sha256 {recorded[:12]}..."
-    if kind != "hf" or folder not in published.values() or model_sha256(folder) != recorded:
+    if kind != "hf" or published.get(recorded) != folder:  # that very folder, by its weights' hash
         raise ResultsError(f"metadata.policy names a model this board publishes ({where}); such a file must be an hf "
                            "evaluation of that model's folder, named by its path, with its weights' model_sha256, so "
                            f"that it is re-generated here (this file: kind {kind}, model {model})")
