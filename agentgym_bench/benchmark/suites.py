@@ -27,10 +27,11 @@ validation seed ever draws (:mod:`agentgym_bench.seeds`). ``agentgym-v2-validati
 (validation content) for tuning and model selection. WebShop's goals come in fixed splits: seed ``s`` plays goal
 ``s % size`` of its seed's split, so the test entry's 500 seeds are the 500 test goals.
 
-``agentgym-v1`` (test seeds from 1,000,000,000, which drew from all content) is superseded but stays bundled and
-verifiable, so its archived board still replays: its test episodes overlap training content (54% of its Sokoban 6x6
-rooms and 34.5% of its FrozenLake maps occur among 50,000 training episodes). Its validation twin is gone (validation
-seeds now draw validation content only, so its ceilings no longer hold).
+``agentgym-v1`` (test seeds from 1,000,000,000, which drew from all content) is superseded (:data:`SUPERSEDED`) but
+stays bundled and verifiable, so its archived board still replays: its test episodes overlap training content (54% of
+its Sokoban 6x6 rooms and 34.5% of its FrozenLake maps occur among 50,000 training episodes). Its validation twin is
+gone (validation seeds now draw validation content only, so its ceilings no longer hold). An archived board takes no
+new files (:func:`~agentgym_bench.leaderboard.board.check_open`).
 
 Multi-agent suites (``agentgym-ma-v2`` and its twin ``agentgym-ma-v2-validation``; the archived ``agentgym-ma-v1``)
 hold **match entries**: a two-player env id (:func:`~agentgym_bench.multiagent.selfplay.make_multiagent_env`),
@@ -70,6 +71,8 @@ from agentgym_bench.schema_check import violation
 SUITES_PACKAGE = "agentgym_bench.benchmark.data"
 DEFAULT_SUITE = "agentgym-v2"
 MULTIAGENT_SUITE = "agentgym-ma-v2"
+SUPERSEDED = {"agentgym-v1": DEFAULT_SUITE, "agentgym-ma-v1": MULTIAGENT_SUITE}
+"""Archived suites and the suite that replaces each: their test episodes were held out by seed, not by content."""
 OPPONENTS = ("random", "scripted", "self")
 """Opponents of match entries: uniformly random demands and the scripted bargainer, both fixed by the suite (the
 same replies for every submission), and ``self``, the evaluated policy on both seats."""
@@ -150,6 +153,11 @@ class Suite:
     @property
     def episodes(self) -> int:
         return sum(e.episodes for e in self.entries)
+
+    @property
+    def superseded_by(self) -> str | None:
+        """The suite that replaces this archived one (:data:`SUPERSEDED`), or ``None``."""
+        return SUPERSEDED.get(self.name)
 
     @property
     def ceilings(self) -> dict[str, float]:

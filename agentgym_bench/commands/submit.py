@@ -26,7 +26,7 @@ from pathlib import Path
 from agentgym_bench.benchmark.scores import format_summary, summarize
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.leaderboard import board as boards
-from agentgym_bench.leaderboard.board import check_free, check_model_name, read_index, slugify, submit
+from agentgym_bench.leaderboard.board import check_free, check_model_name, check_open, read_index, slugify, submit
 from agentgym_bench.leaderboard.regenerate import REGENERATION_CAP
 from agentgym_bench.leaderboard.verify import check_name, verify
 from agentgym_bench.paths import default_board, repository_root
@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     index = read_index(Path(args.board)) if args.board else None
     if index is not None:
         suite = suite or parse_suite(index["suite"])  # a board holds one suite: check against it
-        check_free(index, name, suite, args.replace)  # cheap refusals (a taken name, another suite) come first
+        check_free(index, name, suite, args.replace)  # cheap refusals (a taken name, another suite, an archived
+        check_open(index, name, suite)                # board's new name) come first
     if args.board is None and not args.check:
         default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made
     root = repository_root(args.board or Path.cwd())
@@ -90,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         index = read_index(board)
         check_free(index, name, verified.suite, args.replace)
+        check_open(index, name, verified.suite, verified.sha256)
         check_model_name(index, board, verified)
         boards.check_not_a_copy(board, index, name, verified)
         boards.check_same_training(board, index, name, verified)

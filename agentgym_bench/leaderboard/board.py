@@ -335,6 +335,25 @@ def check_free(index: dict[str, Any] | None, name: str, suite: Suite, replace: b
                         "pass --replace to replace that submission")
 
 
+def check_open(index: dict[str, Any] | None, name: str, suite: Suite, sha256: str | None = None) -> None:
+    """Refuse a new file on the board of an archived suite (``suite.superseded_by``, see
+    :data:`~agentgym_bench.benchmark.suites.SUPERSEDED`): the board stays readable and verifiable, so a submission's
+    own file may come again under its own name (byte for byte, ``sha256``; ``None`` checks the name only, before the
+    file is read), to refresh its mark; nothing else."""
+    successor = suite.superseded_by
+    if successor is None:
+        return
+    own = next((r for r in (index or {}).get("submissions", []) if r["slug"] == slugify(name)), None)
+    if own is not None and sha256 in (None, own["sha256"]):
+        return
+    why = (f"there is no submission {name!r} on it" if own is None else
+           f"this file is not byte for byte the file of its submission {own['name']!r}")
+    raise UserError(f"this board holds the archived suite {suite.name} (superseded by {successor}: its test episodes "
+                    f"were held out by seed, not by content) and takes no new files ({why}; a submission's own file "
+                    f"may be submitted again under its name to re-verify it); evaluate on {successor} and submit "
+                    f"to its board, leaderboards/{successor}/")
+
+
 def episodes_sha256(results: Results) -> str:
     """SHA-256 of what a file's policy played: per entry (by name) and episode (by seed), every turn's observation
     hash and reply (what replay binds; not the token ids, which a copy could drop or change where it is only
@@ -411,7 +430,8 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
     """Put a verified results file on the board in ``folder`` and re-render it; returns its index record.
     ``summary``: the file's :func:`~agentgym_bench.benchmark.scores.summarize`, if already computed.
 
-    Raises :class:`UserError` (the board untouched) for a bad or taken name, a board of another suite, a model
+    Raises :class:`UserError` (the board untouched) for a bad or taken name, a board of another suite, a new file on
+    an archived suite's board (:func:`check_open`), a model
     named by a machine path on a published board (:func:`check_model_name`), a copy of another submission
     (:func:`check_not_a_copy`), or weights on the board with another training record (:func:`check_same_training`).
     """
@@ -421,10 +441,12 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
         raise UserError(f"submission name {name!r} has no letters or digits")
     index = read_index(folder)  # before the lock: a refusal creates nothing
     check_free(index, name, verified.suite, replace)
+    check_open(index, name, verified.suite, verified.sha256)
     check_model_name(index, folder, verified)
     with locked(folder):
         index = read_index(folder)
         check_free(index, name, verified.suite, replace)
+        check_open(index, name, verified.suite, verified.sha256)
         check_model_name(index, folder, verified)
         records = [r for r in (index or {}).get("submissions", []) if r["slug"] != slugify(name)]
         stored = {r["slug"]: load_stored(folder, r) for r in records}
