@@ -170,10 +170,14 @@ def board_title(suite: Suite) -> str:
     return f"{suite.name} (suite version {suite.version})"
 
 
+SAMPLED = "sampled episodes"
+"""What an earlier verifier's re-generation text says of an entry it re-generated on a sample of episodes only."""
+
+
 def mark_legend(records: list[dict[str, Any]]) -> str:
     """What the marks mean (docs/leaderboard.md, "The marks"), as the verifier checks them; the clause on sampled
     re-generation only on a board that holds an entry an earlier verifier marked so."""
-    sampled = any("sampled episodes" in str(r.get("regeneration", "")) for r in records)
+    sampled = any(SAMPLED in str(r.get("regeneration", "")) for r in records)
     return ("Mark: *replayed*: every recorded reply, played again through fresh envs, gives the recorded "
             "observations, rewards and successes. *reproduced*: also re-generated here, every reply, by the "
             "model-free policy or by the model from the weights the board publishes, under the evaluation's sampling "
@@ -181,8 +185,8 @@ def mark_legend(records: list[dict[str, Any]]) -> str:
             "checks that the named policy or weights wrote the replies, not the training that made the weights. "
             "Ranked: *reproduced* rows first, then *replayed* ones, whose replies no check ties to the policy they "
             "name."
-            + (" Entries an earlier verifier re-generated on a sample of episodes say so in their note." if sampled
-               else ""))
+            + (" Entries an earlier verifier re-generated on a sample of episodes say so in their Mark cell."
+               if sampled else ""))
 
 
 def ceiling_legend(suite: Suite) -> str:
@@ -257,8 +261,9 @@ def training_summary(suite: Suite, record: dict[str, Any], records: list[dict[st
 
 def mark_text(record: dict[str, Any]) -> str:
     """The Mark cell: the mark, and for *replayed* why the replies were not re-generated (or what re-generation
-    found), with machine paths hidden (:func:`hide_paths`)."""
-    if record["mark"] != REPLAYED:
+    found), with machine paths hidden (:func:`hide_paths`); for *reproduced* by an earlier verifier that re-generated
+    a sample of episodes (:data:`SAMPLED`), that sample."""
+    if record["mark"] != REPLAYED and SAMPLED not in record["regeneration"]:
         return record["mark"]
     return f"{record['mark']}: {hide_paths(record['regeneration'])}"
 
