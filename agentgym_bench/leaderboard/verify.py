@@ -15,7 +15,8 @@ that names what is wrong:
    suite, ``eval --episodes`` / ``--entries``, says so in ``metadata.quick_check`` and is refused first); and what
    the file claims of its replies (:func:`check_reply_claims`): a model-free policy's turns record no
    ``token_ids``, and a reply's ``token_ids`` are at most the file's own ``max_new_tokens``; and no entry holds
-   more successes than any policy reaches without knowing the env's random draws (:func:`check_within_reach`);
+   more successes (or, against the random bargainer, payoff) than any policy reaches without knowing the env's
+   random draws (:func:`check_within_reach`);
 5. **replay** (:func:`~agentgym_bench.benchmark.kinds.replay_entry`, as the entry's kind replays it): every
    episode's raw replies are fed, in order, to one fresh ``gym.make(env_id, **env_kwargs)`` per entry, reset with the
    episode's seed. Each turn's observation hash, parsed and executed actions and reward (within
@@ -83,10 +84,17 @@ from typing import Any
 
 from agentgym_bench.benchmark import results as results_file
 from agentgym_bench.benchmark.evaluate import package_version
-from agentgym_bench.benchmark.kinds import check_entries, policy_turns, replay_entry, suite_policy
+from agentgym_bench.benchmark.kinds import check_entries, kind_of, policy_turns, replay_entry, suite_policy
 from agentgym_bench.benchmark.replay import EpisodeText, ModelFree, ReplayMismatch
 from agentgym_bench.benchmark.results import Results, ResultsError, loads, read_results
-from agentgym_bench.benchmark.suites import Suite, available_suites, load_suite, quick_check, quick_text
+from agentgym_bench.benchmark.suites import (
+    Suite,
+    available_suites,
+    load_suite,
+    match_ceiling,
+    quick_check,
+    quick_text,
+)
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.regenerate import (
     REGENERATION_CAP,
@@ -181,15 +189,31 @@ CHANCE = 1e-6
 
 
 def check_within_reach(results: Results, suite: Suite) -> None:
-    """Refuse successes that no policy reaches without knowing the env's random draws in advance (check 4c): an
-    entry whose ceiling (``oracle_success``: the optimal policy's success probability on its episodes, exact) is
-    below 1 may hold at most :func:`~agentgym_bench.stats.most_successes` successes, more having a chance below
-    :data:`CHANCE` for every policy. The suite's seeds fix each episode's draws (slippery ice's slips), so a file
-    whose moves were searched against them replays; this bounds what such a file can claim. Match entries (no
-    ceiling) are not checked. A :class:`ResultsError` names the entry."""
+    """Refuse successes or payoffs that no policy reaches without knowing the env's random draws in advance (check
+    4c): an entry whose ceiling (``oracle_success``: the optimal policy's success probability on its episodes,
+    exact) is below 1 may hold at most :func:`~agentgym_bench.stats.most_successes` successes, more having a chance
+    below :data:`CHANCE` for every policy. The suite's seeds fix each episode's draws (slippery ice's slips, the
+    random bargainer's demands), so a file whose moves were searched against them replays; this bounds what such a
+    file can claim. A match entry with an exact ceiling (:func:`~agentgym_bench.benchmark.suites.match_ceiling`:
+    Bargain against random demands) is bounded the same way on the sum of the learner's payoffs (each in [0, 1], so
+    Hoeffding's bound holds): a sum of ``most + 1`` or more has a chance below :data:`CHANCE`. The other match
+    entries have none and are not checked. A :class:`ResultsError` names the entry."""
     by_name = {e.name: e for e in suite.entries}
     for entry in results.entries:
-        ceiling, n = by_name[entry.name].oracle_success, len(entry.episodes)
+        spec, n = by_name[entry.name], len(entry.episodes)
+        if spec.opponent is not None:
+            ceiling = match_ceiling(spec)
+            if ceiling is None:
+                continue
+            total, most = float(kind_of(spec).outcomes(entry).sum()), most_successes(ceiling, n, CHANCE)
+            if total >= most + 1:
+                raise ResultsError(f"entry {entry.name}: mean payoff {total / n:.3f} over {n} matches, where the most "
+                                   f"a policy that sees only its own values can expect against the {spec.opponent} "
+                                   f"opponent is {ceiling:.3f}: a mean of {(most + 1) / n:.3f} or more has a chance "
+                                   f"below {CHANCE:g} for any policy that does not know the opponent's draws in "
+                                   "advance")
+            continue
+        ceiling = spec.oracle_success
         if ceiling is None or ceiling >= 1:
             continue
         successes, most = sum(bool(ep.success) for ep in entry.episodes), most_successes(ceiling, n, CHANCE)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import re
 
 import numpy as np
@@ -123,6 +124,21 @@ def scripted_demand(counts: Bundle, values: Bundle, round_index: int, max_rounds
         return sum(max(0, x + y - c) for x, y, c in zip(b, their_last, counts, strict=True))
 
     return min(ambitious, key=lambda b: (over_ask(b), -value(b, values), sum(b)))
+
+
+def best_against_random(counts: Bundle, values: Bundle, rounds: int) -> float:
+    """The most payoff a player who knows only its own ``values`` can expect in ``rounds`` rounds against uniformly
+    random demands (each type's count uniform in ``0..counts[t]``, every round, whatever came before): with ``r``
+    rounds left, ``V_r = max_b [P(b fits) payoff(b) + (1 - P(b fits)) V_{r-1}]``, ``V_0 = 0``, where
+    ``P(b fits) = prod_t (counts[t] - b[t] + 1) / (counts[t] + 1)``. The demands do not depend on the game so far,
+    so nothing a player sees changes those odds and the value is exact; a malformed move (no deal that round) is
+    never better than demanding the whole pool."""
+    options = [(math.prod((c - x + 1) / (c + 1) for x, c in zip(b, counts, strict=True)), payoff(b, values))
+               for b in all_bundles(counts)]
+    best = 0.0
+    for _ in range(rounds):
+        best = max(chance * worth + (1 - chance) * best for chance, worth in options)
+    return best
 
 
 def describe(bundle: Bundle) -> str:

@@ -19,6 +19,7 @@ import gymnasium as gym
 import pytest
 
 import agentgym_bench  # noqa: F401 - registers the envs
+from agentgym_bench.agent.parsing import format_reply
 from agentgym_bench.agent.policies import agent_env
 from agentgym_bench.benchmark.results import ResultsError, loads
 from agentgym_bench.benchmark.suites import load_suite
@@ -217,3 +218,60 @@ def test_reproduced_rows_rank_above_replayed_ones(tmp_path, suite_file, random_b
     assert records[1]["summary"]["score"][0] > records[0]["summary"]["score"][0]
     rows = [line for line in (folder / "README.md").read_text().splitlines() if line.startswith("| ")][1:]
     assert [row.split(" | ")[0:2] for row in rows] == [["| 1", "random"], ["| 2", "frontier"]]
+
+
+class DemandPeeker:
+    """A cheat against the random bargainer: it recomputes the opponent's keyed demands for every round of the match
+    (as the verifier re-generates them) and waits, demanding the whole pool, until the round whose demand leaves it
+    the most, then demands exactly the rest. An endpoint could answer so."""
+
+    def generate(self, conversations, envs=None, keys=None):
+        import numpy as np
+
+        from agentgym_bench.benchmark.matches import OPPONENT_SEED
+        from agentgym_bench.multiagent import bargain_rules as rules
+        from agentgym_bench.rollout.policy import key_seed
+
+        replies = []
+        for seat, (tag, seed, index, _) in zip(envs, keys, strict=True):
+            env = seat.env.unwrapped
+            counts, mine = env.counts, env.values[seat.agent]
+            draws = [np.random.default_rng(key_seed(OPPONENT_SEED, (tag, seed, 1 - index, r)))
+                     for r in range(env.max_rounds)]  # the opponent's generator of each round
+            rest = [tuple(c - int(rng.integers(0, c + 1)) for c in counts) for rng in draws]
+            now = len(env.history)
+            best = max(range(now, env.max_rounds), key=lambda r: (rules.value(rest[r], mine), -r))
+            demand = rest[now] if best == now else counts
+            replies.append(Generation(format_reply([" ".join(map(str, demand))], enable_think=True)))
+        return replies
+
+
+def test_bargain_moves_searched_against_the_random_demands_are_refused(tmp_path, monkeypatch):
+    """The random bargainer's demands are fixed by the suite's keys, so a file can wait for the round whose demand
+    leaves the most and replay; its mean payoff is out of reach of any policy that sees only its own values (the
+    exact ceiling, about 0.6), and check 4 refuses it. Without that check it would pass as replayed."""
+    from agentgym_bench.benchmark.evaluate import evaluate_suite
+    from agentgym_bench.benchmark.results import dumps
+    from agentgym_bench.benchmark.suites import match_ceiling
+    from agentgym_bench.leaderboard import verify as verification
+    from tests.leaderboard.test_matches_board import play as play_matches
+
+    spec = load_suite("agentgym-ma-v2").entry("bargain-vs-random")
+    data = {"name": "peek-ma", "version": 1, "split": "test", "seed_start": spec.seed_start, "description": "random",
+            "entries": [{"name": spec.name, "env_id": spec.env_id, "env_kwargs": spec.env_kwargs,
+                         "opponent": "random", "episodes": 200}]}
+    (tmp_path / "peek-ma.json").write_text(json.dumps(data))
+    suite = load_suite(str(tmp_path / "peek-ma.json"))
+    record = {**policy_record("openai", Sampling(), keyed=True), "model": "peeker"}
+    forged = dumps(evaluate_suite(DemandPeeker(), suite, record))
+    [entry] = loads(forged).entries
+    mean, ceiling = sum(ep.return_ for ep in entry.episodes) / 200, match_ceiling(suite.entries[0])
+    bound = (most_successes(ceiling, 200, 1e-6) + 1) / 200
+    assert 0.55 < ceiling < 0.65 and mean >= bound, (mean, bound, ceiling)
+    with pytest.raises(ResultsError, match=rf"^entry bargain-vs-random: mean payoff {mean:.3f} over 200 matches, "
+                                           rf"where the most a policy that sees only its own values can expect "
+                                           rf"against the random opponent is {ceiling:.3f}: a mean of {bound:.3f}"):
+        verify(forged, suite)
+    assert verify(play_matches("scripted", suite), suite).mark == REPRODUCED
+    monkeypatch.setattr(verification, "check_within_reach", lambda results, suite: None)
+    assert verify(forged, suite).mark == REPLAYED  # the check is what refuses it: without it the file replays

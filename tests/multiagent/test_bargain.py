@@ -173,3 +173,27 @@ def test_max_cycles_at_or_above_max_rounds_changes_nothing():
         for _ in range(5):
             _, _, terms, truncs, _ = env.step({a: "no answer" for a in env.agents})
         assert all(terms.values()) and not any(truncs.values())
+
+
+def test_best_against_random_is_the_best_plan_and_a_hand_count():
+    """Against demands drawn afresh each round, nothing seen informs the future, so the best policy is a fixed plan of
+    demands: the dynamic programme equals the best of every plan, enumerated; and one pool by hand."""
+    import itertools
+
+    def plan_value(plan, counts, values):  # exact: the first demand that fits ends the game
+        value, reach = 0.0, 1.0
+        for bundle in plan:
+            fit = np.prod([(c - x + 1) / (c + 1) for x, c in zip(bundle, counts, strict=True)])
+            value, reach = value + reach * fit * rules.payoff(bundle, values), reach * (1 - fit)
+        return value
+
+    # one book worth 10 (the rest worth 0): demand it; 1/2 it fits each round; 0.5, then 0.5 + 0.25
+    assert rules.best_against_random((1, 1, 1), (10, 0, 0), 1) == pytest.approx(0.5)
+    assert rules.best_against_random((1, 1, 1), (10, 0, 0), 2) == pytest.approx(0.75)
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        counts, values, _ = rules.sample_deal(rng)
+        bundles = rules.all_bundles(counts)
+        for rounds in (1, 2):
+            best = max(plan_value(plan, counts, values) for plan in itertools.product(bundles, repeat=rounds))
+            assert rules.best_against_random(counts, values, rounds) == pytest.approx(best, abs=1e-12)
