@@ -62,8 +62,6 @@ import agentgym_bench  # noqa: F401 - registers the ids
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.envs.frozen_lake import FrozenLakeGame
 from agentgym_bench.errors import UserError
-from agentgym_bench.multiagent.bargain import BargainEnv
-from agentgym_bench.multiagent.bargain_rules import best_against_random
 from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
 from agentgym_bench.registration import is_graded
 from agentgym_bench.rollout.engine import EnvGroups
@@ -287,16 +285,16 @@ def oracle_success(entry: SuiteEntry) -> float:
 
 def match_ceiling(entry: SuiteEntry) -> float | None:
     """For a Bargain entry against the random opponent, the most mean payoff over its matches that a policy seeing
-    only its own values can expect (exact: :func:`~agentgym_bench.multiagent.bargain_rules.best_against_random` of
-    each match's pool and the learner's values, averaged); ``None`` for every other entry, whose ceiling is not known
-    exactly (the scripted bargainer's moves follow its private values; in self-play both seats are the policy's)."""
+    only its own values can expect (exact: :meth:`~agentgym_bench.multiagent.bargain.BargainEnv.value_against_random`
+    of each match's learner, averaged); ``None`` for every other entry, whose ceiling is not known exactly (the
+    scripted bargainer's moves follow its private values; in self-play both seats are the policy's)."""
     if entry.env_id != "Bargain-v0" or entry.opponent != "random":
         return None
-    env = BargainEnv(**entry.env_kwargs)
+    env = MULTIAGENT_ENVS[entry.env_id](**entry.env_kwargs)
     ceilings = []
     for seed in entry.seeds:
         env.reset(seed=seed)
-        ceilings.append(best_against_random(env.counts, env.values[entry.learner_seat(seed)], env.max_rounds))
+        ceilings.append(env.value_against_random(entry.learner_seat(seed)))
     return float(np.mean(ceilings))
 
 

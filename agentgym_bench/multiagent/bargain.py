@@ -238,6 +238,12 @@ class BargainEnv(ParallelEnv):
     def close(self) -> None:
         pass
 
+    def value_against_random(self, agent: str) -> float:
+        """The most payoff ``agent`` can expect in this game (after ``reset``) against uniformly random demands,
+        seeing only its own values: :func:`~agentgym_bench.multiagent.bargain_rules.best_against_random` of the pool,
+        its values and ``max_rounds`` (exact; the verifier's ceiling of a suite's entry against random demands)."""
+        return rules.best_against_random(self.counts, self.values[agent], self.max_rounds)
+
 
 def parallel_env(**kwargs: Any) -> BargainEnv:
     """``BargainEnv(**kwargs)``: PettingZoo's module-level constructor of the Parallel form."""
