@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         check_free(index, name, verified.suite, args.replace)
         check_open(index, name, verified.suite, verified.sha256)
         check_model_name(index, board, verified)
+        boards.check_sampling_seed(index, board, verified)
         boards.check_not_a_copy(board, index, name, verified)
         boards.check_same_training(board, index, name, verified)
         print(f"check passed: {name!r} would go on {board} as {verified.mark} (nothing written)")

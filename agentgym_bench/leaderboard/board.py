@@ -24,8 +24,9 @@ A board in a repository's ``leaderboards/`` folder (a published board) also refu
 records for a folder inside a repository), so every clone finds the same weights. Files already on the board are
 exempt (the archived agentgym-v1 board holds build-machine paths): the rule is about what comes in, so a stored
 file re-submitted byte for byte (``--replace``, to refresh its mark) is accepted, and :func:`rebuild` never checks
-it. A board anywhere else (``runs/board``, the main job's work folder) is private to the machine that made it and
-takes such paths.
+it. It also takes one sampling seed, :data:`SAMPLING_SEED`, from a policy that samples (:func:`check_sampling_seed`),
+so that a model has one read. A board anywhere else (``runs/board``, the main job's work folder) is private to the
+machine that made it and takes such paths and seeds.
 
 :func:`rebuild` re-renders a board from its stored submissions (checking each file's SHA-256 against the index);
 the verification marks stay those found when each file was submitted.
@@ -70,6 +71,8 @@ from agentgym_bench.schema_check import violation
 BOARD_FORMAT = "agentgym-bench-board"
 INDEX, LOCK = BOARD_INDEX, ".lock"
 LOCK_TIMEOUT = 600.0
+SAMPLING_SEED = 0
+"""The one sampling seed a published board takes (:func:`check_sampling_seed`)."""
 TRANSCRIPT_EPISODES = 12
 """Transcripts kept per entry on the page: the entry's first seeds, the same games for every submission."""
 
@@ -425,13 +428,30 @@ def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, ve
                     f"repository (e.g. {Path(folder).as_posix()}/models/<name>/) and evaluate it there")
 
 
+def check_sampling_seed(index: dict[str, Any] | None, folder: str | os.PathLike, verified: Verified) -> None:
+    """Refuse, on a published board, a file of a policy that samples (``sampling.keyed``) under another sampling seed
+    than :data:`SAMPLING_SEED` (``eval``'s default), unless it is already on the board: one seed for every
+    submission, so that a model has one read and nobody evaluates under many seeds to submit the best (entries of one
+    model differ by a few thousandths between seeds, about the gap between neighbouring rows). A policy that draws
+    nothing (the oracle, the scripted bargainer) replies the same under any seed."""
+    sampling = verified.results.metadata["policy"]["sampling"]
+    if sampling["seed"] == SAMPLING_SEED or not sampling["keyed"] or not published_board(folder):
+        return
+    if verified.sha256 in {r["sha256"] for r in (index or {}).get("submissions", [])}:
+        return
+    raise UserError(f"metadata.policy.sampling.seed is {sampling['seed']}; board {folder} takes files evaluated "
+                    f"with its sampling seed, {SAMPLING_SEED} (eval's default), so that every model has one read: "
+                    f"evaluate again with --seed {SAMPLING_SEED}")
+
+
 def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace: bool = False,
            summary: Summary | None = None, progress: bool = False) -> dict[str, Any]:
     """Put a verified results file on the board in ``folder`` and re-render it; returns its index record.
     ``summary``: the file's :func:`~agentgym_bench.benchmark.scores.summarize`, if already computed.
 
     Raises :class:`UserError` (the board untouched) for a bad or taken name, a board of another suite, a new file on
-    an archived suite's board (:func:`check_open`), a model
+    an archived suite's board (:func:`check_open`), another sampling seed than the published board's
+    (:func:`check_sampling_seed`), a model
     named by a machine path on a published board (:func:`check_model_name`), a copy of another submission
     (:func:`check_not_a_copy`), or weights on the board with another training record (:func:`check_same_training`).
     """
@@ -443,11 +463,13 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
     check_free(index, name, verified.suite, replace)
     check_open(index, name, verified.suite, verified.sha256)
     check_model_name(index, folder, verified)
+    check_sampling_seed(index, folder, verified)
     with locked(folder):
         index = read_index(folder)
         check_free(index, name, verified.suite, replace)
         check_open(index, name, verified.suite, verified.sha256)
         check_model_name(index, folder, verified)
+        check_sampling_seed(index, folder, verified)
         records = [r for r in (index or {}).get("submissions", []) if r["slug"] != slugify(name)]
         stored = {r["slug"]: load_stored(folder, r) for r in records}
         for r in records:  # what a board made before these fields existed lacks

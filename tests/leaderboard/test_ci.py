@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from agentgym_bench.cli import main
+from agentgym_bench.rollout.specs import Sampling
+from tests.leaderboard.conftest import play
 from tests.leaderboard.test_verify import edit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +31,18 @@ def ci(repo: Path, *args: str) -> subprocess.CompletedProcess:
     """Run this checkout's script (main's, as the workflow does: never the pull request's copy) in ``repo``."""
     return subprocess.run(["bash", str(SCRIPT), *args], cwd=repo, env=ENV, capture_output=True, text=True,
                           timeout=600)
+
+
+@pytest.fixture(scope="module")
+def random_bytes(suite) -> bytes:
+    """The random policy under the board's sampling seed, 0: a published board takes no other."""
+    return play("random", suite, sampling=Sampling(seed=0))
+
+
+@pytest.fixture(scope="module")
+def hf_bytes(suite, models) -> bytes:
+    """The default model on the tiny suite under the board's sampling seed (as conftest's, which uses seed 3)."""
+    return play(f"hf:{models[0]}", suite, sampling=Sampling(max_new_tokens=16, seed=0), prompt="compact", history=0)
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ def clone(tmp_path_factory, suite_file) -> Path:
     assert main(["init-model", "--path", str(repo / MODEL), "--seed", "0"]) == 0
     results = repo / "results.json.gz"
     assert main(["eval", "--policy", f"hf:{repo / MODEL}", "--suite", str(suite_file), "--prompt", "compact",
-                 "--history", "0", "--max-new-tokens", "8", "--seed", "3", "--out", str(results)]) == 0
+                 "--history", "0", "--max-new-tokens", "8", "--seed", "0", "--out", str(results)]) == 0
     assert main(["submit", str(results), "--name", "default model", "--board", str(repo / "leaderboards" / "tiny"),
                  "--suite", str(suite_file)]) == 0
     shutil.copytree(repo, tmp / "clone")
@@ -182,3 +182,20 @@ def test_an_outside_teams_folder_not_yet_published_stays_replayed(clone, suite):
                       board=clone / "leaderboards" / "tiny")
     assert verified.mark == REPLAYED
     assert verified.regeneration == "model leaderboards/tiny/models/team-x is not on this machine"
+
+
+def test_a_published_board_takes_one_sampling_seed(clone, tmp_path, suite_file, capsys):
+    """Entries of one model differ by a few thousandths between sampling seeds, so a published board takes eval's
+    default seed, 0, only: the published model evaluated under seed 1 is refused there (submitted or checked,
+    nothing written) and taken by a private board."""
+    path = tmp_path / "seed1.json.gz"
+    assert main(["eval", "--policy", f"hf:{clone / MODEL}", "--suite", str(suite_file), "--prompt", "compact",
+                 "--history", "0", "--max-new-tokens", "8", "--seed", "1", "--out", str(path)]) == 0
+    published = clone / "leaderboards" / "tiny"
+    before = tree_digest(published)
+    for extra in ([], ["--check"]):
+        assert main(["submit", str(path), "--name", "seed one", "--board", str(published), *extra]) == 2
+        assert "metadata.policy.sampling.seed is 1; board" in capsys.readouterr().err
+    assert tree_digest(published) == before
+    assert main(["submit", str(path), "--name", "seed one", "--board", str(tmp_path / "private"), "--suite",
+                 str(suite_file), "--no-regenerate"]) == 0
