@@ -26,7 +26,7 @@ from pathlib import Path
 from agentgym_bench.benchmark.scores import format_summary, summarize
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
 from agentgym_bench.leaderboard import board as boards
-from agentgym_bench.leaderboard.board import check_free, check_model_name, check_open, read_index, slugify, submit
+from agentgym_bench.leaderboard.board import check_free, check_open, read_index, slugify, submit
 from agentgym_bench.leaderboard.regenerate import REGENERATION_CAP
 from agentgym_bench.leaderboard.verify import check_name, verify
 from agentgym_bench.paths import default_board, repository_root
@@ -90,10 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.check:
         index = read_index(board)
-        check_free(index, name, verified.suite, args.replace)
-        check_open(index, name, verified.suite, verified.sha256)
-        check_model_name(index, board, verified)
-        boards.check_sampling_seed(index, board, verified)
+        boards.check_admissible(index, board, name, verified, args.replace)
         boards.check_not_a_copy(board, index, name, verified)
         boards.check_same_training(board, index, name, verified)
         print(f"check passed: {name!r} would go on {board} as {verified.mark} (nothing written)")

@@ -444,6 +444,16 @@ def check_sampling_seed(index: dict[str, Any] | None, folder: str | os.PathLike,
                     f"evaluate again with --seed {SAMPLING_SEED}")
 
 
+def check_admissible(index: dict[str, Any] | None, folder: str | os.PathLike, name: str, verified: Verified,
+                     replace: bool = False) -> None:
+    """The refusals that read only the index: :func:`check_free`, :func:`check_open`, :func:`check_model_name`,
+    :func:`check_sampling_seed` (``submit`` runs them before its lock and again under it; ``submit --check`` too)."""
+    check_free(index, name, verified.suite, replace)
+    check_open(index, name, verified.suite, verified.sha256)
+    check_model_name(index, folder, verified)
+    check_sampling_seed(index, folder, verified)
+
+
 def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace: bool = False,
            summary: Summary | None = None, progress: bool = False) -> dict[str, Any]:
     """Put a verified results file on the board in ``folder`` and re-render it; returns its index record.
@@ -459,17 +469,10 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
     name = check_name(name)
     if not slugify(name):
         raise UserError(f"submission name {name!r} has no letters or digits")
-    index = read_index(folder)  # before the lock: a refusal creates nothing
-    check_free(index, name, verified.suite, replace)
-    check_open(index, name, verified.suite, verified.sha256)
-    check_model_name(index, folder, verified)
-    check_sampling_seed(index, folder, verified)
+    check_admissible(read_index(folder), folder, name, verified, replace)  # before the lock: a refusal creates nothing
     with locked(folder):
         index = read_index(folder)
-        check_free(index, name, verified.suite, replace)
-        check_open(index, name, verified.suite, verified.sha256)
-        check_model_name(index, folder, verified)
-        check_sampling_seed(index, folder, verified)
+        check_admissible(index, folder, name, verified, replace)
         records = [r for r in (index or {}).get("submissions", []) if r["slug"] != slugify(name)]
         stored = {r["slug"]: load_stored(folder, r) for r in records}
         for r in records:  # what a board made before these fields existed lacks

@@ -113,11 +113,11 @@ def check_published_name(results: Results, root: str | os.PathLike | None, model
         return
     policy = results.metadata["policy"]
     kind, model, recorded = policy["kind"], policy["model"], policy["model_sha256"]
+    if not model or is_machine_path(model):
+        return  # the board refuses a machine path unless the file is already on it (board.check_model_name)
     inside = Path(models).resolve()
     folders = [f.resolve() for f in sorted(inside.iterdir())] if inside.is_dir() else []
     published = {model_sha256(f): f for f in folders if f.is_relative_to(inside) and (f / "config.json").is_file()}
-    if not model or is_machine_path(model) or "~" in model or "$" in model:
-        return  # the board refuses a machine path unless the file is already on it (board.check_model_name)
     folder = (Path(root if root is not None else Path.cwd()) / model).resolve()
     below = folder.is_relative_to(inside) and folder != inside
     owner = inside / folder.relative_to(inside).parts[0] if below else None

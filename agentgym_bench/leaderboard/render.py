@@ -48,7 +48,7 @@ from agentgym_bench.benchmark.provenance import local_paths_hidden
 from agentgym_bench.benchmark.replay import EpisodeText
 from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.suites import Suite
-from agentgym_bench.leaderboard.verify import MODEL_FREE, REPLAYED
+from agentgym_bench.leaderboard.verify import MODEL_FREE, REPLAYED, REPRODUCED
 from agentgym_bench.paths import is_machine_path
 from agentgym_bench.progress import progress as progress_bar
 
@@ -57,7 +57,7 @@ def rank_order(record: dict[str, Any]) -> tuple[bool, float, str]:
     """The board's order: rows re-generated here (*reproduced*) first, then *replayed* rows, whose replies no check
     ties to the policy they name (an endpoint's moves could have been chosen with the env's draws in view); within
     each, the best score first, then the earliest submitted."""
-    return record["mark"] != "reproduced", -record["summary"]["score"][0], record["submitted"]
+    return record["mark"] != REPRODUCED, -record["summary"]["score"][0], record["submitted"]
 
 
 def ranks(records: list[dict[str, Any]]) -> list[int]:
