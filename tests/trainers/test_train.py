@@ -59,6 +59,24 @@ def test_each_algorithm_changes_the_parameters_and_keeps_losses_finite(tiny_mode
     assert [step for step, _ in trainer["curves"]["reward/success"]] == [1, 2, 3]
 
 
+def test_a_frozen_run_plays_the_start_model_on_the_runs_own_rooms(tiny_model, tmp_path):
+    """``learning_rate: 0`` (the control the training curves are read against): the weights stay the start's bit for
+    bit, and every iteration plays what a training run of the same seed plays before its policy moves (the same
+    rooms, the same sampling streams), so its first iteration is that run's first iteration."""
+    frozen = main(config_from_dict(tiny_config_dict(tiny_model, tmp_path / "frozen", "gigpo", learning_rate=0)))
+    trained = main(config_from_dict(tiny_config_dict(tiny_model, tmp_path / "trained", "gigpo")))
+    before, after = weights(tiny_model), weights(tmp_path / "frozen" / "checkpoint-3" / "actor")
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert max(float((weights(tmp_path / "trained" / "checkpoint-3" / "actor")[k] - before[k]).abs().max())
+               for k in before) > 1e-4
+    first = [{k: r[1][k] for k in ("reward/success", "reward/score", "rollout/response_length", "rollout/turns")}
+             for r in (frozen.records, trained.records)]
+    assert first[0] == first[1]
+    assert all(r["loss/lr"] == 0 for r in frozen.records[1:])
+    with pytest.raises(ConfigError, match="learning_rate=-1e-05 must be >= 0"):
+        config_from_dict(tiny_config_dict(tiny_model, tmp_path / "bad", "gigpo", learning_rate=-1e-5))
+
+
 def test_whole_episode_rows_with_the_full_conversation(tiny_model, tmp_path):
     overrides = {"train_env_manager": {"history_length": None}, "val_env_manager": {"history_length": None},
                  "max_steps": 2, "ppo_mini_batch_size": 4}

@@ -394,7 +394,9 @@ class TrainConfig:
     max_grad_norm: float = 1.0
     """Gradient clipping of actor and critic (ROLL; RAGEN ``grad_clip``)."""
     learning_rate: float = 1e-4
-    """Actor learning rate, AdamW (RAGEN: 1e-6 for Qwen2.5-0.5B; the small default model needs ~1e-4)."""
+    """Actor learning rate, AdamW (RAGEN: 1e-6 for Qwen2.5-0.5B; the small default model needs ~1e-4). 0 makes a
+    frozen run: the start model, never changed, plays the run's own training rooms with its sampling streams, the
+    control that the training curves are read against (docs/trainers.md, "Metrics")."""
     critic_learning_rate: float = 1e-3
     """Critic learning rate (RAGEN: 10x the actor's)."""
     critic_warmup: int = 0
@@ -673,7 +675,9 @@ class TrainConfig:
                               "temperature > 0 for training rollouts (val_temperature may be 0)")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"top_p={self.top_p} must be in (0, 1]")
-        for name in ("learning_rate", "critic_learning_rate", "max_grad_norm"):
+        if self.learning_rate < 0:
+            raise ConfigError(f"learning_rate={self.learning_rate} must be >= 0 (0: a frozen run)")
+        for name in ("critic_learning_rate", "max_grad_norm"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be > 0")
         if not 0 <= self.clip_low < 1 or self.clip_high < 0:
