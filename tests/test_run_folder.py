@@ -55,3 +55,46 @@ def test_progress_line_measures_the_current_process_and_names_the_last_checkpoin
     assert run_folder.progress_line(run) == "iteration 20/130, 120.0 it/min, ~1 min left, checkpoint-10"
     (run / "summary.json").write_text("{}")
     assert run_folder.progress_line(run) == "finished"
+
+
+def finished_run(folder: Path, success: list[float], lake: list[float], **config) -> Path:
+    """A finished run folder: its config, one training record per iteration (all envs and one env), a summary."""
+    import json
+
+    import yaml
+
+    folder.mkdir(parents=True)
+    base = {"pretrain": "start", "seed": 0, "max_steps": len(success), "train_seed_start": 10000,
+            "rollout_batch_size": 8, "train_env_manager": {"tags": ["AgentFrozenLake-v0"]}, "learning_rate": 1e-4}
+    (folder / "config.yaml").write_text(yaml.safe_dump({**base, **config}))
+    records = [{"step": 0, "val/success": 0.5}] + [
+        {"step": i + 1, "reward/success": s, "reward/AgentFrozenLake-v0/success": f}
+        for i, (s, f) in enumerate(zip(success, lake, strict=True))]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "summary.json").write_text("{}")
+    return folder
+
+
+def test_a_run_against_its_frozen_run_is_paired_by_iteration_over_its_second_half(tmp_path):
+    run = finished_run(tmp_path / "run", [0.5, 0.6, 0.7, 0.8], [0.0, 0.0, 0.5, 0.5])
+    frozen = finished_run(tmp_path / "frozen", [0.5, 0.5, 0.5, 0.5], [0.0, 0.5, 0.5, 0.25], learning_rate=0)
+    # iterations 3-4: all envs +0.2, +0.3 (mean +0.25, interval +- 1.96 * 0.0707 / sqrt 2); the lake 0, +0.25
+    assert run_folder.against_frozen_line(run, frozen) == (
+        "iterations 3-4: all envs +0.250 [+0.152, +0.348], AgentFrozenLake-v0 +0.125 [-0.120, +0.370]")
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"learning_rate": 1e-12}, "is not a frozen run (learning_rate 1e-12, not 0)"),
+    ({"learning_rate": 0, "train_seed_start": 20000}, "not paired with"),
+    ({"learning_rate": 0, "pretrain": "another"}, "(pretrain differ)"),
+    ({"learning_rate": 0, "train_env_manager": {"tags": ["AgentSokoban-v0"]}}, "(train_env_manager differ)"),
+])
+def test_a_frozen_run_on_other_rooms_or_that_learned_is_not_paired(tmp_path, change, said):
+    run = finished_run(tmp_path / "run", [0.5, 0.6], [0.0, 0.0])
+    frozen = finished_run(tmp_path / "frozen", [0.5, 0.5], [0.0, 0.0], **change)
+    assert said in run_folder.against_frozen_line(run, frozen)
+    sampled = finished_run(tmp_path / "sampled", [0.5, 0.6], [0.0, 0.0], dynamic_sampling={"enabled": True})
+    frozen_ds = finished_run(tmp_path / "frozen-ds", [0.5, 0.5], [0.0, 0.0], learning_rate=0,
+                             dynamic_sampling={"enabled": True})
+    assert "with dynamic_sampling a run's refill rounds follow its own groups" in run_folder.against_frozen_line(
+        sampled, frozen_ds)

@@ -9,7 +9,9 @@ most ``--jobs``):
    ``leaderboards/<suite>/models/default-model-sft``, hash-checked against that entry: our "pretrained model", as
    Qwen2.5-0.5B-Instruct is RAGEN's), or with ``--from-scratch`` (or where no checkpoint is published) the small
    local default model (``init-model``) warm-started on oracle demonstrations in the recipe's stages (hours);
-2. StarPO, StarPO-S and GiGPO from the warm start (``train``), the longest steps, started first;
+2. StarPO, StarPO-S and GiGPO from the warm start (``train``), the longest steps, started first, and two frozen runs
+   (StarPO's and GiGPO's configs with learning rate 0: the warm start, never updated, on the same training rooms),
+   the control that the summary pairs each RL run's training success with, iteration by iteration;
 3. the oracle, a random agent, the warm start and the three trained models evaluated on the suite;
 4. each results file submitted to the board as soon as it is written (verified by replay, and re-generation for the
    local models), the board rendered, and each baseline compared with the committed board's entry of the same name

@@ -76,12 +76,17 @@ TRAINED = {"starpo": "baseline-starpo", "starpo-s": "baseline-starpo_s", "gigpo"
 docs/results.md, "RL: the three `baseline-*.yaml` configs")."""
 ALGORITHMS = {"starpo": "StarPO", "starpo-s": "StarPO-S", "gigpo": "GiGPO"}
 """Board stem -> the algorithm's name in a trained model's board name."""
+FROZEN = {"starpo": "starpo", "starpo-s": "starpo", "gigpo": "gigpo"}
+"""Trained run -> the trained run whose config, with ``learning_rate=0``, makes its frozen run (``runs/frozen-<it>``:
+the start model on the same training rooms, what the final summary pairs each run's training success with). StarPO-S
+plays StarPO's rooms: their configs differ in the preset alone."""
 SHORT_SFT_ENVS = "[AgentSokoban-v0, AgentFrozenLake-v0, AgentFrozenLakeNoSlip-v0, AgentBandit-v0]"
 """The envs the short SFT learned (no Sokoban 8x8/2), which GiGPO trains and validates on from it."""
 REFERENCE_MINUTES = {
     "init-model": 0.1, "warmstart stage 1": 35.0, "warmstart stage 2": 56.0, "warmstart": 55.0,
     "eval oracle": 0.3, "eval random": 0.2, "eval": 0.8, "submit oracle": 0.2, "submit random": 0.1, "submit": 0.8,
-    "train starpo": 4.5, "train starpo-s": 4.0, "train gigpo": 6.5,
+    "train starpo": 4.5, "train starpo-s": 4.0, "train gigpo": 6.5, "train frozen-starpo": 3.0,
+    "train frozen-gigpo": 3.5,
     "eval-ma random": 0.3, "eval-ma scripted": 0.3, "eval-ma": 5.2, "submit-ma random": 0.2,
     "submit-ma scripted": 0.2, "submit-ma": 5.2}
 """The reference recipe's steps on the reference machine (2 cores; docs/results.md, "Wall time"): measured in the
@@ -209,6 +214,12 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
         run = work / "runs" / name
         jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
                                              "resume_from_checkpoint=auto", *overrides),
+                        run / run_folder.SUMMARY, after=made_by, resumes_from=run))
+    for name in dict.fromkeys(FROZEN[name] for name in recipe.train):
+        config, overrides = recipe.train[name]
+        run = work / "runs" / f"frozen-{name}"
+        jobs.append(Job(f"train frozen-{name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
+                                                    "resume_from_checkpoint=auto", *overrides, "learning_rate=0"),
                         run / run_folder.SUMMARY, after=made_by, resumes_from=run))
     jobs += [Job(f"eval {name}", cli("eval", "--policy", name, "--suite", suite,
                                      "--out", str(results / f"{name}.json.gz")), results / f"{name}.json.gz")
@@ -466,7 +477,16 @@ def _last_line(logs: Path, job: Job) -> str:
 
 
 def training_report(work: Path, names: list[str]) -> str:
-    """What each RL run did (``<work>/runs/<name>``, :func:`agentgym_bench.run_folder.learning_line`)."""
-    return "\n".join(["RL runs, validation success at each evaluation (the trainer's own validation episodes; the "
-                      "first point is the start model):"] +
-                     [f"  {name}: {run_folder.learning_line(work / 'runs' / name)}" for name in names])
+    """What each RL run did (``<work>/runs/<name>``): its validation curve
+    (:func:`agentgym_bench.run_folder.learning_line`) and its training success against its frozen run's on the same
+    rooms (:data:`FROZEN`, :func:`agentgym_bench.run_folder.against_frozen_line`)."""
+    runs = work / "runs"
+    lines = ["RL runs, validation success at each evaluation (the trainer's own validation episodes; the first point "
+             "is the start model):"]
+    lines += [f"  {name}: {run_folder.learning_line(runs / name)}" for name in names]
+    lines += ["RL runs on their own training rooms: training success minus the start model's on the same rooms (a "
+              "frozen run), mean over the second half of the iterations [95%]; what a run learned where it trained "
+              "(the suite reads held-out rooms):"]
+    lines += [f"  {name}: {run_folder.against_frozen_line(runs / name, runs / f'frozen-{FROZEN[name]}')}"
+              for name in names if name in FROZEN]
+    return "\n".join(lines)

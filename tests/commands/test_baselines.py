@@ -3,11 +3,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.comparison import against_start, verdict
 from agentgym_bench.leaderboard.main_job import (
     RECIPES,
+    TRAINER_CONFIGS,
     Job,
     minutes_left,
     plan,
@@ -44,6 +46,23 @@ def test_plan_orders_every_step_after_what_it_needs(tmp_path):
     submits = [j for j in jobs if j.name.startswith("submit")]
     assert len(submits) == 6 and all(j.output is None for j in submits)
     assert all(j.after == [j.name.replace("submit", "eval")] for j in submits)  # each as soon as its file is written
+
+
+@pytest.mark.parametrize("recipe", ["reference", "short-sft", "smoke"])
+def test_each_training_config_gets_a_frozen_run_on_its_rooms(tmp_path, recipe):
+    """The frozen runs the final summary pairs each RL run with: the config of the run they replay, its overrides
+    included, with learning rate 0; StarPO-S shares StarPO's (its bundled config differs in the preset alone)."""
+    jobs = {j.name: j for j in plan(RECIPES[recipe], tmp_path / "work", tmp_path / "board", "agentgym-v2")}
+    assert [n for n in jobs if "frozen" in n] == ["train frozen-starpo", "train frozen-gigpo"]
+    for name in ("starpo", "gigpo"):
+        frozen, trained = jobs[f"train frozen-{name}"], jobs[f"train {name}"]
+        assert frozen.argv[-1] == "learning_rate=0" and frozen.after == trained.after
+        assert [a for a in frozen.argv[:-1] if not a.startswith("output_dir=")] == [
+            a for a in trained.argv if not a.startswith("output_dir=")]
+        assert frozen.output == tmp_path / "work" / "runs" / f"frozen-{name}" / "summary.json"
+    starpo, starpo_s = (yaml.safe_load((TRAINER_CONFIGS / f"baseline-{n}.yaml").read_text())
+                        for n in ("starpo", "starpo_s"))
+    assert {k for k in starpo if starpo[k] != starpo_s.get(k)} == {"preset", "output_dir"}
 
 
 def timed(name: str, minutes: float, after: list[str] | None = None, threads: int = 1) -> Job:
@@ -177,6 +196,8 @@ def test_smoke_recipe_from_the_published_checkpoint_end_to_end(tmp_path, capsys)
     assert "the two-player suite is skipped" in out and not (tmp_path / "work" / "leaderboard-ma").exists()
     assert "expected: about" in out and "per env (yours - committed" in out
     assert "RL runs, validation success at each evaluation" in out and "  starpo: 0: " in out
+    assert "RL runs on their own training rooms" in out  # each paired with its frozen run (StarPO-S with StarPO's)
+    assert all(f"  {name}: iteration 2: all envs " in out for name in ("starpo", "starpo-s", "gigpo")), out
     assert not (tmp_path / "work" / "warmstart").exists() and not (tmp_path / "work" / "default-model").exists()
     names = {r["name"]: r for r in read_index(tmp_path / "work" / "leaderboard")["submissions"]}
     assert len(names) == 6 and names["default model + SFT"]["model_sha256"] == read_index(
@@ -191,7 +212,7 @@ def test_smoke_recipe_from_the_published_checkpoint_end_to_end(tmp_path, capsys)
     assert main(["baselines", "--recipe", "smoke", "--suite", str(suite_file), "--work",
                  str(tmp_path / "work"), "--jobs", "2", "--committed", str(tmp_path / "leaderboards")]) == 0
     again = capsys.readouterr().out  # a finished main job run again: nothing redone, the result printed again
-    assert again.count("already done") == len(names) * 2 + 3 and ": started (log:" not in again, again
+    assert again.count("already done") == len(names) * 2 + 5 and ": started (log:" not in again, again
     assert "per env (yours - committed" in again
     assert tree_digest(board) == before
 
@@ -337,6 +358,7 @@ def test_the_final_summary_shows_each_rl_runs_learning_curve(tmp_path):
     text = training_report(tmp_path, ["starpo", "gigpo"])
     assert "  starpo: 0: 0.500, 2: 0.625; gain +0.125 [-0.010, +0.260]; groups with reward spread 0.50" in text
     assert "curves.png" in text and "  gigpo: no finished run in" in text
+    assert f"  starpo: no finished frozen run in {tmp_path / 'runs' / 'frozen-starpo'}" in text
 
 
 def test_a_new_training_run_that_differs_is_a_difference_not_a_worse_recipe():

@@ -395,8 +395,9 @@ class TrainConfig:
     """Gradient clipping of actor and critic (ROLL; RAGEN ``grad_clip``)."""
     learning_rate: float = 1e-4
     """Actor learning rate, AdamW (RAGEN: 1e-6 for Qwen2.5-0.5B; the small default model needs ~1e-4). 0 makes a
-    frozen run: the start model, never changed, plays the run's own training rooms with its sampling streams, the
-    control that the training curves are read against (docs/trainers.md, "Metrics")."""
+    frozen run: the start model, never changed, plays the run's own training rooms with its sampling streams and
+    nothing is scored or updated; the control that the training curves are read against (docs/trainers.md,
+    "Metrics")."""
     critic_learning_rate: float = 1e-3
     """Critic learning rate (RAGEN: 10x the actor's)."""
     critic_warmup: int = 0

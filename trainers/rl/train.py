@@ -424,7 +424,8 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
         record.update(_lag_metrics(batch, step, dropped))
     tock = time.perf_counter()
     update_actor = step > config.critic_warmup
-    if not dropped:
+    frozen = config.learning_rate == 0  # a frozen run: nothing to score or update
+    if not dropped and not frozen:
         record.update(train_step(config, run.models, run.optimizers, trajectories, dist, run.rng, update_actor,
                                  run.kl_coef))
     run.kl_coef = record.pop("reward/next_kl_coef", run.kl_coef)
@@ -434,7 +435,7 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
         run.worker.publish(PlainWeights(run.models.actor_module).state_dict(), version=step)
     for name, scheduler in run.schedulers.items():
         record["loss/lr" if name == "actor" else "critic/lr"] = scheduler.get_last_lr()[0]
-        if name == "critic" or update_actor:  # the actor's schedule counts its own steps (critic warm-up)
+        if not frozen and (name == "critic" or update_actor):  # the actor's schedule counts its own steps
             scheduler.step()
     record["time/update"] = time.perf_counter() - tock
     record.update(config.echo_trap.check(run.result.records + [record]))
