@@ -485,8 +485,9 @@ def training_report(work: Path, names: list[str]) -> str:
              "is the start model):"]
     lines += [f"  {name}: {run_folder.learning_line(runs / name)}" for name in names]
     lines += ["RL runs on their own training rooms: training success minus the start model's on the same rooms (a "
-              "frozen run), mean over the second half of the iterations [95%]; what a run learned where it trained "
-              "(the suite reads held-out rooms):"]
+              "frozen run), mean over the second half of the iterations [95% over the iterations of this one run, "
+              "not over training seeds: another seed is another draw]; what a run learned where it trained (the "
+              "suite reads held-out rooms):"]
     lines += [f"  {name}: {run_folder.against_frozen_line(runs / name, runs / f'frozen-{FROZEN[name]}')}"
               for name in names if name in FROZEN]
     return "\n".join(lines)
