@@ -215,10 +215,10 @@ def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | N
         jobs.append(Job(f"train {name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
                                              "resume_from_checkpoint=auto", *overrides),
                         run / run_folder.SUMMARY, after=made_by, resumes_from=run))
-    for name in dict.fromkeys(FROZEN[name] for name in recipe.train):
-        config, overrides = recipe.train[name]
-        run = work / "runs" / f"frozen-{name}"
-        jobs.append(Job(f"train frozen-{name}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
+    for replayed in dict.fromkeys(FROZEN[name] for name in recipe.train):  # one frozen run per set of rooms
+        config, overrides = recipe.train[replayed]
+        run = work / "runs" / f"frozen-{replayed}"
+        jobs.append(Job(f"train frozen-{replayed}", cli("train", config, f"pretrain={warm}", f"output_dir={run}",
                                                     "resume_from_checkpoint=auto", *overrides, "learning_rate=0"),
                         run / run_folder.SUMMARY, after=made_by, resumes_from=run))
     jobs += [Job(f"eval {name}", cli("eval", "--policy", name, "--suite", suite,
