@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up ./.venv and run the main job on CPU: `agentgym-bench baselines` (about 13-17 minutes on 2 cores).
+# Set up ./.venv and run the main job on CPU: `agentgym-bench baselines` (about 16 minutes on 2 cores).
 #   From the published checkpoint (the committed board's "default model + SFT" weights, hash-checked): StarPO,
 #   StarPO-S and GiGPO trained from it; those, the checkpoint, the oracle and a random agent evaluated on the
 #   held-out test suite agentgym-v2, verified and put on your own leaderboard

@@ -25,7 +25,7 @@ most ``--jobs``):
 Recipes: ``reference`` (the default) is the reference recipe: a warm start in three stages, each from the one
 before (the bundled ``trainers/configs/warmstart-1.yaml``, ``-2``, ``-3``: ``agentgym-bench warmstart CONFIG``), and
 the bundled ``trainers/configs/baseline-*.yaml`` as they are
-(docs/results.md, "The recipe"). From the published checkpoint it takes about 13-17 minutes on 2 cores; with
+(docs/results.md, "The recipe"). From the published checkpoint it takes about 16 minutes on 2 cores; with
 ``--from-scratch`` about three hours more (the job prints its estimate at the start and the time left as it goes). The
 committed board in ``leaderboards/`` holds its runs, so the comparison printed at the end is a reproduction check (each
 entry can also be re-evaluated with ``agentgym-bench reproduce``). ``short-sft`` is the check that the trainers

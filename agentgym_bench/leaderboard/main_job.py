@@ -85,15 +85,15 @@ SHORT_SFT_ENVS = "[AgentSokoban-v0, AgentFrozenLake-v0, AgentFrozenLakeNoSlip-v0
 REFERENCE_MINUTES = {
     "init-model": 0.1, "warmstart stage 1": 35.0, "warmstart stage 2": 56.0, "warmstart": 55.0,
     "eval oracle": 0.3, "eval random": 0.2, "eval": 0.8, "submit oracle": 0.2, "submit random": 0.1, "submit": 0.8,
-    "train starpo": 4.5, "train starpo-s": 4.0, "train gigpo": 6.5, "train frozen-starpo": 3.0,
-    "train frozen-gigpo": 3.5,
+    "train starpo": 4.5, "train starpo-s": 4.0, "train gigpo": 6.5, "train frozen-starpo": 2.1,
+    "train frozen-gigpo": 3.6,
     "eval-ma random": 0.3, "eval-ma scripted": 0.3, "eval-ma": 5.2, "submit-ma random": 0.2,
     "submit-ma scripted": 0.2, "submit-ma": 5.2}
 """The reference recipe's steps on the reference machine (2 cores; docs/results.md, "Wall time"): measured in the
 main job of 2026-11-27 (from the published checkpoint, 17.8 minutes for its steps; the trainers' steps again on
 2026-11-28, 12.3 minutes for all steps, once identical rows were shared; on 2026-11-29 with GiGPO's five-env
 recipe, 14.9 minutes for all steps on a quiet machine; GiGPO's training again on 2026-12-01 without its KL loss, 6.5
-minutes, 12.0 for all steps) and the checkpoint's 1,200
+minutes, 12.0 for all steps; the frozen runs on 2026-12-01, 14.4 minutes for all steps) and the checkpoint's 1,200
 two-player matches (5.2 minutes; their re-generation taken as long), and for the warm start's stages on two threads
 in earlier runs; ``submit`` of a local model re-generates every reply."""
 SELECTION = {"warmstart": "the last stage of the recipe's warm start, as the recipe ends (no checkpoint chosen)",
