@@ -31,7 +31,7 @@ committed board in ``leaderboards/`` holds its runs, so the comparison printed a
 entry can also be re-evaluated with ``agentgym-bench reproduce``). ``short-sft`` is the check that the trainers
 learn: the same three recipes from a start with room, the board's "default model + short SFT" (the first stage with a
 third of its Sokoban 6x6 demonstrations, never shown Sokoban 8x8/2; GiGPO trains on the four envs it learned), about
-12 minutes on 2 cores (with ``--from-scratch`` about 11 more), and the summary puts each trained model against its
+15 minutes on 2 cores (with ``--from-scratch`` about 11 more), and the summary puts each trained model against its
 start on the same test episodes. ``smoke`` checks the pipeline in minutes (its numbers mean nothing). Logs of every
 step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo it), and a warm-start or
 training step stopped part-way resumes from its last checkpoint when the job is run again.
@@ -62,7 +62,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference",
                         help="reference (the committed board's recipe; its warm start, with --from-scratch, takes "
                         "about three hours on 2 cores), short-sft (the same RL from the board's start with room: "
-                        "a check that the trainers learn, about 12 minutes) or smoke (minutes, numbers meaningless) "
+                        "a check that the trainers learn, about 15 minutes) or smoke (minutes, numbers meaningless) "
                         "(default: %(default)s)")
     parser.add_argument("--work", default=None, help="folder for models, runs, results and logs "
                         "(default: runs/baselines-RECIPE)")
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if args.recipe == "reference":
         print("From the published checkpoint RL has little left to gain here (docs/results.md, \"In short\"); to see "
               "the trainers learn, run them from a start with room: agentgym-bench baselines --recipe short-sft "
-              "(about 12 minutes)")
+              "(about 15 minutes)")
     if ma_suite is not None:
         print(against_committed(ma_board, Path(args.committed), frozenset(trained), recipe.compared))
     return 0
