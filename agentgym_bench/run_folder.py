@@ -130,8 +130,10 @@ def against_frozen_line(run: str | Path, frozen: str | Path) -> str:
     ``learning_rate: 0`` (the start model, never updated, on the same rooms: every run of a config plays the same
     rooms at each iteration, so their difficulty cancels). Each iteration plays new rooms, so its difference is one
     draw: the mean over the iterations with its 95% normal interval. Or why the two cannot be paired."""
-    if read_summary(run) is None or read_summary(frozen) is None:
-        return f"no finished frozen run in {frozen}" if read_summary(run) is not None else f"no finished run in {run}"
+    if read_summary(run) is None:
+        return f"no finished run in {run}"
+    if read_summary(frozen) is None:
+        return f"no finished frozen run in {frozen}"
     mine, theirs = read_config(run), read_config(frozen)
     if theirs.get("learning_rate") != 0:
         return f"{frozen} is not a frozen run (learning_rate {theirs.get('learning_rate')}, not 0)"

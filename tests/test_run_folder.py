@@ -1,6 +1,8 @@
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
@@ -59,10 +61,6 @@ def test_progress_line_measures_the_current_process_and_names_the_last_checkpoin
 
 def finished_run(folder: Path, success: list[float], lake: list[float], **config) -> Path:
     """A finished run folder: its config, one training record per iteration (all envs and one env), a summary."""
-    import json
-
-    import yaml
-
     folder.mkdir(parents=True)
     base = {"pretrain": "start", "seed": 0, "max_steps": len(success), "train_seed_start": 10000,
             "rollout_batch_size": 8, "train_env_manager": {"tags": ["AgentFrozenLake-v0"]}, "learning_rate": 1e-4}

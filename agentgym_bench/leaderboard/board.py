@@ -414,6 +414,11 @@ def check_same_training(folder: Path, index: dict[str, Any] | None, name: str, v
                             "training record")
 
 
+def holds_file(index: dict[str, Any] | None, sha256: str) -> bool:
+    """Whether the board's index holds a submission whose file has this SHA-256 (a file already on the board)."""
+    return any(r["sha256"] == sha256 for r in (index or {}).get("submissions", []))
+
+
 def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, verified: Verified) -> None:
     """Refuse, on a published board, a file whose ``metadata.policy.model`` is a machine path
     (:func:`~agentgym_bench.paths.is_machine_path`), unless the file is already on the board (its SHA-256 is in the
@@ -421,7 +426,7 @@ def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, ve
     model = verified.results.metadata["policy"]["model"]
     if not model or not is_machine_path(model) or not published_board(folder):
         return
-    if verified.sha256 in {r["sha256"] for r in (index or {}).get("submissions", [])}:
+    if holds_file(index, verified.sha256):
         return
     raise UserError(f"metadata.policy.model {model!r} is a path on the machine that evaluated it; board {folder} "
                     "takes models named by their path relative to the repository root: put the model folder in the "
@@ -437,7 +442,7 @@ def check_sampling_seed(index: dict[str, Any] | None, folder: str | os.PathLike,
     sampling = verified.results.metadata["policy"]["sampling"]
     if sampling["seed"] == SAMPLING_SEED or not sampling["keyed"] or not published_board(folder):
         return
-    if verified.sha256 in {r["sha256"] for r in (index or {}).get("submissions", [])}:
+    if holds_file(index, verified.sha256):
         return
     raise UserError(f"metadata.policy.sampling.seed is {sampling['seed']}; board {folder} takes files evaluated "
                     f"with its sampling seed, {SAMPLING_SEED} (eval's default), so that every model has one read: "
