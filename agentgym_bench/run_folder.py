@@ -124,38 +124,55 @@ which drives only the sampling streams, the mini-batch order and a critic's init
 a run whose values agree (:func:`against_frozen_line`)."""
 
 
-def against_frozen_line(run: str | Path, frozen: str | Path) -> str:
-    """One line on what a finished RL run learned on its own training rooms: over the second half of its iterations,
-    per env and for all envs, its training success minus that of ``frozen``, a finished run of the same config with
-    ``learning_rate: 0`` (the start model, never updated, on the same rooms: every run of a config plays the same
-    rooms at each iteration, so their difficulty cancels). Each iteration plays new rooms, so its difference is one
-    draw: the mean over the iterations with its 95% normal interval. Or why the two cannot be paired."""
+def against_frozen(run: str | Path, frozen: str | Path) -> tuple[list[int], dict[str, list[float]]]:
+    """What a finished RL run learned on its own training rooms, iteration by iteration: over the second half of its
+    iterations, per env and for all envs, its training success minus that of ``frozen``, a finished run of the same
+    config with ``learning_rate: 0`` (the start model, never updated, on the same rooms: every run of a config plays
+    the same rooms at each iteration, so their difficulty cancels).
+
+    Returns:
+        ``(steps, differences)``: the iterations compared and, per key (``"all envs"`` or an env id), one difference
+        per iteration (``(len(steps),)``; an env missing from an iteration's records is skipped there).
+
+    Raises:
+        ValueError: naming why the two cannot be paired (not finished, ``frozen`` not frozen, other rooms or start,
+            ``dynamic_sampling``, no common iteration).
+    """
     if read_summary(run) is None:
-        return f"no finished run in {run}"
+        raise ValueError(f"no finished run in {run}")
     if read_summary(frozen) is None:
-        return f"no finished frozen run in {frozen}"
+        raise ValueError(f"no finished frozen run in {frozen}")
     mine, theirs = read_config(run), read_config(frozen)
     if theirs.get("learning_rate") != 0:
-        return f"{frozen} is not a frozen run (learning_rate {theirs.get('learning_rate')}, not 0)"
+        raise ValueError(f"{frozen} is not a frozen run (learning_rate {theirs.get('learning_rate')}, not 0)")
     if (mine.get("dynamic_sampling") or {}).get("enabled"):
-        return f"not paired with {frozen}: with dynamic_sampling a run's refill rounds follow its own groups"
+        raise ValueError(f"not paired with {frozen}: with dynamic_sampling a run's refill rounds follow its own "
+                         "groups")
     differs = [k for k in ROOM_KEYS if mine.get(k) != theirs.get(k)]
     if differs:
-        return f"not paired with {frozen}: other rooms or start ({', '.join(differs)} differ)"
+        raise ValueError(f"not paired with {frozen}: other rooms or start ({', '.join(differs)} differ)")
     rows = [{r["step"]: r for r in metrics_records(Path(folder, METRICS)) if "reward/success" in r}
             for folder in (run, frozen)]
     steps = sorted(set(rows[0]) & set(rows[1]))
     if not steps:
-        return f"no training iteration logged by both {run} and {frozen}"
+        raise ValueError(f"no training iteration logged by both {run} and {frozen}")
     steps = steps[len(steps) // 2:]
     keys = ["reward/success"] + sorted(k for k in rows[0][steps[-1]] if k.startswith("reward/") and
                                        k.endswith("/success") and k.count("/") == 2 and k in rows[1][steps[-1]])
-    parts = []
-    for key in keys:
-        diffs = [rows[0][s][key] - rows[1][s][key] for s in steps if key in rows[0][s] and key in rows[1][s]]
-        mean, low, high = mean_interval(diffs)
-        parts.append(f"{'all envs' if key == 'reward/success' else key.split('/')[1]} {mean:+.3f} "
-                     f"[{low:+.3f}, {high:+.3f}]")
+    return steps, {"all envs" if key == "reward/success" else key.split("/")[1]:
+                   [rows[0][s][key] - rows[1][s][key] for s in steps if key in rows[0][s] and key in rows[1][s]]
+                   for key in keys}
+
+
+def against_frozen_line(run: str | Path, frozen: str | Path) -> str:
+    """:func:`against_frozen` as one line: per key the mean difference over the iterations with its 95% normal
+    interval (each iteration plays new rooms, so its difference is one draw); or why the two cannot be paired."""
+    try:
+        steps, differences = against_frozen(run, frozen)
+    except ValueError as e:
+        return str(e)
+    parts = [f"{key} {mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+             for key, (mean, low, high) in ((k, mean_interval(d)) for k, d in differences.items())]
     span = f"iteration {steps[0]}" if len(steps) == 1 else f"iterations {steps[0]}-{steps[-1]}"
     return f"{span}: " + ", ".join(parts)
 

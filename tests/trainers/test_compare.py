@@ -65,3 +65,40 @@ def test_the_command_prints_both_intervals_and_rejects_bad_runs(tmp_path, capsys
         assert cli(["compare-runs", "--base", *a, "--runs", bad]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
+
+
+def trained_run(folder, success, lake, learning_rate=5e-5):
+    """A finished run folder with one training record per iteration (all envs and one env) and the config keys that
+    fix its rooms."""
+    folder.mkdir()
+    config = {"pretrain": "start", "max_steps": len(success), "train_seed_start": 10000, "rollout_batch_size": 8,
+              "train_env_manager": {"tags": ["AgentFrozenLake-v0"]}, "learning_rate": learning_rate}
+    (folder / "config.yaml").write_text(json.dumps(config))
+    (folder / "metrics.jsonl").write_text("".join(
+        json.dumps({"step": i + 1, "reward/success": s, "reward/AgentFrozenLake-v0/success": f}) + "\n"
+        for i, (s, f) in enumerate(zip(success, lake, strict=True))))
+    (folder / "summary.json").write_text("{}")
+    return str(folder)
+
+
+def test_the_command_reads_runs_on_their_own_rooms_against_a_frozen_run(tmp_path, capsys):
+    """Iterations 3-4 of 4 are read. Against the frozen run the runs gain +0.2 and +0.4 (t over two runs: +0.3 with
+    half-width 12.706 * 0.1); the base runs +0.1 each, so the runs minus the base +0.1 and +0.3."""
+    frozen = trained_run(tmp_path / "frozen", [0.9, 0.9, 0.5, 0.5], [0.0] * 4, learning_rate=0)
+    runs = [trained_run(tmp_path / f"run{s}", [0.0, 0.0, 0.5 + g, 0.5 + g], [0.0] * 4) for s, g in ((0, .2), (1, .4))]
+    base = [trained_run(tmp_path / f"base{s}", [0.0, 0.0, 0.6, 0.6], [0.0] * 4) for s in (0, 1)]
+    assert cli(["compare-runs", "--frozen", frozen, "--runs", *runs]) == 0
+    out = capsys.readouterr().out
+    assert "iterations 3-4" in out and "t over the 2 runs" in out
+    assert "all envs                   +0.300 [-0.971, +1.571]   +0.200, +0.400" in out
+    assert "AgentFrozenLake-v0         +0.000 [+0.000, +0.000]" in out
+    assert cli(["compare-runs", "--frozen", frozen, "--runs", *runs, "--base", *base]) == 0
+    assert "all envs                   +0.200 [-1.071, +1.471]   +0.100, +0.300" in capsys.readouterr().out
+    assert cli(["compare-runs", "--frozen", frozen, "--runs", runs[0]]) == 0
+    assert "normal over the iterations of one run" in capsys.readouterr().out
+    for args, message in ((["--frozen", runs[1], "--runs", runs[0]], "is not a frozen run"),
+                          (["--frozen", frozen, "--runs", *runs, "--base", base[0]], "paired run by run"),
+                          (["--frozen", frozen, "--runs", *runs, "--which", "gain"], "--which reads validation"),
+                          (["--frozen", frozen, "--runs", str(tmp_path / "none")], "no finished run")):
+        assert cli(["compare-runs", *args]) == 2
+        assert message in capsys.readouterr().err

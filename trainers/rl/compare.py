@@ -13,6 +13,12 @@ same seeds. Two intervals answer two questions:
 A claim about a setting needs both: the first can be narrow while three training seeds disagree. With
 ``--which gain`` the runs are compared with their own start model instead (each run's "before" as its base, no
 ``--base``): does a setting gain over its start, over the seeds?
+
+With ``--frozen RUN`` the runs are read on their own training rooms instead of on validation: each run's training
+success minus that of a frozen run (the same config at ``learning_rate: 0``) over the second half of its iterations
+(:func:`agentgym_bench.run_folder.against_frozen`), per env and for all envs; with ``--base``, the runs minus the
+base runs on the same rooms, paired run by run. The interval is Student's t over the runs (the training seeds), or
+with one run the normal interval over its iterations. No validation or test episode is read.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import numpy as np
 
 from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
-from agentgym_bench.stats import paired_difference, t_interval
+from agentgym_bench.stats import mean_interval, paired_difference, t_interval
 
 
 def compare_runs(base: Sequence[Sequence[float]], other: Sequence[Sequence[float]]) -> dict[str, Any]:
@@ -64,17 +70,57 @@ def read_episodes(run: str | Path, which: str) -> list[int]:
     return summary["val_episodes"][which]
 
 
+def on_own_rooms(runs: Sequence[str | Path], frozen: str | Path, base: Sequence[str | Path] = ()) -> list[str]:
+    """The ``--frozen`` report: per env and for all envs, each run's training success on its own rooms minus the
+    frozen run's (minus, with ``base``, the same for the base run of the same place in the order), its mean and 95%
+    interval (t over the runs; with one run, normal over its iterations). Raises :class:`UserError` naming a run
+    that cannot be paired."""
+    def read(run: str | Path) -> tuple[list[int], dict[str, list[float]]]:
+        try:
+            return run_folder.against_frozen(run, frozen)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+    other, ref = [read(r) for r in runs], [read(r) for r in base]
+    if ref and len(ref) != len(other):
+        raise UserError(f"--base has {len(ref)} runs and --runs {len(other)}: with --frozen they are paired run by "
+                        "run, in the order given")
+    steps = other[0][0]
+    if any(read_steps != steps for read_steps, _ in other + ref):
+        raise UserError("the runs logged different iterations; compare finished runs of one config's rooms")
+    keys = [k for k in other[0][1] if all(k in d for _, d in other + ref)]
+    what = "minus --base's, paired run by run" if ref else "minus the frozen run's"
+    how = f"t over the {len(other)} runs" if len(other) > 1 else "normal over the iterations of one run"
+    lines = [f"training success on the runs' own rooms (those of the frozen run {frozen}) {what}, iterations "
+             f"{steps[0]}-{steps[-1]}; mean [95% CI, {how}], then each run's:"]
+    for key in keys:
+        series = [np.asarray(d[key]) - (np.asarray(ref[i][1][key]) if ref else 0.0) for i, (_, d) in enumerate(other)]
+        per_run = [float(x.mean()) for x in series]
+        mean, low, high = t_interval(per_run) if len(per_run) > 1 else mean_interval(series[0].tolist())
+        lines.append(f"  {key:<26} {mean:+.3f} [{low:+.3f}, {high:+.3f}]   {', '.join(f'{x:+.3f}' for x in per_run)}")
+    return lines
+
+
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", nargs="+", metavar="RUN",
                         help="run folders of the reference setting (one per training seed; not with --which gain)")
     parser.add_argument("--runs", nargs="+", required=True, metavar="RUN",
                         help="run folders of the setting compared with it, in the same seed order")
-    parser.add_argument("--which", choices=("after", "before", "gain"), default="after",
+    parser.add_argument("--which", choices=("after", "before", "gain"),
                         help="compare the evaluations after training (default) or before it; gain: each of --runs "
                         "after training with itself before it")
+    parser.add_argument("--frozen", metavar="RUN",
+                        help="read training success on the runs' own rooms instead of validation: each run minus this "
+                        "frozen run (the same config with learning_rate=0), over the second half of the iterations; "
+                        "with --base, the runs minus the base runs on the same rooms")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.frozen:
+        if args.which:
+            raise UserError("--which reads validation; --frozen reads training success on the runs' own rooms")
+        print("\n".join(on_own_rooms(args.runs, args.frozen, args.base or ())))
+        return 0
+    args.which = args.which or "after"
     if args.which == "gain":
         if args.base:
             raise UserError("--which gain compares each run with its own start and takes no --base")
