@@ -102,3 +102,8 @@ def test_the_command_reads_runs_on_their_own_rooms_against_a_frozen_run(tmp_path
                           (["--frozen", frozen, "--runs", str(tmp_path / "none")], "no finished run")):
         assert cli(["compare-runs", *args]) == 2
         assert message in capsys.readouterr().err
+    gap = tmp_path / "run1" / "metrics.jsonl"  # the env's record missing at iteration 3: not paired with run0's
+    lines = gap.read_text().splitlines()
+    gap.write_text("\n".join(lines[:2] + [json.dumps({"step": 3, "reward/success": 0.9})] + lines[3:]) + "\n")
+    assert cli(["compare-runs", "--frozen", frozen, "--runs", *runs]) == 2
+    assert "logged AgentFrozenLake-v0 at different iterations" in capsys.readouterr().err

@@ -93,6 +93,9 @@ def on_own_rooms(runs: Sequence[str | Path], frozen: str | Path, base: Sequence[
     lines = [f"training success on the runs' own rooms (those of the frozen run {frozen}) {what}, iterations "
              f"{steps[0]}-{steps[-1]}; mean [95% CI, {how}], then each run's:"]
     for key in keys:
+        if any(len(d[key]) != len(other[0][1][key]) for _, d in other + ref):
+            raise UserError(f"the runs logged {key} at different iterations; compare finished runs of one config's "
+                            "rooms")
         series = [np.asarray(d[key]) - (np.asarray(ref[i][1][key]) if ref else 0.0) for i, (_, d) in enumerate(other)]
         per_run = [float(x.mean()) for x in series]
         mean, low, high = t_interval(per_run) if len(per_run) > 1 else mean_interval(series[0].tolist())
