@@ -9,4 +9,8 @@ cd "$(dirname "$0")/.."
 EXTRAS=dev,openenv,trl,lora
 if "${PYTHON:-python3}" -c 'import sys; sys.exit(0 if sys.version_info[:3] <= (3, 12, 0) else 1)'; then EXTRAS=$EXTRAS,gem; fi
 AGENTGYM_EXTRAS=${AGENTGYM_EXTRAS:-$EXTRAS} bash scripts/setup.sh
+# The board page's browser tests need a headless Chromium (the names tests/leaderboard/test_page.py looks for)
+if [ -z "$(command -v chromium chromium-browser google-chrome google-chrome-stable || true)" ]; then
+  echo "[test] no headless Chromium found: the board page's browser tests will skip (install one, e.g. apt-get install chromium)"
+fi
 .venv/bin/python -m pytest --numprocesses logical --maxprocesses 4 --dist loadfile "$@"
