@@ -11,6 +11,13 @@ _TYPE_WORDS = {"object": "an object", "array": "an array", "string": "a string",
                "integer": "an integer", "number": "a number", "null": "null"}
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
                type(None): "null"}
+STRICT = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, instance: isinstance(instance, int) and not isinstance(instance, bool)))
+"""Draft 2020-12 with ``integer`` meaning an integer as written (``2``), not a number whose value is one (``2.0``,
+which JSON Schema counts as an integer): a value Python reads as a float breaks code that takes an int (a seed, a
+history window), so the third audit of 2026-12-02 crashed the verifier with ``2.0`` in such fields."""
 
 
 def violation(schema: dict[str, Any], instance: Any, whole: str = "the whole document",
@@ -18,7 +25,7 @@ def violation(schema: dict[str, Any], instance: Any, whole: str = "the whole doc
     """The most relevant way ``instance`` breaks ``schema`` (jsonschema's best match), in one line, or ``None``.
 
     Args:
-        schema: a Draft 2020-12 JSON Schema.
+        schema: a Draft 2020-12 JSON Schema, read with :data:`STRICT` integers.
         instance: the parsed JSON document.
         whole: how the line names the top level (a board's "the whole file").
         patterns: what breaking a ``pattern`` means, by pattern (default: "which breaks its pattern rule ...").
@@ -28,7 +35,7 @@ def violation(schema: dict[str, Any], instance: Any, whole: str = "the whole doc
         its pattern rule '^\\S+$'"``; otherwise jsonschema's message after the field: ``"field a: [] should be
         non-empty"``.
     """
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(instance))
+    error = jsonschema.exceptions.best_match(STRICT(schema).iter_errors(instance))
     if error is None:
         return None
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")

@@ -16,6 +16,7 @@ board is the leaderboard's to say.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
@@ -161,8 +162,9 @@ def check_entries(results: Results, suite: Suite) -> None:
         kwargs = dict(recorded.env_kwargs)
         prompt = kwargs.pop("prompt", None)
         action_format = kwargs.pop("action_format", None)
-        if kwargs != entry.env_kwargs:
-            raise ResultsError(f"{where}: env_kwargs {kwargs} differ from the suite's fixed {entry.env_kwargs}")
+        if _as_written(kwargs) != _as_written(entry.env_kwargs):  # 5.0 is not 5, nor 1 true: the env takes types
+            raise ResultsError(f"{where}: env_kwargs {_as_written(kwargs)} differ from the suite's fixed "
+                               f"{_as_written(entry.env_kwargs)}")
         kind_of(entry).check_recorded(where, recorded, entry, prompt, action_format)
         seeds = [ep.seed for ep in recorded.episodes]
         counts = Counter(seeds)
@@ -173,6 +175,11 @@ def check_entries(results: Results, suite: Suite) -> None:
             raise ResultsError(f"{where}: the seeds must be exactly {entry.seeds.start}..{entry.seeds.stop - 1}, "
                                f"one episode each; duplicated {_some(duplicated)}, missing {_some(missing_seeds)}, "
                                f"foreign {_some(foreign_seeds)}")
+
+
+def _as_written(kwargs: Mapping[str, Any]) -> str:
+    """``kwargs`` as JSON writes them, keys sorted: equal only if equal in value and in type."""
+    return json.dumps(kwargs, sort_keys=True, ensure_ascii=False)
 
 
 def _some(values: list[int], k: int = 5) -> str:

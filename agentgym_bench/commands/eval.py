@@ -138,6 +138,9 @@ def failure(err: GenerationError, partial: Path) -> UserError:
 def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
         raise UserError("need --max-new-tokens >= 1, --temperature >= 0 and 0 < --top-p <= 1")
+    if not 0 <= args.seed < 2**64:
+        raise UserError(f"--seed {args.seed}: a sampling seed is 0 to 2**64 - 1 (what torch's generators take, "
+                        "and what a results file may record)")
     suite, quick = quick_check(load_suite(args.suite), args.episodes, args.entries)
     kind = kind_of(suite)
     kind.check_options(suite, None, args.action_format, "--action-format")

@@ -43,7 +43,9 @@ def model_folder(model: str | None, root: str | os.PathLike | None = None,
     anything a file could point elsewhere; or ``(None, why not)``.
 
     The name is never expanded (``~``, ``$``). On a published board (``models``: its ``models/`` folder) it must be a
-    path relative to the repository root ``root`` that stays, symbolic links resolved, inside ``models``. Elsewhere (a
+    path relative to the repository root ``root`` that stays, symbolic links resolved, inside the ``models/`` folder
+    of a published board of the repository (:func:`published_model_roots`: this board's or a sibling's, so that a
+    model published with one board's files is re-generated on the others' too). Elsewhere (a
     private board, the machine's own) it is looked up as ``eval`` records it
     (:func:`~agentgym_bench.rollout.specs.locate_model`: relative to ``root``, a name under the home's ``models/``,
     or an absolute path). Either way the folder must be a Hugging Face model folder (``config.json``) before its
@@ -53,12 +55,12 @@ def model_folder(model: str | None, root: str | os.PathLike | None = None,
     if "~" in model or "$" in model:
         return None, f"model {model} names a path with ~ or $, which is not expanded here"
     if models is not None:
-        inside = Path(models).resolve()
         if is_machine_path(model):
             return None, f"model {model} is a path of the machine that evaluated it"
         folder = (Path(root if root is not None else Path.cwd()) / model).resolve()
-        if not folder.is_relative_to(inside) or folder == inside:
-            return None, f"model {model} is not in this board's models/ folder, so its weights are not published here"
+        if _published_owner(folder, models) is None:
+            return None, (f"model {model} is not in the models/ folder of this board or of another published board "
+                          "of this repository, so its weights are not published here")
         path = str(folder) if folder.is_dir() else None
     else:
         path = locate_model(model, root)
@@ -101,33 +103,57 @@ def regeneration_blocker(results: Results, root: str | os.PathLike | None = None
     return path, None
 
 
+def published_model_roots(models: str | os.PathLike) -> list[Path]:
+    """The ``models/`` folders of every published board beside the one whose ``models/`` folder is ``models`` (the
+    boards of one ``leaderboards/`` folder, this one's first), resolved: where a published board's files may name a
+    model, and whose weights no other file may claim."""
+    inside = Path(models).resolve()
+    siblings = sorted(b / "models" for b in inside.parent.parent.iterdir() if (b / "models").is_dir())
+    return [inside, *(m.resolve() for m in siblings if m.resolve() != inside)]
+
+
+def _published_owner(folder: Path, models: str | os.PathLike) -> Path | None:
+    """The published model folder (a folder of one of :func:`published_model_roots`) that resolved ``folder`` is or
+    lies in, ``None`` if it lies in none."""
+    for root in published_model_roots(models):
+        if folder.is_relative_to(root) and folder != root:
+            return root / folder.relative_to(root).parts[0]
+    return None
+
+
+def published_weights(models: str | os.PathLike) -> dict[str, Path]:
+    """``{weights hash: folder}`` of every published model (:func:`published_model_roots`' folders that hold a
+    Hugging Face model, ``config.json``)."""
+    folders = [f.resolve() for root in published_model_roots(models) if root.is_dir() for f in sorted(root.iterdir())]
+    return {model_sha256(f): f for f in folders if (f / "config.json").is_file()}
+
+
 def check_published_name(results: Results, root: str | os.PathLike | None, models: str | os.PathLike | None) -> None:
     """On a published board (``models``: its ``models/`` folder), a file that names a published model (a path into
-    one of the folders of ``models/``, that folder or below it) or claims the hash of one of their weights must be an
-    ``hf`` evaluation of that very folder, with its hash, so that it is re-generated: a
-    :class:`~agentgym_bench.benchmark.results.ResultsError` otherwise. Else a file of another kind (``vllm``, an
-    endpoint) or a made-up subfolder could stand, *replayed*, beside a published model's name, hash and training. A
-    folder of ``models/`` that does not exist yet (an outside team's, whose weights the maintainers add after its
-    pull request) is not a published model: its file stays *replayed* until they do."""
+    a folder of :func:`published_model_roots`, that folder or below it) or claims the hash of one of their weights
+    must be an ``hf`` evaluation of that very folder, named by its path, with its hash, so that it is re-generated:
+    a :class:`~agentgym_bench.benchmark.results.ResultsError` otherwise. Else a file of another kind (``vllm``, an
+    endpoint), a made-up subfolder, no name at all or a sibling board's model could stand, *replayed*, beside a
+    published model's hash and training. A folder of ``models/`` that does not exist yet (an outside team's, whose
+    weights the maintainers add after its pull request) is not a published model: its file stays *replayed* until
+    they do."""
     if models is None:
         return
     policy = results.metadata["policy"]
     kind, model, recorded = policy["kind"], policy["model"], policy["model_sha256"]
-    if not model or is_machine_path(model):
+    if model and is_machine_path(model):
         return  # the board refuses a machine path unless the file is already on it (board.check_model_name)
-    inside = Path(models).resolve()
-    folders = [f.resolve() for f in sorted(inside.iterdir())] if inside.is_dir() else []
-    published = {model_sha256(f): f for f in folders if f.is_relative_to(inside) and (f / "config.json").is_file()}
-    folder = (Path(root if root is not None else Path.cwd()) / model).resolve()
-    below = folder.is_relative_to(inside) and folder != inside
-    owner = inside / folder.relative_to(inside).parts[0] if below else None
+    published = published_weights(models)
+    # no name names no folder here, and a published hash still binds it
+    folder = (Path(root if root is not None else Path.cwd()) / model).resolve() if model else None
+    owner = None if folder is None else _published_owner(folder, models)
     if owner not in published.values() and recorded not in published:
         return
     where = f"model {model}" if owner in published.values() else f"model_sha256 {recorded[:12]}..."
-    if kind != "hf" or published.get(recorded) != folder:  # that very folder, by its weights' hash
-        raise ResultsError(f"metadata.policy names a model this board publishes ({where}); such a file must be an hf "
-                           "evaluation of that model's folder, named by its path, with its weights' model_sha256, so "
-                           f"that it is re-generated here (this file: kind {kind}, model {model})")
+    if kind != "hf" or folder is None or published.get(recorded) != folder:  # that very folder, by its weights' hash
+        raise ResultsError(f"metadata.policy names a model this repository's boards publish ({where}); such a file "
+                           "must be an hf evaluation of that model's folder, named by its path, with its weights' "
+                           f"model_sha256, so that it is re-generated here (this file: kind {kind}, model {model})")
 
 
 def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]]) -> list[list[Move]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import gymnasium as gym
 import pytest
@@ -27,7 +28,7 @@ from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, verify
 from agentgym_bench.rollout.policy import Generation
 from agentgym_bench.rollout.specs import Sampling, policy_record
 from agentgym_bench.stats import most_successes
-from tests.leaderboard.conftest import TRAINER, play, tree_digest
+from tests.leaderboard.conftest import TINY_SUITE, TRAINER, play, tree_digest
 from tests.leaderboard.test_board import board, cli_submit  # noqa: F401 - the board fixture
 from tests.leaderboard.test_verify import edit
 
@@ -275,3 +276,48 @@ def test_bargain_moves_searched_against_the_random_demands_are_refused(tmp_path,
     assert verify(play_matches("scripted", suite), suite).mark == REPRODUCED
     monkeypatch.setattr(verification, "check_within_reach", lambda results, suite: None)
     assert verify(forged, suite).mark == REPLAYED  # the check is what refuses it: without it the file replays
+
+
+def _set(path: str, value):
+    """A change that sets the field at ``path`` (``a.b[0].c``) of a results file's JSON to ``value``."""
+    def change(d):
+        *parents, last = path.replace("[", ".[").split(".")
+        for part in parents:
+            d = d[int(part[1:-1])] if part.startswith("[") else d[part]
+        d[int(last[1:-1]) if last.startswith("[") else last] = value(d[int(last[1:-1]) if last.startswith("[")
+                                                                      else last]) if callable(value) else value
+    return change
+
+
+@pytest.mark.parametrize(("fixture", "path", "value", "said"), [
+    ("random_bytes", "entries[0].episodes[0].seed", float, "entries[0].episodes[0].seed is a number, not an integer"),
+    ("random_bytes", "metadata.policy.sampling.seed", float, "metadata.policy.sampling.seed is a number, not an "
+                                                              "integer"),
+    ("hf_bytes", "metadata.policy.history", float, "metadata.policy.history is a number, not an integer or null"),
+    ("random_bytes", "metadata.policy.sampling.seed", -1, "metadata.policy.sampling.seed: -1 is less than the "
+                                                          "minimum of 0"),
+    ("hf_bytes", "metadata.policy.sampling.seed", 2**64, "metadata.policy.sampling.seed: 18446744073709551616 is "
+                                                         "greater than the maximum"),
+    ("hf_bytes", "entries[0].episodes[0].turns[0].token_ids", lambda ids: [float(ids[0]), *ids[1:]],
+     "entries[0].episodes[0].turns[0].token_ids[0] is a number, not an integer"),
+])
+def test_numbers_of_the_wrong_type_are_refused_in_one_line(request, suite, fixture, path, value, said):
+    """The third audit (2026-12-02): ``2.0`` passes JSON Schema's ``integer`` and Python's ``==``, and then crashed
+    the verifier where a seed, a history window or a token id must be an int (gymnasium's seed check, numpy's and
+    torch's generators, the tokenizer); so did a negative or a 65-bit sampling seed. Each is refused, naming the
+    field, before anything runs."""
+    with pytest.raises(ResultsError, match=f"^results file: field {re.escape(said)}"):
+        verify(edit(request.getfixturevalue(fixture), _set(path, value)), suite)
+
+
+def test_fixed_env_kwargs_are_the_suites_in_type_too(tmp_path):
+    """A suite's fixed ``max_turns: 3`` recorded as ``3.0`` (equal in Python) reached the env, which raised; ``1`` for
+    ``true`` likewise. The recorded keywords must be the suite's as JSON writes them."""
+    spec = {**TINY_SUITE, "entries": [{**TINY_SUITE["entries"][1], "env_kwargs": {"max_turns": 3}}]}
+    (tmp_path / "fixed.json").write_text(json.dumps(spec))
+    fixed = load_suite(str(tmp_path / "fixed.json"))
+    honest = play("random", fixed)
+    assert verify(honest, fixed).mark == REPRODUCED
+    with pytest.raises(ResultsError, match=r"^entry sokoban-6x6: env_kwargs \{\"max_turns\": 3.0\} differ from the "
+                                           r"suite's fixed \{\"max_turns\": 3\}"):
+        verify(edit(honest, _set("entries[0].env_kwargs.max_turns", 3.0)), fixed)

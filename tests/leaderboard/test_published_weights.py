@@ -137,12 +137,13 @@ def test_a_file_naming_a_published_model_with_other_weights_is_refused(clone, tm
     before = tree_digest(board)
     capsys.readouterr()
     assert main(["submit", str(path), "--name", "other weights", "--board", str(board), "--check"]) == 2
-    assert f"metadata.policy names a model this board publishes (model {MODEL}); such a file must be an hf " \
-           "evaluation of that model's folder" in capsys.readouterr().err
+    assert f"metadata.policy names a model this repository's boards publish (model {MODEL}); such a file " \
+           "must be an hf evaluation of that model's folder" in capsys.readouterr().err
     assert tree_digest(board) == before
 
 
-@pytest.mark.parametrize("change", ["vllm", "missing folder", "endpoint with another hash", "endpoint with its hash"])
+@pytest.mark.parametrize("change", ["vllm", "missing folder", "endpoint with another hash", "endpoint with its hash",
+                                    "no name, its hash", "an empty name, its hash"])
 def test_only_an_hf_file_of_a_published_folder_may_name_it(clone, tmp_path, capsys, change):
     """The second audit of 2026-12-01: another policy's replies stood *replayed* beside the published model's name
     (kind vllm; an hf file naming a folder inside it that does not exist) or its hash and training (an endpoint)."""
@@ -156,17 +157,19 @@ def test_only_an_hf_file_of_a_published_folder_may_name_it(clone, tmp_path, caps
         policy["model"] = f"{MODEL}/actor"
     elif change == "endpoint with another hash":
         policy.update(kind="openai", model_sha256="1" * 64)
+    elif change.startswith(("no name", "an empty name")):  # the third audit (2026-12-02): no name, no check
+        policy["model"] = None if change.startswith("no name") else ""
     else:
         policy.update(kind="openai", model="frontier-model")
     for episode in (ep for entry in data["entries"] for ep in entry["episodes"]):
         for turn in episode["turns"]:
-            turn.pop("token_ids", None) if change.startswith("endpoint") else None
+            turn.pop("token_ids", None) if change.startswith(("endpoint", "no name", "an empty")) else None
     path = tmp_path / "named.json.gz"
     path.write_bytes(gzip.compress(json.dumps(data).encode()))
     capsys.readouterr()
     assert main(["submit", str(path), "--name", "named", "--board", str(clone / "leaderboards" / "tiny"),
                  "--check"]) == 2
-    assert "metadata.policy names a model this board publishes" in capsys.readouterr().err
+    assert "metadata.policy names a model this repository's boards publish" in capsys.readouterr().err
 
 
 def test_an_outside_teams_folder_not_yet_published_stays_replayed(clone, suite):
@@ -199,3 +202,27 @@ def test_a_published_board_takes_one_sampling_seed(clone, tmp_path, suite_file, 
     assert tree_digest(published) == before
     assert main(["submit", str(path), "--name", "seed one", "--board", str(tmp_path / "private"), "--suite",
                  str(suite_file), "--no-regenerate"]) == 0
+
+
+def test_a_sibling_boards_published_model_is_re_generated_or_refused(clone, suite):
+    """The third audit (2026-12-02): a two-player board's file named the single-agent board's published model, its
+    hash and training, unkeyed and without token ids, and stood *replayed* ("not in this board's models/ folder").
+    A model published with one board of the repository is published for all of them: a sibling board re-generates
+    an honest file of it, and refuses one that could not be re-generated."""
+    import gzip
+
+    from agentgym_bench.benchmark.results import ResultsError
+    from agentgym_bench.leaderboard.verify import REPRODUCED, verify
+
+    sibling = clone / "leaderboards" / "sibling"
+    sibling.mkdir()
+    honest = (clone / "results.json.gz").read_bytes()
+    assert verify(honest, suite, root=clone, board=sibling).mark == REPRODUCED
+    data = json.loads(gzip.decompress(honest))
+    data["metadata"]["policy"]["sampling"]["keyed"] = False
+    for episode in (ep for entry in data["entries"] for ep in entry["episodes"]):
+        for turn in episode["turns"]:
+            turn.pop("token_ids", None)
+    with pytest.raises(ResultsError, match="metadata.policy.sampling.keyed is false, but eval samples a model with "
+                                           f"keyed draws; the file names the weights of {MODEL}"):
+        verify(gzip.compress(json.dumps(data).encode()), suite, root=clone, board=sibling)
