@@ -77,8 +77,12 @@ def run(args: argparse.Namespace) -> int:
         default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made
     root = repository_root(args.board or Path.cwd())
     board_of = (lambda _: Path(args.board)) if args.board else (lambda s: default_board(s.name) if root else None)
+    def not_a_copy(results, sha256):  # before re-generation: a copy is refused in seconds
+        if index is not None:
+            boards.check_not_a_copy(Path(args.board), index, name, results, sha256)
+
     verified = verify(args.results, suite, regenerate=not args.no_regenerate, progress=True, root=root,
-                      board=board_of, regeneration_cap=args.regeneration_cap)
+                      board=board_of, regeneration_cap=args.regeneration_cap, screen=not_a_copy)
     print(f"{args.results}: {verified.episodes} episodes replayed; {verified.mark} ({verified.regeneration})")
     for note in verified.notes:
         print(f"note: {note}")
@@ -91,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         index = read_index(board)
         boards.check_admissible(index, board, name, verified, args.replace)
-        boards.check_not_a_copy(board, index, name, verified)
+        boards.check_not_a_copy(board, index, name, verified.results, verified.sha256)
         boards.check_same_training(board, index, name, verified)
         print(f"check passed: {name!r} would go on {board} as {verified.mark} (nothing written)")
         return 0

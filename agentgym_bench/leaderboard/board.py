@@ -369,18 +369,19 @@ def episodes_sha256(results: Results) -> str:
     return digest.hexdigest()
 
 
-def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, verified: Verified,
+def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, results: Results, sha256: str,
                      stored: dict[str, Results] | None = None) -> None:
-    """Refuse a file that is another submission of the board under a new name: the same bytes (its SHA-256 is in the
-    index), or the same episodes (:func:`episodes_sha256`) with other metadata. Replacing a submission by itself
-    (``--replace`` under its own name) is allowed. ``stored``: slug -> results already loaded."""
+    """Refuse a file (its ``results`` and the SHA-256 of its bytes) that is another submission of the board under a
+    new name: the same bytes (its SHA-256 is in the index), or the same episodes (:func:`episodes_sha256`) with other
+    metadata. Replacing a submission by itself (``--replace`` under its own name) is allowed. It needs no
+    verification, so ``submit`` runs it before replaying anything. ``stored``: slug -> results already loaded."""
     slug = slugify(name)
     others = [r for r in (index or {}).get("submissions", []) if r["slug"] != slug]
-    same = next((r for r in others if r["sha256"] == verified.sha256), None)
+    same = next((r for r in others if r["sha256"] == sha256), None)
     if same is not None:
         raise UserError(f"this file is byte for byte the file of submission {same['name']!r} on board {folder}; a "
                         "copy cannot go on the board under another name")
-    mine = episodes_sha256(verified.results)
+    mine = episodes_sha256(results)
     for r in others:
         results = (stored or {}).get(r["slug"]) or load_stored(folder, r)
         if episodes_sha256(results) == mine:
@@ -482,7 +483,7 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
         stored = {r["slug"]: load_stored(folder, r) for r in records}
         for r in records:  # what a board made before these fields existed lacks
             r.update(training_json(stored[r["slug"]].metadata))
-        check_not_a_copy(folder, index, name, verified, stored)
+        check_not_a_copy(folder, index, name, verified.results, verified.sha256, stored)
         check_same_training(folder, index, name, verified, stored)
         record = record_of(verified, name, datetime.now(timezone.utc).isoformat(timespec="seconds"), summary)
         records.append(record)

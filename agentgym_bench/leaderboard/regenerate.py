@@ -123,9 +123,10 @@ def _published_owner(folder: Path, models: str | os.PathLike) -> Path | None:
 
 def published_weights(models: str | os.PathLike) -> dict[str, Path]:
     """``{weights hash: folder}`` of every published model (:func:`published_model_roots`' folders that hold a
-    Hugging Face model, ``config.json``)."""
-    folders = [f.resolve() for root in published_model_roots(models) if root.is_dir() for f in sorted(root.iterdir())]
-    return {model_sha256(f): f for f in folders if (f / "config.json").is_file()}
+    Hugging Face model, ``config.json``, and stay inside their root, links resolved)."""
+    folders = [(f.resolve(), root) for root in published_model_roots(models) if root.is_dir()
+               for f in sorted(root.iterdir())]
+    return {model_sha256(f): f for f, root in folders if f.is_relative_to(root) and (f / "config.json").is_file()}
 
 
 def check_published_name(results: Results, root: str | os.PathLike | None, models: str | os.PathLike | None) -> None:
@@ -182,7 +183,9 @@ ALLOWED_DIFFERENCES = (2, 0.01)
 """Most replies re-generation may find different and still call the file the named model's (marked *replayed*,
 saying so): 2, or 1% of the replies re-generated, whichever is more. Another machine's last logit bits flip a
 sampled token rarely (measured: 2 of 3,100 replies between batch shapes on one CPU); more differences than this
-refuse the file: its replies are not the named weights' under the recorded sampling."""
+refuse the file: its replies are not the named weights' under the recorded sampling. Each tolerated reply must still
+be a keyed draw of the weights to within :data:`DRAW_TOLERANCE` (:func:`check_draws`), and so must every later reply
+of its episode."""
 
 
 def allowed_differences(regenerated: int) -> int:
@@ -203,11 +206,14 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
     conversations per forward pass), each reply under the key the evaluation used. A prompt longer than the model
     reads gets an empty reply, as in evaluation. Replies are compared with :func:`same_reply` (text and tokens).
 
-    An episode whose reply differs is not re-generated further (its later prompts would read a reply the model did
-    not write), and re-generation stops after the call whose work passes ``cap`` FLOPs (2 x the parameters of the
-    weight files x the prompt and generated tokens of every row the model ran; rows too long to run cost nothing).
-    So every prompt reads only replies re-generated identically, and the work done is what the model itself costs on
-    these episodes: nothing a file holds (padded replies, claimed lengths) can make it more.
+    A reply that differs, and every later reply of its episode (whose prompts read it), is bound by
+    :func:`check_draws` instead: each of its tokens must be what the evaluation's key draws from the named weights
+    given the recorded tokens before it, to within a machine's last bits. So a tolerated difference is a sampled
+    token that another machine's rounding flipped, never a reply or an episode of the submitter's choosing.
+    Re-generation stops after the call whose work passes ``cap`` FLOPs (2 x the parameters of the weight files x the
+    prompt and reply tokens of every row the model ran; rows too long to run cost nothing): the work done is what
+    the model itself costs on these episodes, and nothing a file holds (padded replies, claimed lengths) makes it
+    more.
     """
     policy, _ = suite_policy(f"hf:{model}", suite, sampling_of(results.metadata["policy"]))
     calls = evaluation_batches(results, suite, texts)
@@ -217,17 +223,21 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
     with progress_bar(total, "re-generation", "turn", enabled=progress) as bar:
         for i, whole in enumerate(calls):
             call = [m for m in whole if m.episode not in diverged]
-            bar.update(len(whole) - len(call))
-            if not call:
-                continue
-            offered = [_Offers(m.tools) for m in call]  # what generate reads of an env: the tools it offers
-            generations = policy.generate([m.messages for m in call], offered, keys=[m.key for m in call])
+            later = [m for m in whole if m.episode in diverged]
+            if call:
+                offered = [_Offers(m.tools) for m in call]  # what generate reads of an env: the tools it offers
+                generations = policy.generate([m.messages for m in call], offered, keys=[m.key for m in call])
+                flops += 2.0 * parameters * sum((g.prompt_tokens or 0) + len(g.token_ids) for g in generations
+                                                if g.token_ids)
+            else:
+                generations = []
             wrong = [move for move, g in zip(call, generations, strict=True)
                      if not same_reply(g.text, g.token_ids, move.turn.reply, move.turn.token_ids)]
             differing += wrong
             diverged |= {m.episode for m in wrong}
+            flops += 2.0 * parameters * check_draws(policy, wrong + later)
             done += len(call)
-            bar.update(len(call))
+            bar.update(len(whole))
             allowed = allowed_differences(done)
             if len(differing) > allowed:
                 raise ResultsError(
@@ -235,8 +245,6 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
                     f"call {i + 1} of {len(calls)}; the first, {differing[0].where}), more than a machine's last "
                     f"logit bits explain (at most {allowed}): the replies are not the named weights' under the "
                     "recorded sampling")
-            flops += 2.0 * parameters * sum((g.prompt_tokens or 0) + len(g.token_ids) for g in generations
-                                            if g.token_ids)
             if flops > cap and i + 1 < len(calls):
                 return (f"re-generation stopped at this verifier's cap of {cap:.1e} FLOPs (submit "
                         f"--regeneration-cap) after {i + 1} of {len(calls)} generate calls, about {flops:.1e} FLOPs: "
@@ -247,7 +255,38 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
     return (f"re-generation failed: {len(differing)} of the {done} replies re-generated, in "
             f"{len({m.episode for m in differing})} episodes, differ (at most {allowed_differences(done)} may, for "
             f"a machine's last logit bits); the first, {differing[0].where}: the re-generated reply differs from the "
-            "recorded text and token_ids")
+            "recorded text and token_ids. Each such reply, and its episode's later ones, is still what the "
+            f"evaluation's key draws from these weights to within {DRAW_TOLERANCE:g} of probability mass a token")
+
+
+DRAW_TOLERANCE = 1e-4
+"""Most probability mass a recorded token may lie from where the evaluation's key draws (:func:`~agentgym_bench.
+rollout.draws.token_distance`) and still count as drawn there: a hundred times what another machine's last logit
+bits move the sampling CDF's boundaries by (float32: about 1e-6). A token a submitter chose lies a visible share of
+the mass away (0.22 or more for every one of 64 single-token changes to the published model's replies, 2026-12-02)."""
+
+
+def check_draws(policy: Any, moves: list[Move]) -> int:
+    """Refuse, with a :class:`~agentgym_bench.benchmark.results.ResultsError` naming the first, any of ``moves``
+    whose recorded reply is not a keyed draw of ``policy`` given its prompt (:func:`~agentgym_bench.rollout.draws.
+    draw_distances` above :data:`DRAW_TOLERANCE`); returns the prompt and reply tokens the check ran through the
+    model."""
+    if not moves:
+        return 0
+    from agentgym_bench.rollout.draws import draw_distances  # noqa: PLC0415 - brings torch
+
+    measured = draw_distances(policy, [m.messages for m in moves], [m.turn.token_ids or [] for m in moves],
+                              [m.key for m in moves], [_Offers(m.tools) for m in moves])
+    for move, (distance, _) in zip(moves, measured, strict=True):
+        if distance > DRAW_TOLERANCE:
+            why = ("sampling cannot write it (a stop token inside it, none at its end short of the reply budget, or "
+                   "any reply to a prompt that leaves no room for the budget in the model's positions, which is "
+                   "answered empty)" if math.isinf(distance) else
+                   f"a token of it lies {distance:.2g} of probability mass from what the evaluation's key draws "
+                   f"there, where a machine's last logit bits move it by at most {DRAW_TOLERANCE:g}")
+            raise ResultsError(f"re-generation: {move.where}: the recorded reply differs from the re-generated one "
+                               f"and is not a draw of the named weights under the recorded sampling: {why}")
+    return sum(prompt + len(m.turn.token_ids or []) for m, (_, prompt) in zip(moves, measured, strict=True))
 
 
 def _differ_text(differing: list[Move]) -> str:

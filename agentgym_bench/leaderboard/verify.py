@@ -353,7 +353,8 @@ def played_text(quick: dict[str, Any] | None) -> str:
 def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
            regenerate: bool = True, progress: bool = False, root: str | os.PathLike | None = None,
            board: str | os.PathLike | Callable[[Suite], Path] | None = None,
-           regeneration_cap: float = REGENERATION_CAP) -> Verified:
+           regeneration_cap: float = REGENERATION_CAP,
+           screen: Callable[[Results, str], None] | None = None) -> Verified:
     """Check a results file (a path or its bytes) against ``suite`` (default: the bundled suite it names); see the
     module docstring for the checks. Raises :class:`ResultsError` (a ``UserError``) with the reason.
 
@@ -367,6 +368,9 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
         regeneration_cap: most estimated FLOPs check 7 may take (:data:`~agentgym_bench.leaderboard.regenerate.
             REGENERATION_CAP`, :func:`~agentgym_bench.leaderboard.regenerate.regeneration_cost_blocker`); a file
             above it stays *replayed*, saying so.
+        screen: called with the results and the file's SHA-256 after replay, before a model's replies are
+            re-generated (what takes minutes); raises to refuse it (``submit``: a copy of a board's entry is refused
+            in seconds).
     """
     from agentgym_bench.rollout.hf import load_tokenizer  # noqa: PLC0415 - brings torch
 
@@ -415,6 +419,8 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     too_costly = regeneration_cost_blocker(results, suite, texts, folder, tokenizer, regeneration_cap)
     if too_costly is not None:
         return Verified(results, suite, raw, digest, REPLAYED, too_costly, total, notes)
+    if screen is not None:
+        screen(results, digest)
     difference = regenerate_all(results, suite, texts, folder, progress, regeneration_cap)
     if difference is None:
         return Verified(results, suite, raw, digest, REPRODUCED,

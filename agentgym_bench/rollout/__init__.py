@@ -8,6 +8,8 @@
 - :mod:`.trajectory`: what happened in one episode, turn by turn, and the chat messages the model saw;
 - :mod:`.tokens`: token views of trajectories, what a trainer feeds the model;
 - :mod:`.heads`: the output head on chosen positions only;
+- :mod:`.draws`: how far a recorded reply lies from a model's keyed draws (what binds a reply re-generation found
+  different);
 - the model backends: :mod:`.hf` (``HFPolicy``, Hugging Face transformers), :mod:`.openai_compat` (``OpenAIPolicy``,
   any OpenAI-compatible HTTP endpoint), :mod:`.vllm_backend` (``VLLMPolicy``).
 

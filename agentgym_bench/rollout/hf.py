@@ -295,22 +295,31 @@ class HFPolicy:
         the chat template). With ``keys`` (one per conversation) each row samples
         from its own ``torch.Generator`` seeded by :func:`~agentgym_bench.rollout.policy.key_seed`, so its reply does
         not depend on the rest of the batch; without, the batch shares :attr:`generator`."""
-        tools = offered_tools(envs, len(conversations))
-        prompts = render_many(self.tokenizer, conversations, tools)
-        if keys is not None and len(keys) != len(prompts):
-            raise ValueError(f"{len(keys)} keys for {len(prompts)} conversations")
-        encoded = encode_many(self.tokenizer, prompts)  # each distinct prompt once, for the lengths and the model
-        ids = [encoded[p] for p in prompts]
-        out: list[Generation | None] = [None] * len(prompts)
-        rows = list(range(len(prompts)))
-        if self.overlong == "empty" and self.max_positions is not None:
-            rows = [i for i in rows if len(ids[i]) + self.max_new_tokens <= self.max_positions]
-            for i in set(range(len(prompts))) - set(rows):
-                out[i] = Generation("", [], [], prompt_tokens=len(ids[i]))
+        if keys is not None and len(keys) != len(conversations):
+            raise ValueError(f"{len(keys)} keys for {len(conversations)} conversations")
+        ids = self.prompt_ids(conversations, envs)
+        out: list[Generation | None] = [None] * len(ids)
+        rows = [i for i, row in enumerate(ids) if not self.answers_empty(row)]
+        for i in set(range(len(ids))) - set(rows):
+            out[i] = Generation("", [], [], prompt_tokens=len(ids[i]))
         replies = self.generate_ids([ids[i] for i in rows], None if keys is None else [keys[i] for i in rows])
         for i, reply in zip(rows, replies, strict=True):
             out[i] = reply
         return [g for g in out if g is not None]
+
+    def prompt_ids(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None
+                   ) -> list[list[int]]:
+        """Each conversation's prompt as the model reads it (chat template with the ``tools`` ``envs`` offer, then
+        token ids; each distinct prompt tokenised once)."""
+        prompts = render_many(self.tokenizer, conversations, offered_tools(envs, len(conversations)))
+        encoded = encode_many(self.tokenizer, prompts)
+        return [list(encoded[p]) for p in prompts]
+
+    def answers_empty(self, prompt: Sequence[int]) -> bool:
+        """Whether a prompt of these ids gets an empty reply: with ``overlong="empty"``, one whose reply budget does
+        not fit in the model's positions."""
+        return (self.overlong == "empty" and self.max_positions is not None
+                and len(prompt) + self.max_new_tokens > self.max_positions)
 
     def generate_text(self, prompts: Sequence[str], keys: Sequence[tuple[int, ...]] | None = None
                       ) -> list[Generation]:
@@ -484,13 +493,7 @@ class HFPolicy:
             logp = torch.log_softmax(logits, dim=-1)
             self._keep_top(logp)
             return token, logp.gather(1, token[:, None])[:, 0]
-        logp = torch.log_softmax(logits / self.temperature, dim=-1)
-        if self.top_p < 1:
-            sorted_logp, order = logp.sort(dim=-1, descending=True)
-            before = sorted_logp.exp().cumsum(dim=-1) - sorted_logp.exp()  # mass of the tokens ranked above
-            sorted_logp = sorted_logp.masked_fill(before >= self.top_p, float("-inf"))
-            logp = torch.full_like(logp, float("-inf")).scatter(1, order, sorted_logp)
-            logp = torch.log_softmax(logp, dim=-1)
+        logp = sampling_logp(logits, self.temperature, self.top_p)
         self._keep_top(logp)
         u = (torch.rand(len(logp), generator=self.generator, device=logp.device) if generators is None else
              torch.cat([torch.rand(1, generator=g, device=logp.device) for g in generators]))
@@ -509,6 +512,20 @@ class HFPolicy:
         if self._top is not None:
             values, ids = logp.topk(self._top[0].shape[-1], dim=-1)
             self._top[0][self._rows, self._step], self._top[1][self._rows, self._step] = ids, values
+
+
+def sampling_logp(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
+    """``(B, V)`` log-probabilities of the distribution :meth:`HFPolicy._pick` samples from, given ``(B, V)`` float
+    logits: softmax at ``temperature`` (> 0), then nucleus ``top_p`` (the tokens ranked below the first ``top_p`` of
+    the mass get probability 0) and renormalised."""
+    logp = torch.log_softmax(logits / temperature, dim=-1)
+    if top_p < 1:
+        sorted_logp, order = logp.sort(dim=-1, descending=True)
+        before = sorted_logp.exp().cumsum(dim=-1) - sorted_logp.exp()  # mass of the tokens ranked above
+        sorted_logp = sorted_logp.masked_fill(before >= top_p, float("-inf"))
+        logp = torch.full_like(logp, float("-inf")).scatter(1, order, sorted_logp)
+        logp = torch.log_softmax(logp, dim=-1)
+    return logp
 
 
 @contextmanager

@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import re
 
+import pytest
+
 from agentgym_bench.leaderboard.render import markdown_cell
 from tests.leaderboard.conftest import tree_digest
 from tests.leaderboard.test_board import board, cli_submit  # noqa: F401 - the board fixture
@@ -89,6 +91,22 @@ def test_copies_of_an_entry_under_another_name_are_refused(board, tmp_path, suit
     assert cli_submit(path, "oracle", board, suite_file, "--replace") == 0
 
 
+def test_a_copy_of_a_models_entry_is_refused_before_its_replies_are_re_generated(tmp_path, suite_file, hf_bytes,
+                                                                                monkeypatch, capsys):
+    """The first-hour walkthrough of 2026-12-02: README's eval of the published checkpoint gives the board's entry
+    again, and ``submit --check`` re-generated it for minutes before refusing it as a copy. The copy is refused
+    once replayed (seconds), before re-generation."""
+    from agentgym_bench.leaderboard import verify
+
+    private = tmp_path / "board"
+    path = tmp_path / "model.json.gz"
+    path.write_bytes(hf_bytes)
+    assert cli_submit(path, "the model", private, suite_file) == 0
+    monkeypatch.setattr(verify, "regenerate_all", lambda *a, **k: pytest.fail("a copy was re-generated"))
+    path.write_bytes(edit(hf_bytes, lambda d: d["metadata"].update(date="2031-01-01")))
+    assert "holds the episodes of submission 'the model'" in _refused(path, private, suite_file, capsys)
+
+
 def _raw_edit(raw: bytes, change, old: str, new: str) -> bytes:
     """``raw`` with ``change`` applied, then the first JSON text ``old`` (e.g. a placeholder it wrote) replaced by
     ``new``."""
@@ -153,9 +171,10 @@ def test_a_model_path_in_a_file_is_never_walked_or_expanded(tmp_path, suite, sui
         assert tree_digest(published) == before
     verified = verify(_with_model(hf_bytes, "leaderboards/tiny/models/elsewhere"), suite, root=repo,
                       board=published)
-    assert verified.mark == REPLAYED and "is not in this board's models/ folder" in verified.regeneration
+    assert verified.mark == REPLAYED
+    assert "is not in the models/ folder of this board or of another" in verified.regeneration
     verified = verify(_with_model(hf_bytes, "runs/mine"), suite, root=repo, board=published)
-    assert "is not in this board's models/ folder" in verified.regeneration
+    assert "is not in the models/ folder of this board or of another" in verified.regeneration
     for model, why in (("/", "is not a Hugging Face model folder here (no config.json)"),
                        ("$HOME/models/default", "names a path with ~ or $, which is not expanded here")):
         verified = verify(_with_model(hf_bytes, model), suite, root=repo)  # a private board

@@ -95,7 +95,8 @@ def test_regeneration_catches_a_model_that_did_not_play(ma_suite, hf_ma_bytes, m
         data["metadata"]["policy"]["model"] = str(models[1])
         data["metadata"]["policy"]["model_sha256"] = model_sha256(models[1])
 
-    with pytest.raises(ResultsError, match=r"^re-generation: \d+ of the \d+ replies re-generated so far differ"):
+    with pytest.raises(ResultsError, match=r"^re-generation: entry \S+, seed \d+, move \d+: the recorded reply "
+                                           r"differs from the re-generated one and is not a draw of the named"):
         verify(edit(hf_ma_bytes, rename), ma_suite)
 
 

@@ -77,15 +77,21 @@ def test_the_default_model_is_reproduced(suite, hf_bytes):
     assert verified.regeneration == "all 20 episodes re-generated token for token in the evaluation's batches"
 
 
-def test_regeneration_catches_replies_of_another_model(suite, models, hf_bytes):
+def test_regeneration_catches_replies_of_another_model(suite, models, hf_bytes, monkeypatch):
     """Results of model a, metadata naming model b (its real folder and weights hash): replay passes, as the
-    replies are consistent with the envs, but re-generation with b does not give a's replies."""
+    replies are consistent with the envs, but re-generation with b does not give a's replies, and the first that
+    differs is not b's draw. Were every differing reply taken for a flipped draw, the count would refuse it."""
+    from agentgym_bench.leaderboard import regenerate
     from agentgym_bench.rollout.specs import model_sha256
 
     def rename(data):
         data["metadata"]["policy"]["model"] = str(models[1])
         data["metadata"]["policy"]["model_sha256"] = model_sha256(models[1])
 
+    with pytest.raises(ResultsError, match=r"^re-generation: entry \S+, seed \d+, turn \d+: the recorded reply "
+                                           r"differs from the re-generated one and is not a draw of the named"):
+        verify(edit(hf_bytes, rename), suite)
+    monkeypatch.setattr(regenerate, "DRAW_TOLERANCE", 1.0)
     with pytest.raises(ResultsError, match=r"^re-generation: \d+ of the \d+ replies re-generated so far differ .*more "
                                            r"than a machine's last logit bits explain"):
         verify(edit(hf_bytes, rename), suite)
