@@ -261,9 +261,10 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
 
 DRAW_TOLERANCE = 1e-4
 """Most probability mass a recorded token may lie from where the evaluation's key draws (:func:`~agentgym_bench.
-rollout.draws.token_distance`) and still count as drawn there: a hundred times what another machine's last logit
-bits move the sampling CDF's boundaries by (float32: about 1e-6). A token a submitter chose lies a visible share of
-the mass away (0.22 or more for every one of 64 single-token changes to the published model's replies, 2026-12-02)."""
+rollout.draws.token_distance`) and still count as drawn there. Honest flips (a file re-generated in other batches,
+whose logits' last bits differ as another machine's do) lie within 4e-8 (`benchmarks/draw_distances.md`); a token a
+submitter chose lies a visible share of the mass away (0.22 or more for each of 64 single-token changes to the
+published model's replies, 2026-12-02; another near-uniform model's replies under the same key, 0.004)."""
 
 
 def check_draws(policy: Any, moves: list[Move]) -> int:

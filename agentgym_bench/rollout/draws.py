@@ -5,8 +5,8 @@ A reply sampled with keyed draws (:class:`~agentgym_bench.rollout.hf.HFPolicy` w
 tokens, one uniform ``u`` from its row's own generator and inverts the sampling distribution's CDF at ``u x total``
 (:meth:`~agentgym_bench.rollout.hf.HFPolicy._pick`). So given the prompt and the tokens before it, each recorded
 token either is the one that point falls in, or lies some probability mass away from it. Another machine's logits
-differ in their last bits, which moves the CDF's boundaries by about a millionth: a token drawn there lies at most
-that far from where the point falls here. A token chosen by hand lies, almost always, a visible share of the mass
+differ in their last bits, which moves the CDF's boundaries by far less than a millionth: a token drawn there lies
+at most that far from where the point falls here (measured: 4e-8, ``benchmarks/draw_distances.md``). A token chosen by hand lies, almost always, a visible share of the mass
 away. :func:`draw_distances` measures it with the logits of one forward pass over the prompt and the recorded reply
 (teacher forcing), whose last bits differ from incremental decoding's by as little.
 """
