@@ -40,7 +40,23 @@ from trainers.sft.sft_config import DEFAULT_ENVS, SFTConfig, sft_config_from_dic
 # -- train -------------------------------------------------------------------------------------------------------
 
 
+TRAIN_EPILOG = """examples:
+  agentgym-bench train --list                  # bundled configs: baseline-* (the main job's recipes),
+                                               # {starpo,starpo_s,gigpo}-{frozenlake,sokoban}, pilot-* (the studies')
+  agentgym-bench train gigpo-frozenlake max_steps=2 output_dir=runs/try \\
+      pretrain=leaderboards/agentgym-v2/models/default-model-sft   # a first run: two iterations, about 30 s
+  agentgym-bench train baseline-gigpo --print-config                # every key, resolved
+  agentgym-bench train baseline-gigpo seed=1 output_dir=runs/gigpo-s1
+  torchrun --nproc_per_node 2 -m trainers.cli gigpo-sokoban         # data-parallel (gloo on CPU, NCCL on GPU)
+
+The keys follow ROLL's agentic configs (docs/trainers.md has them, the algorithms and the metrics); an unknown key is
+an error that names the nearest. The run folder (output_dir) holds config.yaml, metrics.jsonl, curves.png and
+checkpoint-N/; a stopped run started again continues from its last checkpoint."""
+
+
 def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = TRAIN_EPILOG
     parser.add_argument("config", nargs="?", help="YAML config file or bundled config name (see --list)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. max_steps=20")
     parser.add_argument("--list", action="store_true", help="list the bundled configs and exit")

@@ -6,9 +6,10 @@ tokens, one uniform ``u`` from its row's own generator and inverts the sampling 
 (:meth:`~agentgym_bench.rollout.hf.HFPolicy._pick`). So given the prompt and the tokens before it, each recorded
 token either is the one that point falls in, or lies some probability mass away from it. Another machine's logits
 differ in their last bits, which moves the CDF's boundaries by far less than a millionth: a token drawn there lies
-at most that far from where the point falls here (measured: 4e-8, ``benchmarks/draw_distances.md``). A token chosen by hand lies, almost always, a visible share of the mass
-away. :func:`draw_distances` measures it with the logits of one forward pass over the prompt and the recorded reply
-(teacher forcing), whose last bits differ from incremental decoding's by as little.
+at most that far from where the point falls here (measured: 4e-8, ``benchmarks/draw_distances.md``). A token chosen
+by hand lies, almost always, a visible share of the mass away. :func:`draw_distances` measures it with the logits of
+one forward pass over the prompt and the recorded reply (teacher forcing), whose last bits differ from incremental
+decoding's by as little.
 """
 
 from __future__ import annotations
