@@ -103,7 +103,8 @@ def test_regeneration_renders_the_tools_the_evaluation_offered(tmp_path, tool_te
     assert verify(tmp_path / "t.json.gz", suite).mark == REPRODUCED
     without = {name: {seed: EpisodeText(t.system_prompt, t.observations, t.final_observation) for seed, t in e.items()}
                for name, e in texts.items()}
-    with pytest.raises(ResultsError, match=r"^re-generation: \d+ of the \d+ replies re-generated so far differ"):
+    with pytest.raises(ResultsError, match=r"^re-generation: entry \S+, seed \d+, turn 1: the recorded reply differs "
+                                           r"from the re-generated one and is not a draw of the named weights"):
         regenerate_all(results, suite, without, str(tool_template_model))
 
 
