@@ -7,10 +7,10 @@ script emulates the other machine by re-generating a results file in chunks of `
 evaluation's batches, runs the verifier's own checks, and prints how many replies differed and the largest draw
 distance among the replies scored, beside the tolerance.
 
-    .venv/bin/agentgym-bench init-model --path /tmp/untrained --seed 0
-    .venv/bin/agentgym-bench eval --policy hf:/tmp/untrained --suite agentgym-v2 --episodes 100 --prompt compact \\
-        --history 0 --max-new-tokens 16 --out /tmp/untrained.json.gz
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/draw_distances.py /tmp/untrained.json.gz --chunk 1 --episodes 100
+    .venv/bin/agentgym-bench init-model --path runs/untrained --seed 0
+    .venv/bin/agentgym-bench eval --policy hf:runs/untrained --suite agentgym-v2 --episodes 100 --prompt compact \\
+        --history 0 --max-new-tokens 16 --out runs/untrained.json.gz
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/draw_distances.py runs/untrained.json.gz --chunk 1 --episodes 100
 """
 
 from __future__ import annotations
