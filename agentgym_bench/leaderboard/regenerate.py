@@ -224,13 +224,11 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
         for i, whole in enumerate(calls):
             call = [m for m in whole if m.episode not in diverged]
             later = [m for m in whole if m.episode in diverged]
-            if call:
-                offered = [_Offers(m.tools) for m in call]  # what generate reads of an env: the tools it offers
-                generations = policy.generate([m.messages for m in call], offered, keys=[m.key for m in call])
-                flops += 2.0 * parameters * sum((g.prompt_tokens or 0) + len(g.token_ids) for g in generations
-                                                if g.token_ids)
-            else:
-                generations = []
+            offered = [_Offers(m.tools) for m in call]  # what generate reads of an env: the tools it offers
+            generations = (policy.generate([m.messages for m in call], offered, keys=[m.key for m in call])
+                           if call else [])
+            flops += 2.0 * parameters * sum((g.prompt_tokens or 0) + len(g.token_ids) for g in generations
+                                            if g.token_ids)
             wrong = [move for move, g in zip(call, generations, strict=True)
                      if not same_reply(g.text, g.token_ids, move.turn.reply, move.turn.token_ids)]
             differing += wrong
