@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -89,9 +90,12 @@ def evaluate_by_entry(policy: Policy, suite: Suite, policy_record: dict[str, Any
     """
     kind_of(suite).prompts(suite, prompt)  # a prompt mapping naming an entry the suite does not have: refused first
     results = done
-    for entry in suite.entries:
+    for number, entry in enumerate(suite.entries, 1):
         if done is not None and entry.name in {e.name for e in done.entries}:
             continue
+        if kwargs.get("progress"):
+            print(f"entry {number}/{len(suite.entries)}: {entry.name} ({entry.episodes} {kind_of(suite).name})",
+                  file=sys.stderr, flush=True)
         own = {entry.name: prompt[entry.name]} if isinstance(prompt, Mapping) and entry.name in prompt else None
         one = evaluate_suite(policy, replace(suite, entries=(entry,)), policy_record,
                              prompt=own if isinstance(prompt, Mapping) else prompt, **kwargs)

@@ -22,6 +22,9 @@ in this order, from what the start folder is:
   the trainer config of the board's entry that names that folder as its model, with the same weights hash.
 
 A start found none of these ways (a hub id, a folder without a record) leaves the record as it was.
+
+How a model expects to be prompted (:func:`prompted_as`, read from the same records) lets ``eval`` say when it is
+played otherwise (:func:`settings_note`).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import yaml
 from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import BOARD_INDEX
-from agentgym_bench.rollout.specs import locate_model, model_sha256
+from agentgym_bench.rollout.specs import locate_model, model_sha256, parse_spec
 
 
 def training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -180,8 +183,7 @@ def start_config(model: str, root: str | os.PathLike | None = None, depth: int =
     folder = folder.resolve()
     if (folder / "warmstart.json").is_file():
         return warmstart_record(json.loads((folder / "warmstart.json").read_text()))[0]["config"]
-    run = next((f for f in (folder, folder.parent.parent) if (f / run_folder.CONFIG).is_file()
-                and (f == folder or (folder.name == "actor" and folder.parent.name.startswith("checkpoint-")))), None)
+    run = _run_of(folder)
     if run is not None:
         config = training_record(run)[0]["config"]
         pretrain = _raw_pretrain(run)
@@ -189,6 +191,87 @@ def start_config(model: str, root: str | os.PathLike | None = None, depth: int =
         return {**config, "started_from": earlier} if earlier is not None and "started_from" not in config else config
     entry = published_entry(folder)
     return None if entry is None else entry["trainer_config"]
+
+
+def _run_of(folder: Path) -> Path | None:
+    """The trainer run folder ``folder`` is, or whose checkpoint's ``actor/`` it is (``checkpoint-N/actor``)."""
+    return next((f for f in (folder, folder.parent.parent) if (f / run_folder.CONFIG).is_file()
+                 and (f == folder or (folder.name == "actor" and folder.parent.name.startswith("checkpoint-")))), None)
+
+
+def prompted_as(model: str, root: str | os.PathLike | None = None) -> tuple[dict[str, Any], str] | None:
+    """How the model folder ``hf:MODEL`` loads was trained, or put on its board, to be prompted: ``(settings, how
+    they were read: "as ... played it")``, or ``None`` where no record is found (a hub id, a folder without one).
+
+    ``settings`` holds those of ``prompt`` (a template name, or entry name -> name for a board entry),
+    ``history`` (``None``: the whole conversation) and ``max_new_tokens`` that the record gives. Read, in the order
+    of :func:`start_config`: a warm-start folder's ``warmstart.json`` (its ``rollout``), a trainer run's
+    ``config.yaml`` (its validation envs', as the run scored itself), a board's published model's entry."""
+    found = locate_model(model, root)
+    if found is None:
+        return None
+    folder = Path(found).resolve()
+    if (folder / "warmstart.json").is_file():
+        try:
+            rollout = json.loads((folder / "warmstart.json").read_text()).get("rollout")
+        except ValueError:
+            return None
+        if not isinstance(rollout, dict):
+            return None
+        settings = {k: rollout[k] for k in ("prompt", "history", "max_new_tokens") if k in rollout}
+        return settings, "as its warm start trained it (warmstart.json)"
+    run = _run_of(folder)
+    if run is not None:
+        config = run_folder.read_config(run)
+        manager = config.get("val_env_manager") or config.get("train_env_manager") or {}
+        settings = {k: v for k, v in (("prompt", (manager.get("env_kwargs") or {}).get("prompt")),
+                                      ("max_new_tokens", config.get("max_new_tokens"))) if v is not None}
+        if "history_length" in manager:
+            settings["history"] = manager["history_length"]
+        return settings, f"as its trainer run trained and validated it ({run_folder.CONFIG})"
+    entry = published_entry(folder)
+    if entry is None:
+        return None
+    settings = {"history": entry.get("history"), "max_new_tokens": (entry.get("sampling") or {}).get("max_new_tokens")}
+    prompts = entry.get("prompts") or {}
+    if prompts:
+        settings["prompt"] = next(iter(prompts.values())) if len(set(prompts.values())) == 1 else dict(prompts)
+    return settings, "as its board entry was played"
+
+
+def settings_note(spec: str, prompts: dict[str, str], history: int | None, max_new_tokens: int) -> str | None:
+    """``eval``'s note when the local model of ``spec`` (``hf:`` or ``vllm:``) was trained, or put on its board, with
+    another prompt template, history window or reply budget than this run's (:func:`prompted_as`; ``prompts``: entry
+    name -> template of this run): its numbers would not be those of its training or its board entry. ``None`` when
+    they agree or nothing is recorded."""
+    kind, target = parse_spec(spec)
+    found = prompted_as(target) if kind in ("hf", "vllm") and target else None
+    if found is None:
+        return None
+    settings, source = found
+    theirs, mine = [], []
+    if "prompt" in settings and prompts:
+        theirs_by = settings["prompt"]
+        wanted = {name: theirs_by.get(name, used) if isinstance(theirs_by, dict) else theirs_by
+                  for name, used in prompts.items()}
+        if wanted != prompts:
+            theirs.append(f"--prompt {_prompts_text(wanted)}")
+            mine.append(f"--prompt {_prompts_text(prompts)}")
+    if "history" in settings and settings["history"] != history:
+        theirs.append(f"--history {'full' if settings['history'] is None else settings['history']}")
+        mine.append(f"--history {'full' if history is None else history}")
+    if "max_new_tokens" in settings and settings["max_new_tokens"] != max_new_tokens:
+        theirs.append(f"--max-new-tokens {settings['max_new_tokens']}")
+        mine.append(f"--max-new-tokens {max_new_tokens}")
+    if not theirs:
+        return None
+    return (f"note: {target} expects {' '.join(theirs)} ({source}); this run uses {' '.join(mine)}, so its "
+            f"numbers will not be comparable with those. To play it as it was played there, add: {' '.join(theirs)}")
+
+
+def _prompts_text(prompts: dict[str, str]) -> str:
+    names = set(prompts.values())
+    return next(iter(names)) if len(names) == 1 else ",".join(f"{k}={v}" for k, v in prompts.items())
 
 
 def published_entry(folder: str | os.PathLike) -> dict[str, Any] | None:

@@ -23,6 +23,12 @@ serve do), a --max-new-tokens that leaves no room for a prompt is refused before
 prompt's tokens (the answer's usage) plus --max-new-tokens are checked against it. --episodes and --entries make a
 quick check: its results file says so, and `submit` refuses it.
 
+A local model (hf:, vllm:) is played as this command's flags say, and its record is checked against them: where
+its warm start (warmstart.json), its trainer run (config.yaml, as the run validated) or its board entry used another
+prompt template, history window or reply budget, a note says so first and names the flags that match (on the validation
+suite the published checkpoint scores 0.063 under the defaults and 0.577 with --prompt compact --history 0
+--max-new-tokens 16).
+
 --action-format tool offers each env's actions as one OpenAI function, take_actions, and reads the replies as tool
 calls (the request's tools and the answer's tool_calls through an openai: endpoint, the chat template's tools for
 hf: and vllm: models); it is recorded in every entry's env_kwargs, and boards accept it on any single-agent entry.
@@ -41,7 +47,7 @@ from pathlib import Path
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.evaluate import evaluate_by_entry, probe_first_prompts
 from agentgym_bench.benchmark.kinds import kind_of, suite_policy
-from agentgym_bench.benchmark.provenance import training_record, with_start
+from agentgym_bench.benchmark.provenance import settings_note, training_record, with_start
 from agentgym_bench.benchmark.results import Results, read_results, write_results
 from agentgym_bench.benchmark.resume import partial_path, resumed
 from agentgym_bench.benchmark.scores import format_summary, summarize
@@ -161,6 +167,9 @@ def run(args: argparse.Namespace) -> int:
         context = check_model(args.policy.split("@", 1)[1], record["model"], timeout=min(args.timeout, 10.0))
     partial = partial_path(out)
     prompts = kind.prompts(suite, args.prompt)
+    note = settings_note(args.policy, prompts, args.history, args.max_new_tokens)
+    if note:
+        print(note)
     metadata = {"policy": {**record, "history": args.history}, "trainer": trainer,
                 **({"quick_check": quick} if quick else {})}
     done = resumed(partial, suite, metadata, prompts, args.action_format)
@@ -170,8 +179,9 @@ def run(args: argparse.Namespace) -> int:
     if not out.parent.exists():
         out.parent.mkdir(parents=True)
         print(f"made the folder {out.parent} for --out {out}")
-    what = kind.name
-    print(f"{args.policy} on {suite.name} v{suite.version}: {len(suite.entries)} entries, {suite.episodes} {what}"
+    what, count = kind.name, len(suite.entries)
+    print(f"{args.policy} on {suite.name} v{suite.version}: {count} entr{'y' if count == 1 else 'ies'}, "
+          f"{suite.episodes} {what}"
           f"{' (a quick check: not submittable)' if quick else ''}")
     if done is not None:
         kept = sum(len(e.episodes) for e in done.entries)

@@ -95,14 +95,16 @@ def render_many(tokenizer: Any, conversations: Sequence[list[Message]],
 
 
 def encode(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of ``text`` (no special tokens added; special-token text inside it is recognised)."""
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+    """Token ids of ``text`` (no special tokens added; special-token text inside it is recognised). A text longer
+    than the model's positions is encoded without transformers' warning: what happens to such a prompt is the
+    policy's to decide and say (``overlong``)."""
+    return list(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]) if text else []
 
 
 def encode_many(tokenizer: Any, texts: Sequence[str]) -> dict[str, list[int]]:
     """:func:`encode` of each distinct text of ``texts``, in one tokenizer call: ``{text: ids}``."""
     distinct = list(dict.fromkeys(t for t in texts if t))
-    ids = tokenizer(distinct, add_special_tokens=False)["input_ids"] if distinct else []
+    ids = tokenizer(distinct, add_special_tokens=False, verbose=False)["input_ids"] if distinct else []
     return {"": [], **{text: list(i) for text, i in zip(distinct, ids, strict=True)}}
 
 
