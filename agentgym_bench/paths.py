@@ -220,6 +220,8 @@ def hub_model(repo_id: str) -> str:
     except Exception:  # noqa: BLE001 - huggingface_hub: not cached, malformed id, ...: all mean "not here"
         why = ("HF_HUB_OFFLINE is set" if hub_offline()
                else f"the Hugging Face hub ({hub_endpoint()}) cannot be reached")
+        names = local_model_names()
+        held = f"which holds {', '.join(names)}" if names else "which holds none"
         raise UserError(f"no model {repo_id!r}: not a folder, not a model under {home() / 'models'} "
-                        f"({', '.join(local_model_names())}), not in the local hub cache, and {why}; give a model "
+                        f"({held}), not in the local hub cache, and {why}; give a model "
                         "folder, or build one with `agentgym-bench init-model`") from None

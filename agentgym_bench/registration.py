@@ -89,8 +89,13 @@ def check_env_id(env_id: str) -> str:
     known = list(AGENT_ENVS)
     if env_id in known:
         return env_id
-    close = difflib.get_close_matches(str(env_id), known, n=1)
-    hint = f"did you mean {close[0]}? " if close else ""
+    typed = str(env_id).lower()
+    cores = {k.lower().removeprefix("agent").split("-")[0]: k for k in known}  # "sokobanlarge": AgentSokobanLarge-v0
+    close = ([k for k in known if typed in k.lower()]
+             or difflib.get_close_matches(str(env_id), known, n=1, cutoff=0.85)
+             or [cores[c] for c in difflib.get_close_matches(typed.removeprefix("agent").split("-")[0], cores, n=2)])
+    hint = (f"did you mean {close[0]}? " if len(close) == 1
+            else f"did you mean one of {', '.join(close)}? " if close else "")
     raise UserError(f"unknown env id {env_id!r}: {hint}`agentgym-bench envs` lists them ({', '.join(known)})")
 
 

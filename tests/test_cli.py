@@ -98,6 +98,9 @@ MISTAKES = {
     "demo with an unknown env": (["demo", "--env", "NoSuchEnv-v0", "--episodes", "1"],
                                  ["unknown env id", "NoSuchEnv-v0", "agentgym-bench envs"]),
     "play with an unknown env": (["play", "AgentSokobn-v0"], ["did you mean AgentSokoban-v0"]),
+    "demo with an env's short name": (["demo", "--env", "sokoban", "--episodes", "1"],
+                                      ["'sokoban'", "did you mean one of AgentSokoban-v0, AgentSokobanLarge-v0"]),
+    "play with a misspelt short name": (["play", "frozenlak"], ["did you mean one of AgentFrozenLake-v0"]),
     "play with a malformed --arg": (["play", "AgentSokoban-v0", "--arg", "num_boxes"], ["KEY=VALUE"]),
     "play with an impossible argument": (["play", "AgentSokoban-v0", "--arg", "num_boxes=0"], ["num_boxes=0"]),
     "serve before init-model": (["serve"], ["no model 'default'", "agentgym-bench init-model"]),
@@ -194,3 +197,12 @@ def test_command_help_shows_no_restructuredtext(command):
     assert out.returncode == 0 and f"agentgym-bench {command}" in out.stdout
     for markup in ("``", ":func:`", ":mod:`", ":class:`", ":data:`", "::\n"):
         assert markup not in out.stdout, (markup, out.stdout)
+
+
+def test_play_reads_arg_values_as_python_or_yaml():
+    """``play --arg`` takes the spellings ``train``'s overrides take (``false``, ``null``) as well as Python's."""
+    from agentgym_bench.commands.play import parse_kwargs
+
+    assert parse_kwargs(["a=true", "b=False", "c=null", "d=None", "e=compact", "f=[x, y]", "g=2", "h=search[red mug]"]
+                        ) == {"a": True, "b": False, "c": None, "d": None, "e": "compact", "f": ["x", "y"], "g": 2,
+                              "h": "search[red mug]"}

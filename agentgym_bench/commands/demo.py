@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-import gymnasium as gym
-
 from agentgym_bench import stats
 from agentgym_bench.benchmark.episodes import play_episodes
 from agentgym_bench.errors import UserError
-from agentgym_bench.registration import AGENT_ENVS
+from agentgym_bench.registration import AGENT_ENVS, check_env_id
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy
 
@@ -27,10 +25,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    env_ids = args.env or list(AGENT_ENVS)
-    unknown = [e for e in env_ids if e not in gym.registry]
-    if unknown:
-        raise UserError(f"unknown env id {', '.join(unknown)}; `agentgym-bench envs` lists them")
+    env_ids = [check_env_id(e) for e in args.env] if args.env else list(AGENT_ENVS)
     if args.episodes < 1:
         raise UserError(f"--episodes {args.episodes} must be >= 1")
     rows = []

@@ -6,6 +6,7 @@ import argparse
 import ast
 
 import gymnasium as gym
+import yaml
 
 import agentgym_bench  # noqa: F401  (registers the ids)
 from agentgym_bench.agent.env import LLMAgentEnv
@@ -14,7 +15,9 @@ from agentgym_bench.registration import check_env_id
 
 
 def parse_kwargs(items: list[str]) -> dict:
-    """``["num_boxes=2", "prompt=compact"]`` -> ``{"num_boxes": 2, "prompt": "compact"}`` (literals or strings)."""
+    """``["num_boxes=2", "prompt=compact", "is_slippery=false"]`` -> ``{"num_boxes": 2, "prompt": "compact",
+    "is_slippery": False}``: Python literals (``False``, ``None``), else YAML as the trainers' ``key=value`` overrides
+    read it (``false``, ``null``, ``[a, b]``), else the text."""
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -23,7 +26,10 @@ def parse_kwargs(items: list[str]) -> dict:
         try:
             out[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
-            out[key] = value
+            try:
+                out[key] = yaml.safe_load(value) if value.strip() else value
+            except yaml.YAMLError:
+                out[key] = value
     return out
 
 
@@ -62,7 +68,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env_id", help="an id from `agentgym-bench envs`, e.g. AgentSokoban-v0")
     parser.add_argument("--seed", type=seed, default=0, help="episode seed >= 0 (same seed, same episode)")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
-                        help="keyword argument for gym.make, repeatable (e.g. --arg num_boxes=2)")
+                        help="keyword argument for gym.make, repeatable (e.g. --arg num_boxes=2 --arg "
+                        "is_slippery=false); values as Python literals or YAML, as train's KEY=VALUE")
     parser.add_argument("--show-prompt", action="store_true",
                         help="print the full text the model would read each turn instead of only the board")
 
@@ -76,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
     agent: LLMAgentEnv = env.unwrapped
     obs, info = env.reset(seed=args.seed)
     print(obs if args.show_prompt else f"{agent.instructions}\n{agent.legend}\n\n{env.render()}")
+    example = " ".join((agent.valid_actions or [])[:2]) or "search[a red mug]"
+    print(f"Type bare actions ({example!r}; several separated by {'spaces or ' if agent.valid_actions else ''}'||'), "
+          f"or a whole reply as the model writes it: {format_hint(agent)}. Ctrl-D ends the game.")
     total = 0.0
     while True:
         actions = ", ".join(agent.valid_actions or []) or "see the page"
