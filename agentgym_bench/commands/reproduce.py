@@ -19,9 +19,10 @@ show the first 12).
 Weights. A model path recorded relative to a repository resolves against the repository root of the board: the
 nearest folder above the board that holds a ``leaderboards/`` folder (``leaderboards/<board>/`` sits in the root;
 for a board outside any repository, the current directory). A published entry's weights are in
-``leaderboards/<board>/models/<slug>/``, and its results file names that folder. The weights found must have the
-recorded ``model_sha256``, else reproduce stops with an error. ``--model PATH`` plays the weights in PATH (a Hugging
-Face model folder) instead, and says whether their hash is the recorded one.
+``leaderboards/<board>/models/<slug>/``, and its results file names that folder; where that path is not found
+from the root (a copy of the board elsewhere), the board's own ``models/<slug>/`` is used. The weights found must
+have the recorded ``model_sha256``, else reproduce stops with an error. ``--model PATH`` plays the weights in PATH (a
+Hugging Face model folder) instead, and says whether their hash is the recorded one.
 
 The report, per entry and for the suite score: the recorded and new numbers on the same seeds, their paired difference
 (new - recorded) with its 95% paired bootstrap interval and, for success, McNemar's exact p (the board's comparison,
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     suite = first_seeds(full_suite, args.sample)
     recorded = on_seeds(loads((board / "submissions" / f"{record['slug']}.json.gz").read_bytes()), suite)
     policy_record = recorded.metadata["policy"]
-    spec = spec_of(policy_record, args.endpoint, repository_root(board), args.model)
+    spec = spec_of(policy_record, args.endpoint, repository_root(board), args.model, board)
     if policy_record["kind"] in ("hf", "vllm"):
         print(weights_note(policy_record, spec.split(":", 1)[1], args.model is not None))
     policy, new_record = suite_policy(spec, suite, sampling_of(policy_record), device=args.device)

@@ -40,9 +40,11 @@ def find_submission(board: Path, entry: str) -> tuple[dict[str, Any], dict[str, 
 
 
 def spec_of(policy: dict[str, Any], endpoint: str | None, root: str | Path | None = None,
-            model: str | None = None) -> str:
+            model: str | None = None, board: str | Path | None = None) -> str:
     """The policy spec that re-creates a recorded ``metadata.policy``: its model found under the repository ``root``
-    (:func:`~agentgym_bench.rollout.specs.locate_model`), or the folder ``model`` (``--model``) instead."""
+    (:func:`~agentgym_bench.rollout.specs.locate_model`), else, for a published model (``.../models/<slug>``), in the
+    ``board`` folder's own ``models/<slug>`` (a copy of a board outside its repository); or the folder ``model``
+    (``--model``) instead. The caller checks the weights' hash (:func:`weights_note`)."""
     kind, recorded = policy["kind"], policy["model"]
     if model is not None and kind not in ("hf", "vllm"):
         raise UserError(f"--model gives the weights of a hf or vllm entry; this entry's policy is {kind!r}")
@@ -58,6 +60,9 @@ def spec_of(policy: dict[str, Any], endpoint: str | None, root: str | Path | Non
             raise UserError(f"--model {model}: no such folder")
         return f"{kind}:{model}"
     folder = locate_model(recorded, root)
+    if folder is None and board is not None and recorded and Path(recorded).parent.name == "models":
+        own = Path(board) / "models" / Path(recorded).name
+        folder = str(own) if own.is_dir() else None
     if folder is None:
         raise UserError(f"the submission's model {recorded!r} is not on this machine (a relative path is looked for "
                         f"under {root or Path.cwd()}); pass --model PATH to play weights from elsewhere")

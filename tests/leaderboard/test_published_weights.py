@@ -77,6 +77,19 @@ def test_reproduce_from_the_clone_with_the_recorded_same_and_other_weights(clone
     assert identical_share(out) < 50.0
 
 
+def test_a_copy_of_the_board_outside_any_repository_plays_its_own_published_weights(clone, tmp_path, monkeypatch,
+                                                                                     capsys):
+    board = tmp_path / "copy"
+    shutil.copytree(clone / "leaderboards" / "tiny", board)
+    monkeypatch.chdir(tmp_path)  # no leaderboards/ here or above: the recorded path resolves nowhere
+    capsys.readouterr()
+    assert main(["reproduce", "default model", "--board", str(board), "--sample", "1"]) == 0
+    out = capsys.readouterr().out
+    own = board / "models" / "default-model"
+    assert f"weights {own}: sha256 {model_sha256(clone / MODEL)}, the recorded one" in out
+    assert identical_share(out) == 100.0
+
+
 def test_changed_weights_at_the_recorded_path_are_an_error_without_model(clone, tmp_path, capsys):
     board = tmp_path / "repo" / "leaderboards" / "tiny"
     shutil.copytree(clone / "leaderboards" / "tiny", board)
