@@ -51,7 +51,8 @@ TRAIN_EPILOG = """examples:
 
 The keys follow ROLL's agentic configs (docs/trainers.md has them, the algorithms and the metrics); an unknown key is
 an error that names the nearest. The run folder (output_dir) holds config.yaml, metrics.jsonl, curves.png and
-checkpoint-N/; a stopped run started again continues from its last checkpoint."""
+checkpoint-N/. A stopped run continues from its last checkpoint when its command is run again with
+resume_from_checkpoint=auto added; settings that would train otherwise are refused (max_steps may grow)."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:

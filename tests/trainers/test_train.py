@@ -118,6 +118,15 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_p
     with pytest.raises(ConfigError, match=r"already holds a run \(latest: checkpoint-6\).*resume_from_checkpoint="):
         main(config)
     assert summary(killed)["val"] == summary(straight)["val"]
+    # resumed with settings that train otherwise: refused before anything is loaded, the run's record unchanged
+    record = (killed / "config.yaml").read_text()
+    changed = {**config.to_dict(), "resume_from_checkpoint": "auto", "learning_rate": 5e-4,
+               "train_env_manager": {**config.to_dict()["train_env_manager"], "tags": ["AgentBandit-v0"]}}
+    refusal = (r"train_env_manager\.tags \['AgentFrozenLake-v0'\] -> \['AgentBandit-v0'\]; "
+               r"learning_rate 0\.001 -> 0\.0005\..*pretrain=")
+    with pytest.raises(ConfigError, match=refusal):
+        main(config_from_dict(changed))
+    assert (killed / "config.yaml").read_text() == record
 
 
 # ------------------------------------------------------------------------------------------------ rows

@@ -347,6 +347,8 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
                                  config_seed=config.seed)
     out = Path(config.output_dir)
     resume = ckpt.find_checkpoint(out, config.resume_from_checkpoint)
+    if resume is not None:
+        ckpt.check_resumable(resume, config.to_dict())
     # dtype auto: chosen now on CUDA, read back when resuming, or left for the probe once the actor is loaded
     config = _with_dtype(config, dist, out, None, resume is not None)
     models = load_models(config, dist, resume)

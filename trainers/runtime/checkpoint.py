@@ -38,6 +38,7 @@ Only the latest is kept, and a checkpoint of other settings (its key) is not tak
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -74,6 +75,51 @@ def find_checkpoint(output_dir: Path, resume_from_checkpoint: str | None) -> Pat
         raise ConfigError(f"resume_from_checkpoint={resume_from_checkpoint!r} is not a complete checkpoint folder "
                           "(no trainer_state.pt); use 'auto' for the latest one in output_dir")
     return path
+
+
+RESUME_MAY_CHANGE = frozenset({"resume_from_checkpoint", "output_dir", "progress", "num_threads", "device",
+                               "save_steps", "save_total_limit", "max_steps"})
+"""Config keys a resumed run may set otherwise than the run did: where and how it runs and keeps checkpoints, not what
+it trains; and ``max_steps``, to train a run further (the learning-rate schedule then follows the new length from
+the resumed iteration on, which a line says). ``dtype: auto`` is also accepted: the run's choice is read back."""
+
+
+def check_resumable(checkpoint: Path, config: dict[str, Any]) -> None:
+    """Refuse to resume ``checkpoint`` with a config that trains otherwise than the one it was saved with.
+
+    A resumed run restores the optimiser, the schedule and the streams of the run it continues; a changed key would
+    be ignored by them (a new learning rate under the restored schedule) and then recorded in ``config.yaml`` as if
+    the whole run had used it. ``config``: the resolved config as plain data (``TrainConfig.to_dict``). Keys the
+    checkpoint's ``config.yaml`` does not have (added to the trainer since) and :data:`RESUME_MAY_CHANGE` are not
+    compared.
+
+    Raises:
+        ConfigError: naming each key that differs, with both values, and what to run instead.
+    """
+    saved = _flat(run_folder.read_config(checkpoint))
+    now = _flat(json.loads(json.dumps(config)))  # tuples as YAML reads them back: lists
+    differ = [f"{k} {saved[k]!r} -> {now.get(k)!r}" for k in saved
+              if k.split(".")[0] not in RESUME_MAY_CHANGE and now.get(k) != saved[k]
+              and not (k == "dtype" and now.get(k) == "auto")]
+    if saved.get("max_steps") != now.get("max_steps"):
+        print(f"resuming {checkpoint.name} of a run of max_steps={saved.get('max_steps')} with max_steps="
+              f"{now.get('max_steps')}: from here the learning-rate schedule ({now.get('lr_scheduler_type')}) follows "
+              "the new length", file=sys.stderr)
+    if differ:
+        raise ConfigError(f"{checkpoint} was trained with other settings than this command's: {'; '.join(differ)}. "
+                          "A resumed run continues the run as it started (its optimiser, schedule and streams): give "
+                          f"the settings it was started with, or start a new run from its weights (pretrain="
+                          f"{checkpoint / 'actor'} and another output_dir)")
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], schedulers: dict[str, Any],
