@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
 
 BUILT_MODELS = {"default": "agentgym-bench init-model", "warmstart": "agentgym-bench warmstart"}
@@ -128,14 +129,15 @@ def resolve_model(name_or_path: str | os.PathLike) -> str:
                         "or a Hugging Face hub id")
     local = expand(text)
     if local.is_dir():
-        return str(local)
+        return _model_of(local)
     if "/" not in text and model_dir(text).is_dir():
-        return str(model_dir(text))
+        return _model_of(model_dir(text))
     if text in BUILT_MODELS:
         raise UserError(f"no model {text!r} at {model_dir(text)}: build it with `{BUILT_MODELS[text]}` "
                         f"(AGENTGYM_BENCH_HOME moves the folder){published_hint()}")
-    if looks_like_path(text):
-        raise UserError(f"no model folder at {local}: give an existing folder or hub id{published_hint()}, or build "
+    if looks_like_path(text) or (text.count("/") == 1 and Path(text.split("/")[0]).is_dir()):
+        raise UserError(f"no model folder at {local}{_near(local)}: give an existing folder or hub id"
+                        f"{published_hint()}, or build "
                         "the default model with `agentgym-bench init-model` and warm-start it with `agentgym-bench "
                         "warmstart`")
     close = closest_local_name(text)
@@ -144,6 +146,32 @@ def resolve_model(name_or_path: str | os.PathLike) -> str:
         raise UserError(f"no model {text!r}: did you mean {close!r} ({where})? Local models: "
                         f"{', '.join(local_model_names()) or 'none'}; a hub model is named ORG/NAME")
     return hub_model(text)
+
+
+def _model_of(folder: Path) -> str:
+    """``folder``; for a trainer's checkpoint (``checkpoint-N/``) its ``actor/``; for a trainer run folder
+    (:func:`~agentgym_bench.run_folder.is_run_folder`) its last complete checkpoint's actor
+    (:func:`~agentgym_bench.run_folder.final_actor`)."""
+    if not (folder / "config.json").is_file() and (folder / "actor" / "config.json").is_file():
+        return str(folder / "actor")
+    return str(run_folder.final_actor(folder)) if run_folder.is_run_folder(folder) else str(folder)
+
+
+def _near(missing: Path) -> str:
+    """What is there instead of the missing folder ``missing``, for its error: the trainer run it lies inside (whose
+    model is its last checkpoint's actor), or the closest name beside it (``runs/kil2``: ``runs/kill2``)."""
+    for above in missing.parents:
+        if above.is_dir():
+            if (above / "actor").is_dir():
+                return f" ({above} is a trainer's checkpoint: its model is {above / 'actor'})"
+            if run_folder.is_run_folder(above):
+                return (f" ({above} is a trainer run: give the run, which loads its last checkpoint's model, or "
+                        f"{above}/checkpoint-N/actor)")
+            if above == missing.parent:
+                close = difflib.get_close_matches(missing.name, [p.name for p in above.iterdir() if p.is_dir()], n=1)
+                return f" (did you mean {above / close[0]}?)" if close else ""
+            return ""
+    return ""
 
 
 def published_checkpoint(start: str | os.PathLike = ".") -> Path | None:

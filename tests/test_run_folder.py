@@ -7,7 +7,7 @@ import yaml
 from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.main_job import Job
-from agentgym_bench.rollout.specs import model_path
+from agentgym_bench.paths import resolve_model
 
 
 def fake_run(root: Path) -> Path:
@@ -27,9 +27,25 @@ def test_one_rule_finds_the_complete_checkpoints_for_resuming_evaluating_and_the
     run = fake_run(tmp_path)
     assert [p.name for p in run_folder.checkpoints(run)] == ["checkpoint-2", "checkpoint-10"]
     assert run_folder.final_actor(run) == run / "checkpoint-10" / "actor"
-    assert model_path(str(run)) == str(run / "checkpoint-10" / "actor")
+    assert resolve_model(str(run)) == str(run / "checkpoint-10" / "actor")
     assert Job("train", [], run / "summary.json", resumes_from=run).resuming()
     assert run_folder.checkpoints(tmp_path / "missing") == []
+
+
+def test_every_command_that_loads_a_model_takes_a_run_or_a_checkpoint_and_says_what_is_near_a_wrong_path(
+        tmp_path, monkeypatch):
+    """resolve_model is what eval, serve, publish-model and HFPolicy.from_pretrained load through."""
+    run = fake_run(tmp_path)
+    assert resolve_model(str(run / "checkpoint-2")) == str(run / "checkpoint-2" / "actor")
+    with pytest.raises(UserError, match=r"is a trainer run: give the run, which loads its last checkpoint"):
+        resolve_model(str(run / "actor"))  # a run has no actor/ of its own
+    with pytest.raises(UserError, match=r"is a trainer's checkpoint: its model is .*checkpoint-10/actor"):
+        resolve_model(str(run / "checkpoint-10" / "actr"))
+    with pytest.raises(UserError, match=r"did you mean .*/run\?"):
+        resolve_model(str(tmp_path / "rn"))
+    monkeypatch.chdir(tmp_path)  # ORG/NAME is a hub id unless ORG is a folder here: then a path, never a download
+    with pytest.raises(UserError, match=r"no model folder at run/checkpoint-1 \(run is a trainer run"):
+        resolve_model("run/checkpoint-1")
 
 
 def test_a_run_without_a_complete_checkpoint_is_one_line(tmp_path):
@@ -38,7 +54,7 @@ def test_a_run_without_a_complete_checkpoint_is_one_line(tmp_path):
     (run / "config.yaml").write_text("{}")
     assert run_folder.is_run_folder(run) and run_folder.read_config(run) == {} and run_folder.read_summary(run) is None
     with pytest.raises(UserError, match="no complete checkpoint"):
-        model_path(str(run))
+        resolve_model(str(run))
     assert not Job("train", [], run / "summary.json", resumes_from=run).resuming()
 
 

@@ -2,7 +2,7 @@
 
 Examples::
 
-    agentgym-bench publish-model runs/starpo/actor --name "default model + SFT + StarPO"
+    agentgym-bench publish-model runs/starpo --name "default model + SFT + StarPO"
     agentgym-bench eval --policy hf:leaderboards/agentgym-v2/models/default-model-sft-starpo --out starpo.json.gz
     agentgym-bench submit starpo.json.gz --name "default model + SFT + StarPO"
 
@@ -23,7 +23,8 @@ from agentgym_bench.leaderboard.weights import publish_model
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = __doc__.split("Examples::", 1)[1]
-    parser.add_argument("source", help="the model: a Hugging Face folder (e.g. a trainer run's actor/)")
+    parser.add_argument("source", help="the model: a Hugging Face folder, or a trainer run folder (its last "
+                        "checkpoint's actor)")
     parser.add_argument("--name", required=True, help="the entry's name on the board")
     parser.add_argument("--board", default=str(Path("leaderboards") / DEFAULT_SUITE),
                         help="board folder (default: %(default)s)")

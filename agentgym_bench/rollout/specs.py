@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import expand, home, is_machine_path, model_dir, repository_root, resolve_model
 from agentgym_bench.rollout.openai_compat import OpenAIPolicy, OpenAIResponsesPolicy
@@ -122,7 +121,7 @@ def locate_model(name: str | None, root: str | os.PathLike | None = None) -> str
     is not a folder there is looked up under the home's ``models/`` (``warmstart``); an absolute path (only in
     archived results files) is taken as it is, if it is a folder here; a name with ``~``, ``$`` or a ``..`` part is
     never expanded or followed (``None``): what a file says must not decide what this machine reads. A trainer run
-    folder gives its last checkpoint (:func:`model_path`).
+    folder gives its last checkpoint (:func:`~agentgym_bench.paths.resolve_model`).
     """
     if not name:
         return None
@@ -135,22 +134,13 @@ def locate_model(name: str | None, root: str | os.PathLike | None = None) -> str
     return local_model_path(str(folder)) if folder.is_dir() else None
 
 
-def model_path(target: str) -> str:
-    """What ``hf:TARGET`` loads: :func:`~agentgym_bench.paths.resolve_model` (a folder, a name under the home, a hub
-    id), and for a trainer run folder (:func:`~agentgym_bench.run_folder.is_run_folder`) its last checkpoint's actor
-    (:func:`~agentgym_bench.run_folder.final_actor`)."""
-    path = resolve_model(target)
-    if run_folder.is_run_folder(path):
-        path = str(run_folder.final_actor(path))
-    return path
-
-
 def local_model_path(target: str | None) -> str | None:
-    """:func:`model_path` if it is a folder on this machine, else ``None`` (a hub id, or missing here)."""
+    """:func:`~agentgym_bench.paths.resolve_model` (which gives a trainer run folder's last checkpoint) if it is a
+    folder on this machine, else ``None`` (a hub id, or missing here)."""
     if not target:
         return None
     try:
-        path = model_path(target)
+        path = resolve_model(target)
     except UserError:
         return None
     return path if Path(path).is_dir() else None
@@ -207,7 +197,7 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, scripted: Ma
                               max_tokens=sampling.max_new_tokens, seed=sampling.seed, timeout=timeout,
                               max_concurrency=max_concurrency, overlong="empty")  # as hf: below
         return policy, record
-    path = model_path(target)
+    path = resolve_model(target)
     record["model"] = model_name(target)  # never this machine's path to a folder inside a repository
     record["model_sha256"] = model_sha256(path)
     if kind == "vllm":

@@ -81,7 +81,8 @@ def test_merged_state_dict_is_peft_merge_and_unload(model_and_tokenizer):
 def test_a_lora_run_trains_adapters_and_saves_a_merged_model(tiny_model, tmp_path, preset):
     from peft import PeftModel
 
-    from agentgym_bench.rollout.specs import model_path, policy_from_spec
+    from agentgym_bench.paths import resolve_model
+    from agentgym_bench.rollout.specs import policy_from_spec
 
     result = main(lora_config(tiny_model, tmp_path, preset))
     records = result.records
@@ -97,7 +98,7 @@ def test_a_lora_run_trains_adapters_and_saves_a_merged_model(tiny_model, tmp_pat
     with_adapters = PeftModel.from_pretrained(base, last / "actor_adapter").merge_and_unload()
     assert all(torch.equal(with_adapters.state_dict()[k], v) for k, v in merged.state_dict().items())
     assert (last / "critic_adapter").exists() == (preset == "starpo_s")
-    assert model_path(str(tmp_path)) == str(last / "actor")  # what `agentgym-bench eval --policy hf:RUN` loads
+    assert resolve_model(str(tmp_path)) == str(last / "actor")  # what `agentgym-bench eval --policy hf:RUN` loads
     policy, _ = policy_from_spec(f"hf:{tmp_path}")
     assert policy.generate([[{"role": "user", "content": "hello"}]])[0].token_ids
 
