@@ -34,15 +34,17 @@ def test_compare_runs_pairs_episodes_and_seeds():
         compare_runs(base, better[:, :100])
 
 
-def write_run(folder, before, after):
+def write_run(folder, before, after, seed=0, val_tags=("AgentSokoban-v0",)):
     folder.mkdir()
     (folder / "summary.json").write_text(json.dumps({"val": {}, "val_episodes": {"before": before, "after": after}}))
+    config = {"seed": seed, "val_seed_start": 0, "val_env_manager": {"tags": list(val_tags), "num_env_groups": 200}}
+    (folder / "config.yaml").write_text(json.dumps(config))
     return str(folder)
 
 
 def test_the_command_prints_both_intervals_and_rejects_bad_runs(tmp_path, capsys):
-    a = [write_run(tmp_path / f"a{s}", [0, 1, 0, 0] * 50, [0, 1, 0, 1] * 50) for s in range(2)]
-    b = [write_run(tmp_path / f"b{s}", [0, 1, 0, 0] * 50, [1, 1, 0, 1] * 50) for s in range(2)]
+    a = [write_run(tmp_path / f"a{s}", [0, 1, 0, 0] * 50, [0, 1, 0, 1] * 50, seed=s) for s in range(2)]
+    b = [write_run(tmp_path / f"b{s}", [0, 1, 0, 0] * 50, [1, 1, 0, 1] * 50, seed=s) for s in range(2)]
     assert cli(["compare-runs", "--base", *a, "--runs", *b]) == 0
     out = capsys.readouterr().out
     assert "difference +0.250" in out and "200 episodes" in out and "over the 2 training seeds" in out
@@ -63,6 +65,16 @@ def test_the_command_prints_both_intervals_and_rejects_bad_runs(tmp_path, capsys
     for bad, message in ((short, "different numbers of episodes"), (str(old), "no per-episode validation"),
                          (str(tmp_path / "missing"), "is it a finished training run")):
         assert cli(["compare-runs", "--base", *a, "--runs", bad]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+
+    # runs that cannot be paired: other validation episodes, one run twice, two runs of one training seed
+    lake = write_run(tmp_path / "lake", [0, 1, 0, 0] * 50, [1, 1, 0, 1] * 50, val_tags=("AgentFrozenLake-v0",))
+    twin = write_run(tmp_path / "twin", [0, 1, 0, 0] * 50, [1, 1, 0, 1] * 50, seed=1)
+    for args, message in ((["--base", a[0], "--runs", lake], "was not validated on the episodes of"),
+                          (["--base", *a, "--runs", b[0], b[0]], "--runs names a run more than once"),
+                          (["--runs", b[0], b[1], twin, "--which", "gain"], "training seeds [0, 1, 1]")):
+        assert cli(["compare-runs", *args]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
 

@@ -70,6 +70,36 @@ def read_episodes(run: str | Path, which: str) -> list[int]:
     return summary["val_episodes"][which]
 
 
+PAIRED_ON = ("val_env_manager", "val_seed_start")
+"""Config keys that fix a run's validation episodes: runs compared on validation must agree on them."""
+
+
+def check_comparable(base: Sequence[str | Path], runs: Sequence[str | Path]) -> None:
+    """Refuse validation comparisons that cannot be paired: runs validated on other episodes (:data:`PAIRED_ON`), a
+    run named twice in ``--base`` or ``--runs``, or two runs of one training seed among several (an interval "over
+    the training seeds" needs as many seeds as runs)."""
+    def config(run: str | Path) -> dict[str, Any]:
+        if not (Path(run) / run_folder.CONFIG).is_file():
+            raise UserError(f"{run} has no {run_folder.CONFIG}: is it a training run's folder?")
+        return run_folder.read_config(run)
+
+    for name, group in (("--base", base), ("--runs", runs)):
+        where = [Path(r).resolve() for r in group]
+        if len(set(where)) < len(where):
+            raise UserError(f"{name} names a run more than once ({', '.join(map(str, group))}): each training seed's "
+                            "run once")
+        seeds = [config(r).get("seed") for r in group]
+        if len(group) > 1 and len(set(seeds)) < len(seeds):
+            raise UserError(f"{name} has training seeds {seeds}: runs compared over training seeds need one run per "
+                            "seed")
+    first = (base or runs)[0]
+    for other in [*base, *runs]:
+        differs = [k for k in PAIRED_ON if config(other).get(k) != config(first).get(k)]
+        if differs:
+            raise UserError(f"{other} was not validated on the episodes of {first} ({', '.join(differs)} differ): "
+                            "compare runs with the same validation set")
+
+
 def on_own_rooms(runs: Sequence[str | Path], frozen: str | Path, base: Sequence[str | Path] = ()) -> list[str]:
     """The ``--frozen`` report: per env and for all envs, each run's training success on its own rooms minus the
     frozen run's (minus, with ``base``, the same for the base run of the same place in the order), its mean and 95%
@@ -134,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         base_runs, labels = args.base, (args.which, args.which)
     base = [read_episodes(r, labels[0]) for r in base_runs]
     other = [read_episodes(r, labels[1]) for r in args.runs]
+    check_comparable([] if args.which == "gain" else base_runs, args.runs)
     lengths = {len(x) for x in base + other}
     if len(lengths) > 1:
         raise UserError(f"the runs were validated on different numbers of episodes ({sorted(lengths)}); "
