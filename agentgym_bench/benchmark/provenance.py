@@ -243,14 +243,15 @@ def settings_note(spec: str, prompts: dict[str, str], history: int | None, max_n
     """``eval``'s note when the local model of ``spec`` (``hf:`` or ``vllm:``) was trained, or put on its board, with
     another prompt template, history window or reply budget than this run's (:func:`prompted_as`; ``prompts``: entry
     name -> template of this run): its numbers would not be those of its training or its board entry. ``None`` when
-    they agree or nothing is recorded."""
+    they agree or nothing is recorded, and on two-player suites (no ``prompts``), whose games a single-agent record
+    does not describe."""
     kind, target = parse_spec(spec)
-    found = prompted_as(target) if kind in ("hf", "vllm") and target else None
+    found = prompted_as(target) if kind in ("hf", "vllm") and target and prompts else None
     if found is None:
         return None
     settings, source = found
     theirs, mine = [], []
-    if "prompt" in settings and prompts:
+    if "prompt" in settings:
         theirs_by = settings["prompt"]
         wanted = {name: theirs_by.get(name, used) if isinstance(theirs_by, dict) else theirs_by
                   for name, used in prompts.items()}

@@ -23,11 +23,11 @@ serve do), a --max-new-tokens that leaves no room for a prompt is refused before
 prompt's tokens (the answer's usage) plus --max-new-tokens are checked against it. --episodes and --entries make a
 quick check: its results file says so, and `submit` refuses it.
 
-A local model (hf:, vllm:) is played as this command's flags say, and its record is checked against them: where
-its warm start (warmstart.json), its trainer run (config.yaml, as the run validated) or its board entry used another
-prompt template, history window or reply budget, a note says so first and names the flags that match (on the validation
-suite the published checkpoint scores 0.063 under the defaults and 0.577 with --prompt compact --history 0
---max-new-tokens 16).
+A local model (hf:, vllm:) is played as this command's flags say, and on single-agent suites its record is checked
+against them: where its warm start (warmstart.json), its trainer run (config.yaml, as the run validated) or its board
+entry used another prompt template, history window or reply budget, a note says so first and names the flags that
+match (on the validation suite the published checkpoint scores 0.063 under the defaults and 0.577 with --prompt
+compact --history 0 --max-new-tokens 16).
 
 --action-format tool offers each env's actions as one OpenAI function, take_actions, and reads the replies as tool
 calls (the request's tools and the answer's tool_calls through an openai: endpoint, the chat template's tools for

@@ -30,6 +30,7 @@ def test_the_published_checkpoint_is_played_as_its_board_entry_was(monkeypatch):
     assert settings_note(f"hf:{PUBLISHED}", COMPACT, 0, 16) is None
     only_budget = settings_note(f"hf:{PUBLISHED}", COMPACT, 0, 32)
     assert only_budget is not None and only_budget.endswith("add: --max-new-tokens 16")
+    assert settings_note(f"hf:{PUBLISHED}", {}, None, 32) is None  # a two-player suite: its games, not this record
     mixed = settings_note(f"hf:{PUBLISHED}", {"bandit": "compact", "sokoban-6x6": "ragen"}, 0, 16)
     assert mixed is not None and "--prompt bandit=compact,sokoban-6x6=ragen" in mixed
 
