@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.rollout.scripted import DEMONSTRATORS, has_demonstrator
@@ -94,8 +95,12 @@ def _train(args: argparse.Namespace) -> int:
     if os.environ.get("RANK", "0") != "0":  # under torchrun, one report
         return 0
     print(f"run folder: {result.output_dir}  (metrics.jsonl, curves.png, summary.json, checkpoint-*/)")
-    if result.first_eval and result.last_eval:
-        gain = success_gain(result.first_eval, result.last_eval)
+    gain = success_gain(result.first_eval, result.last_eval) if result.first_eval and result.last_eval else None
+    if gain is None and (summary := run_folder.read_summary(result.output_dir)) and summary.get("val"):
+        print(f"nothing to train: the run had already finished its max_steps={config.max_steps} iterations; what it "
+              f"recorded (summary.json):")
+        gain = summary["val"]
+    if gain:
         print(f"validation success {gain['before']:.3f} -> {gain['after']:.3f} over {gain['n_after']} episodes: "
               f"gain {gain['gain']:+.3f} (paired 95% CI {gain['ci_low']:+.3f} .. {gain['ci_high']:+.3f}, "
               f"McNemar p {gain['p_value']:.2g})")

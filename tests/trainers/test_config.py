@@ -61,6 +61,8 @@ def test_round_trip_through_yaml(tmp_path):
 @pytest.mark.parametrize(("data", "message"), [
     ({"group_size": 8}, "did you mean train_env_manager.group_size"),
     ({"lerning_rate": 1e-4}, "did you mean learning_rate"),
+    ({"lr": 1e-4}, "unknown config key 'lr'; did you mean learning_rate?"),  # the warm start's name for it
+    ({"epochs": 2}, "did you mean ppo_epochs?"),
     ({"reward_normalization": {"groupng": "batch"}}, "reward_normalization.groupng"),
     ({"train_env_manager": {"num_env_group": 8}}, "did you mean train_env_manager.num_env_groups"),
     ({"preset": "ppo"}, "preset='ppo' is not one of starpo, starpo_s, starpo_s_grpo, gigpo"),

@@ -55,6 +55,7 @@ def test_keys_are_read_as_trains_are():
     assert config.envs == ("AgentBandit-v0",) and config.lr == 1e-4 and config.history is None
     assert sft_config_from_dict(config.to_dict()) == config  # config.yaml loads back as the same config
     for data, message in [({"epoch": 2}, "unknown config key 'epoch'; did you mean epochs?"),
+                          ({"learning_rate": 1e-3}, "unknown config key 'learning_rate'; did you mean lr?"),
                           ({"epochs": "2"}, "epochs='2' must be int"),
                           ({"lr": True}, "lr=True must be float"),
                           ({"envs": "AgentBandit-v0"}, "envs='AgentBandit-v0' must be"),

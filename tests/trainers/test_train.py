@@ -89,7 +89,7 @@ def strip_time(records):
     return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in records]
 
 
-def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_path):
+def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_path, capsys):
     """The killed run goes through the command line in a fresh process, as a user's would; the resumed and the
     uninterrupted runs call ``main`` here (one torch thread everywhere)."""
     overrides = {"max_steps": 6, "save_steps": 2, "eval_steps": 3, "save_total_limit": 1,
@@ -118,6 +118,13 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_p
     with pytest.raises(ConfigError, match=r"already holds a run \(latest: checkpoint-6\).*resume_from_checkpoint="):
         main(config)
     assert summary(killed)["val"] == summary(straight)["val"]
+    # the same command once more: nothing to train, and the command says so with what the run recorded
+    from agentgym_bench.cli import main as cli_main
+
+    assert cli_main(["train", str(tmp_path / "run.yaml"), "resume_from_checkpoint=auto", "progress=false"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing to train: the run had already finished its max_steps=6 iterations" in out
+    assert f"validation success {summary(killed)['val']['before']:.3f} -> " in out
     # resumed with settings that train otherwise: refused before anything is loaded, the run's record unchanged
     record = (killed / "config.yaml").read_text()
     changed = {**config.to_dict(), "resume_from_checkpoint": "auto", "learning_rate": 5e-4,

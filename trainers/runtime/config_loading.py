@@ -138,11 +138,19 @@ def _known_keys(cls: type, prefix: str = "") -> list[str]:
     return keys
 
 
+SYNONYMS = {"lr": "learning_rate", "learning_rate": "lr", "steps": "max_steps", "iterations": "max_steps",
+            "output": "output_dir", "output_dir": "output", "model": "pretrain", "pretrain": "model",
+            "batch_size": "rollout_batch_size", "epochs": "ppo_epochs", "threads": "num_threads"}
+"""Names users bring from other trainers (or from the other of our two configs), and the key each means here where the
+config has it: the RL trainer's ``learning_rate`` is the warm start's ``lr``."""
+
+
 def unknown_key(config_type: type, key: str) -> ConfigError:
     """The error for ``key``, which ``config_type`` does not have, naming its closest key."""
     # a ROLL user writing group_size at top level means train_env_manager.group_size
     known = _known_keys(config_type)
-    close = [k for k in known if k.endswith("." + key)][:1]
+    close = [SYNONYMS[key]] if SYNONYMS.get(key) in known else []
+    close = close or [k for k in known if k.endswith("." + key)][:1]
     close = close or difflib.get_close_matches(key, known, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]}?" if close else "; see docs/trainers.md for the keys"
     return ConfigError(f"unknown config key {key!r}{hint}")
