@@ -7,8 +7,9 @@ stratified by entry — the comparison a leaderboard shows between two of its su
 the mean return and its paired difference (WebShop's graded purchase score, which success only counts at 1). The
 files are checked as a board checks them (suite name and version, entries, one episode per seed) but not replayed:
 ``agentgym-bench submit`` verifies. Quick checks (``eval --episodes`` / ``--entries``) are compared too, on the
-episodes they played, when every file played the same ones (e.g. a model through ``serve`` against the same model
-through ``hf:``); the score is then over those entries and episodes only.
+episodes they played: with a base that played the same ones (e.g. a model through ``serve`` against the same model
+through ``hf:``), or with a whole-suite base (a board's submission), which is cut to those entries and seeds; the
+score is then over those entries and episodes only.
 
 Examples::
 
@@ -21,14 +22,16 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark.kinds import kind_of
-from agentgym_bench.benchmark.results import Results
+from agentgym_bench.benchmark.results import Results, ResultsError, read_results
 from agentgym_bench.benchmark.scores import summarize
-from agentgym_bench.benchmark.suites import Suite, load_suite
+from agentgym_bench.benchmark.suites import Suite, load_suite, quick_check, quick_text
 from agentgym_bench.leaderboard.render import PAIRED_REPS, compare, entry_outcomes
+from agentgym_bench.leaderboard.reproduction import on_seeds
 from agentgym_bench.leaderboard.verify import played_text, read_checked
 from agentgym_bench.stats import paired_difference
 
@@ -70,15 +73,38 @@ def comparison_table(suite: Suite, base: Results, other: Results, base_score: fl
     return lines
 
 
+def cut_to(base: Results, suite: Suite, quick: dict[str, Any]) -> Results:
+    """A whole-suite ``base`` cut to the entries and seeds of ``suite``, the part a quick check ``quick`` played,
+    and marked as that quick check: what the quick check is compared with."""
+    names = {e.name for e in suite.entries}
+    kept = replace(base, entries=[e for e in base.entries if e.name in names])
+    return replace(on_seeds(kept, suite), metadata={**base.metadata, "quick_check": quick})
+
+
 def run(args: argparse.Namespace) -> int:
-    base, suite = read_checked(args.base, load_suite(args.suite) if args.suite else None)
-    quick = base.metadata.get("quick_check")
-    base_score = summarize(base, suite).score[0]
-    part = f" ({played_text(quick)}: the score is over its entries and episodes only)" if quick else ""
+    whole, whole_suite = read_checked(args.base, load_suite(args.suite) if args.suite else None)
+    quick = whole.metadata.get("quick_check")
     for path in args.others:
-        other, _ = read_checked(path, suite, base)
+        mine = read_quick_check(path)
+        base, suite, part = whole, whole_suite, ""
+        if quick is None and mine is not None:  # a quick check against a whole file: the file's same episodes
+            suite = quick_check(whole_suite, mine["episodes"], mine["entries"])[0]
+            base = cut_to(whole, suite, mine)
+            part = f" (the base cut to the quick check's episodes, {quick_text(mine)}: the score is over those only)"
+        elif quick is not None:
+            part = f" ({played_text(quick)}: the score is over its entries and episodes only)"
+        other, _ = read_checked(path, whole_suite, base)
         test = "McNemar's exact p" if kind_of(suite).paired_test else "mean payoffs, no p"
         print(f"{Path(path).name} against {Path(args.base).name} on the same seeds of {suite.name}{part} "
               f"(this - base; 95% paired bootstrap interval, {test}):")
-        print("\n".join(comparison_table(suite, base, other, base_score)) + "\n")
+        print("\n".join(comparison_table(suite, base, other, summarize(base, suite).score[0])) + "\n")
     return 0
+
+
+def read_quick_check(path: str) -> dict[str, Any] | None:
+    """The ``metadata.quick_check`` of a results file (``None``: the whole suite); an unreadable file is left to
+    :func:`~agentgym_bench.leaderboard.verify.read_checked`'s error."""
+    try:
+        return read_results(path).metadata.get("quick_check")
+    except ResultsError:
+        return None

@@ -95,10 +95,18 @@ def test_quick_checks_of_the_same_episodes_are_compared_and_others_refused(tmp_p
     assert "a quick check (--episodes 5 --entries bandit sokoban-6x6): the score is over its entries" in out.stdout
     rows = {line.split("|")[1].strip() for line in out.stdout.splitlines() if line.startswith("| ")}
     assert rows == {"entry", "score", "bandit", "sokoban-6x6"}
+    # a quick check against a whole file (a board's submission): the whole file cut to the quick check's episodes
+    whole = BOARD / "agentgym-v2" / "submissions" / "oracle.json.gz"
+    out = cli(whole, b)
+    assert out.returncode == 0, out.stderr
+    assert "the base cut to the quick check's episodes, --episodes 5 --entries bandit sokoban-6x6" in out.stdout
+    rows = {line.split("|")[1].strip(): line for line in out.stdout.splitlines() if line.startswith("| ")}
+    assert set(rows) == {"entry", "score", "bandit", "sokoban-6x6"}
+    assert "+0.000 [+0.000, +0.000]" in rows["score"]  # the oracle plays the board's first five seeds again
     other = run("oracle", "c.json.gz", "--episodes", "4", "--entries", "bandit", "sokoban-6x6")
     for args, message in [((a, other), "is a quick check (--episodes 4 --entries bandit sokoban-6x6), the base is a "
                                        "quick check (--episodes 5"),
-                          ((ORACLE, a), "the base is the whole suite"),
+                          ((ORACLE, a), "agentgym-v2"),  # another suite's whole file
                           ((a, ORACLE), "is the whole suite, the base is a quick check")]:
         out = cli(*args)
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
