@@ -245,8 +245,10 @@ def settings_note(spec: str, prompts: dict[str, str], history: int | None, max_n
     name -> template of this run): its numbers would not be those of its training or its board entry. ``None`` when
     they agree or nothing is recorded, and on two-player suites (no ``prompts``), whose games a single-agent record
     does not describe."""
+    if not prompts or not spec.startswith(("hf:", "vllm:")):
+        return None
     kind, target = parse_spec(spec)
-    found = prompted_as(target) if kind in ("hf", "vllm") and target and prompts else None
+    found = prompted_as(target) if target else None
     if found is None:
         return None
     settings, source = found

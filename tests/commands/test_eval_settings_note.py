@@ -31,6 +31,7 @@ def test_the_published_checkpoint_is_played_as_its_board_entry_was(monkeypatch):
     only_budget = settings_note(f"hf:{PUBLISHED}", COMPACT, 0, 32)
     assert only_budget is not None and only_budget.endswith("add: --max-new-tokens 16")
     assert settings_note(f"hf:{PUBLISHED}", {}, None, 32) is None  # a two-player suite: its games, not this record
+    assert settings_note("scripted", {}, None, 32) is None  # the two-player suites' own policy
     mixed = settings_note(f"hf:{PUBLISHED}", {"bandit": "compact", "sokoban-6x6": "ragen"}, 0, 16)
     assert mixed is not None and "--prompt bandit=compact,sokoban-6x6=ragen" in mixed
 
@@ -56,6 +57,12 @@ def test_no_record_no_note(tmp_path, model_dir):
     assert settings_note(f"hf:{model_dir}", RAGEN, None, 32) is None
     assert settings_note("oracle", RAGEN, None, 32) is None
     assert settings_note("openai:m@http://127.0.0.1:1/v1", RAGEN, None, 32) is None
+
+
+def test_two_player_suites_play_their_scripted_policy_without_a_note(tmp_path, capsys):
+    assert main(["eval", "--suite", "agentgym-ma-v2", "--policy", "scripted", "--episodes", "2",
+                 "--out", str(tmp_path / "ma.json.gz")]) == 0
+    assert "note:" not in capsys.readouterr().out
 
 
 def test_eval_prints_the_note_before_playing(tmp_path, monkeypatch, capsys):
