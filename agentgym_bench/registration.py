@@ -85,10 +85,33 @@ def is_graded(env_id: str) -> bool:
 
 
 def check_env_id(env_id: str) -> str:
-    """``env_id`` if it is one of this package's agent env ids, else a :class:`UserError` listing them."""
-    known = list(AGENT_ENVS)
-    if env_id in known:
+    """The agent env id ``env_id`` names, for the commands that take one (``play``, ``demo``, ``openenv-serve``): one
+    of this package's (:data:`AGENT_ENVS`), a TextArena game's (``AgentTextArena/...``), or any registered id whose
+    env is an :class:`~agentgym_bench.agent.env.LLMAgentEnv` (an env of the user's own); ``MODULE:ID`` imports
+    ``MODULE`` first, as ``gym.make`` does, and gives ``ID``. Else a :class:`UserError` suggesting the closest of
+    ours and listing them."""
+    if env_id in AGENT_ENVS:
         return env_id
+    module, colon, name = str(env_id).rpartition(":")
+    if colon and module:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise UserError(f"env id {env_id!r}: cannot import {module!r} ({err})") from None
+        env_id = name
+    if env_id in gym.registry:
+        try:
+            env = gym.make(env_id)
+        except Exception as err:  # noqa: BLE001 - a third party's constructor: any failure is the user's to see
+            raise UserError(f"env id {env_id!r}: gym.make failed: {type(err).__name__}: {err}") from None
+        try:
+            if isinstance(env.unwrapped, LLMAgentEnv):
+                return env_id
+        finally:
+            env.close()
+        raise UserError(f"{env_id!r} is registered but is not an agent env (its env is "
+                        f"{type(env.unwrapped).__name__}): wrap its game in LLMAgentEnv (docs/core-env-contract.md)")
+    known = list(AGENT_ENVS)
     typed = str(env_id).lower()
     cores = {k.lower().removeprefix("agent").split("-")[0]: k for k in known}  # "sokobanlarge": AgentSokobanLarge-v0
     close = ([k for k in known if typed in k.lower()]
@@ -96,7 +119,8 @@ def check_env_id(env_id: str) -> str:
              or [cores[c] for c in difflib.get_close_matches(typed.removeprefix("agent").split("-")[0], cores, n=2)])
     hint = (f"did you mean {close[0]}? " if len(close) == 1
             else f"did you mean one of {', '.join(close)}? " if close else "")
-    raise UserError(f"unknown env id {env_id!r}: {hint}`agentgym-bench envs` lists them ({', '.join(known)})")
+    raise UserError(f"unknown env id {env_id!r}: {hint}`agentgym-bench envs` lists them ({', '.join(known)}); an "
+                    "env of your own: register it with gymnasium and give MODULE:ID to import MODULE first")
 
 
 def load_class(entry_point: str) -> type:

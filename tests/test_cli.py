@@ -1,5 +1,6 @@
 """The command line, run the way a user runs it (a real subprocess, real stdin)."""
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -38,7 +39,11 @@ def test_options_may_sit_between_positional_arguments(capsys):
 
 def test_envs_lists_every_id_one_line_each():
     lines = cli("envs").stdout.splitlines()
-    assert [line.split()[0] for line in lines] == list(AGENT_ENVS)
+    assert [line.split()[0] for line in lines if not line.startswith("(")] == list(AGENT_ENVS)
+    if importlib.util.find_spec("textarena") is not None:  # the bridge's ids, counted, and listed on request
+        assert lines[-1].startswith("(and ") and "envs --textarena" in lines[-1]
+        listed = cli("envs", "--textarena").stdout.splitlines()
+        assert sum(line.startswith("AgentTextArena/") for line in listed) == int(lines[-1].split()[1])
 
 
 def test_play_a_whole_episode_from_stdin():

@@ -58,7 +58,7 @@ from agentgym_bench.adapters import require
 from agentgym_bench.agent.env import MAX_REPLY_LENGTH, LLMAgentEnv
 from agentgym_bench.errors import UserError
 from agentgym_bench.http_body import ServerLimits
-from agentgym_bench.registration import AGENT_ENVS
+from agentgym_bench.registration import check_env_id
 from agentgym_bench.rollout.trajectory import json_safe
 
 _types = require("openenv.core.env_server.types", "openenv")
@@ -238,13 +238,12 @@ class AgentOpenEnv(_interfaces.Environment):
 
 
 def check_env_ids(env_ids: Sequence[str]) -> list[str]:
-    """``env_ids`` as a list, or :class:`UserError` if it is empty or names an id that is not an agent id."""
+    """``env_ids`` as a list (each as :func:`~agentgym_bench.registration.check_env_id` gives it: ours, a TextArena
+    game's or an agent env of the user's own), or :class:`UserError` if it is empty or names one that is not."""
     env_ids = list(env_ids)
-    unknown = [e for e in env_ids if e not in AGENT_ENVS]
-    if not env_ids or unknown:
-        raise UserError(f"unknown env ids {unknown}; choose from {list(AGENT_ENVS)}" if unknown
-                        else "give at least one env id")
-    return env_ids
+    if not env_ids:
+        raise UserError("give at least one env id")
+    return [check_env_id(e) for e in env_ids]
 
 
 class SessionGuard:

@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentgym_bench.agent.env import LLMAgentEnv
+from agentgym_bench.errors import UserError
 
 
 def agent_env(env: gym.Env) -> LLMAgentEnv:
@@ -29,6 +30,10 @@ def oracle_reply(env: gym.Env) -> str:
     """
     env = agent_env(env)
     game = env.game.unwrapped
+    if not hasattr(game, "oracle_turn"):
+        name = env.spec.id if env.spec else type(env).__name__
+        raise UserError(f"{name}: its game ({type(game).__name__}) has no oracle (no oracle_turn, "
+                        "docs/core-env-contract.md): play it with the random policy or a model")
     actions = game.oracle_turn(env.turns_left, env.actions_left, env.max_actions_per_turn)
     return env.write_reply(list(actions))
 

@@ -65,7 +65,8 @@ def seed(text: str) -> int:
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("env_id", help="an id from `agentgym-bench envs`, e.g. AgentSokoban-v0")
+    parser.add_argument("env_id", help="an id from `agentgym-bench envs`, e.g. AgentSokoban-v0, or MODULE:ID for an "
+                        "agent env of your own that MODULE registers")
     parser.add_argument("--seed", type=seed, default=0, help="episode seed >= 0 (same seed, same episode)")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="keyword argument for gym.make, repeatable (e.g. --arg num_boxes=2 --arg "
@@ -75,11 +76,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_env_id(args.env_id)
+    env_id = check_env_id(args.env_id)
     try:
-        env = gym.make(args.env_id, render_mode="ansi", **parse_kwargs(args.arg))
+        env = gym.make(env_id, render_mode="ansi", **parse_kwargs(args.arg))
     except (gym.error.Error, TypeError, ValueError) as err:
-        raise UserError(f"play {args.env_id}: {err}") from err
+        raise UserError(f"play {env_id}: {err}") from err
     agent: LLMAgentEnv = env.unwrapped
     obs, info = env.reset(seed=args.seed)
     print(obs if args.show_prompt else f"{agent.instructions}\n{agent.legend}\n\n{env.render()}")

@@ -227,7 +227,7 @@ def test_http_reset_gives_the_first_observation_and_http_step_explains_why_not(s
 
 
 def test_bad_server_settings_are_user_errors():
-    with pytest.raises(UserError, match="unknown env ids"):
+    with pytest.raises(UserError, match="unknown env id .AgentChess-v0."):
         make_app(["AgentChess-v0"])
     with pytest.raises(ValueError, match="max_sessions=0"):
         ServerLimits(max_sessions=0)
@@ -284,7 +284,7 @@ def test_the_openenv_serve_command_serves_episodes(tmp_path):
 def test_the_openenv_serve_command_rejects_bad_arguments_in_one_line(capsys):
     from agentgym_bench.cli import main
 
-    for argv, message in [(["AgentChess-v0"], "unknown env ids ['AgentChess-v0']"),
+    for argv, message in [(["AgentChess-v0"], "unknown env id 'AgentChess-v0'"),
                           (["--env-kwargs", "{prompt: compact}"], "--env-kwargs is not JSON"),
                           (["--max-sessions", "0"], "max_sessions=0")]:
         assert main(["openenv-serve", *argv]) == 2
