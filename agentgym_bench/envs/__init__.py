@@ -9,5 +9,7 @@
 - ``draw_cache.py``: the rejection-sampling loop for content splits, remembering which draw a held-out seed
   accepted (shared with Bargain);
 - ``arguments.py``: checks of constructor arguments, shared by the games and the agent wrapper;
-- ``render.py``: tiny numpy drawing helpers for ``render_mode="rgb_array"`` pictures.
+- ``render.py``: tiny numpy drawing helpers for ``render_mode="rgb_array"`` pictures;
+- ``contract.py``: ``check_game``, a game checked against docs/core-env-contract.md (what Gymnasium's checker does
+  not test).
 """

@@ -4,6 +4,7 @@ a game without an oracle says so in one line."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -14,55 +15,15 @@ from gymnasium.utils.env_checker import check_env
 
 from agentgym_bench.adapters.openenv import check_env_ids
 from agentgym_bench.agent.policies import oracle_reply
+from agentgym_bench.envs.contract import check_game
 from agentgym_bench.errors import UserError
 from agentgym_bench.registration import check_env_id
+from tests.envs.test_contract import GuessGame
 
-GUESS = '''"""A number-guessing game for the contract test: guess 1-8, told higher or lower."""
-
-import gymnasium as gym
-
-from agentgym_bench.spaces import text_space
-
-
-class GuessGame(gym.Env):
-    metadata = {"render_modes": ["ansi"]}
-    observation_space = text_space(64)
-    action_space = text_space(8)
-    ACTIONS = [str(i) for i in range(1, 9)]
-
-    def __init__(self, render_mode=None):
-        self.render_mode = render_mode
-        self.secret, self.last, self.done = 1, "", False
-
-    def _info(self):
-        return {"valid_actions": list(self.ACTIONS), "state_key": self.last, "success": self.last == "correct"}
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.secret, self.last, self.done = int(self.np_random.integers(1, 9)), "start", False
-        return self.render(), {**self._info(), "instructions": "Guess the number from 1 to 8.", "legend": ""}
-
-    def step(self, action):
-        word = str(action).strip()
-        if self.done or word not in self.ACTIONS:
-            return self.render(), 0.0, self.done, False, {**self._info(), "action_is_valid": False,
-                                                          "action_is_effective": False}
-        guess = int(word)
-        self.last = "correct" if guess == self.secret else ("higher" if guess < self.secret else "lower")
-        self.done = self.last == "correct"
-        return self.render(), float(self.done), self.done, False, {**self._info(), "action_is_valid": True,
-                                                                   "action_is_effective": True}
-
-    def render(self):
-        return f"last guess: {self.last}"
-
-    def oracle_turn(self, turns_left, actions_left, max_actions_per_turn):
-        return [str(self.secret)]
-
-
-gym.register("AgentGuess-v0", entry_point="agentgym_bench.registration:make_agent_env",
-             kwargs={"game": "guess:GuessGame", "max_turns": 6, "max_actions_per_turn": 1})
-'''
+GUESS = ("import gymnasium as gym\n\nfrom agentgym_bench.spaces import text_space\n\n\n" + inspect.getsource(GuessGame)
+         + '\n\ngym.register("AgentGuess-v0", entry_point="agentgym_bench.registration:make_agent_env",\n'
+         '             kwargs={"game": "guess:GuessGame", "max_turns": 6, "max_actions_per_turn": 1})\n')
+"""The module ``guess.py`` of docs/core-env-contract.md's example: tests/envs/test_contract.py's game, registered."""
 
 
 def command(tmp_path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
@@ -81,6 +42,7 @@ def guess(tmp_path, monkeypatch):
 def test_a_registered_game_of_ones_own_is_an_agent_env_the_commands_take(guess):
     assert check_env_id("guess:AgentGuess-v0") == "AgentGuess-v0"  # imports guess, which registers the id
     check_env(gym.make("AgentGuess-v0").unwrapped)  # Gymnasium's checker, as it calls spec.make(render_mode=...)
+    check_game(gym.make("AgentGuess-v0"))  # and the contract's own rules
     assert check_env_ids(["guess:AgentGuess-v0"]) == ["AgentGuess-v0"]  # openenv-serve's list
     played = command(guess, "play", "guess:AgentGuess-v0", stdin="4\n")
     assert played.returncode == 0, played.stderr
