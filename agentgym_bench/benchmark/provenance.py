@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from agentgym_bench import run_folder
+from agentgym_bench.benchmark.resume import history_text
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import BOARD_INDEX
 from agentgym_bench.rollout.specs import locate_model, model_sha256, parse_spec
@@ -261,8 +262,8 @@ def settings_note(spec: str, prompts: dict[str, str], history: int | None, max_n
             theirs.append(f"--prompt {_prompts_text(wanted)}")
             mine.append(f"--prompt {_prompts_text(prompts)}")
     if "history" in settings and settings["history"] != history:
-        theirs.append(f"--history {'full' if settings['history'] is None else settings['history']}")
-        mine.append(f"--history {'full' if history is None else history}")
+        theirs.append(f"--history {history_text(settings['history'])}")
+        mine.append(f"--history {history_text(history)}")
     if "max_new_tokens" in settings and settings["max_new_tokens"] != max_new_tokens:
         theirs.append(f"--max-new-tokens {settings['max_new_tokens']}")
         mine.append(f"--max-new-tokens {max_new_tokens}")

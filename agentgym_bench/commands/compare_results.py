@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark.kinds import kind_of
-from agentgym_bench.benchmark.results import Results, ResultsError, read_results
+from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.scores import summarize
-from agentgym_bench.benchmark.suites import Suite, load_suite, quick_check, quick_text
+from agentgym_bench.benchmark.suites import Suite, load_suite, quick_text
 from agentgym_bench.leaderboard.render import PAIRED_REPS, compare, entry_outcomes
 from agentgym_bench.leaderboard.reproduction import on_seeds
 from agentgym_bench.leaderboard.verify import played_text, read_checked
@@ -85,26 +85,16 @@ def run(args: argparse.Namespace) -> int:
     whole, whole_suite = read_checked(args.base, load_suite(args.suite) if args.suite else None)
     quick = whole.metadata.get("quick_check")
     for path in args.others:
-        mine = read_quick_check(path)
-        base, suite, part = whole, whole_suite, ""
+        other, suite = read_checked(path, whole_suite, whole)  # suite: the part of it the file played
+        mine = other.metadata.get("quick_check")
+        base, part = whole, ""
         if quick is None and mine is not None:  # a quick check against a whole file: the file's same episodes
-            suite = quick_check(whole_suite, mine["episodes"], mine["entries"])[0]
             base = cut_to(whole, suite, mine)
             part = f" (the base cut to the quick check's episodes, {quick_text(mine)}: the score is over those only)"
         elif quick is not None:
             part = f" ({played_text(quick)}: the score is over its entries and episodes only)"
-        other, _ = read_checked(path, whole_suite, base)
         test = "McNemar's exact p" if kind_of(suite).paired_test else "mean payoffs, no p"
         print(f"{Path(path).name} against {Path(args.base).name} on the same seeds of {suite.name}{part} "
               f"(this - base; 95% paired bootstrap interval, {test}):")
         print("\n".join(comparison_table(suite, base, other, summarize(base, suite).score[0])) + "\n")
     return 0
-
-
-def read_quick_check(path: str) -> dict[str, Any] | None:
-    """The ``metadata.quick_check`` of a results file (``None``: the whole suite); an unreadable file is left to
-    :func:`~agentgym_bench.leaderboard.verify.read_checked`'s error."""
-    try:
-        return read_results(path).metadata.get("quick_check")
-    except ResultsError:
-        return None

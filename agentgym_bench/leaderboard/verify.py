@@ -325,16 +325,17 @@ def check_suite(results: Results, suite: Suite | None) -> Suite:
 def read_checked(path: str, suite: Suite | None, base: Results | None = None) -> tuple[Results, Suite]:
     """A results file and the suite (or the part of it a quick check played) it is compared on, checked like a
     submission's (checks 1-4 of :func:`verify`; not replayed); a :class:`UserError` naming the file otherwise.
-    ``base``: the file it is compared with, whose ``metadata.quick_check`` it must share (the same episodes on both
-    sides)."""
+    ``base``: the file it is compared with, which must have played the same episodes (the same
+    ``metadata.quick_check``), or the whole suite, which the caller cuts to this file's part."""
     try:
         results = read_results(path)
     except ResultsError as error:
         raise UserError(str(error)) from None
     mine = results.metadata.get("quick_check")
-    if base is not None and mine != base.metadata.get("quick_check"):
-        raise UserError(f"{path} is {played_text(mine)}, the base is {played_text(base.metadata.get('quick_check'))}: "
-                        "compare files that played the same episodes")
+    theirs = None if base is None else base.metadata.get("quick_check")
+    if base is not None and mine != theirs and not (theirs is None and mine is not None):
+        raise UserError(f"{path} is {played_text(mine)}, the base is {played_text(theirs)}: compare files that "
+                        "played the same episodes")
     try:
         suite = check_suite(results, suite)
         if mine is not None:

@@ -78,23 +78,23 @@ def check_comparable(base: Sequence[str | Path], runs: Sequence[str | Path]) -> 
     """Refuse validation comparisons that cannot be paired: runs validated on other episodes (:data:`PAIRED_ON`), a
     run named twice in ``--base`` or ``--runs``, or two runs of one training seed among several (an interval "over
     the training seeds" needs as many seeds as runs)."""
-    def config(run: str | Path) -> dict[str, Any]:
+    configs: dict[str | Path, dict[str, Any]] = {}
+    for run in [*base, *runs]:
         if not (Path(run) / run_folder.CONFIG).is_file():
             raise UserError(f"{run} has no {run_folder.CONFIG}: is it a training run's folder?")
-        return run_folder.read_config(run)
-
+        configs[run] = run_folder.read_config(run)
     for name, group in (("--base", base), ("--runs", runs)):
         where = [Path(r).resolve() for r in group]
         if len(set(where)) < len(where):
             raise UserError(f"{name} names a run more than once ({', '.join(map(str, group))}): each training seed's "
                             "run once")
-        seeds = [config(r).get("seed") for r in group]
+        seeds = [configs[r].get("seed") for r in group]
         if len(group) > 1 and len(set(seeds)) < len(seeds):
             raise UserError(f"{name} has training seeds {seeds}: runs compared over training seeds need one run per "
                             "seed")
     first = (base or runs)[0]
     for other in [*base, *runs]:
-        differs = [k for k in PAIRED_ON if config(other).get(k) != config(first).get(k)]
+        differs = [k for k in PAIRED_ON if configs[other].get(k) != configs[first].get(k)]
         if differs:
             raise UserError(f"{other} was not validated on the episodes of {first} ({', '.join(differs)} differ): "
                             "compare runs with the same validation set")

@@ -38,7 +38,6 @@ Only the latest is kept, and a checkpoint of other settings (its key) is not tak
 from __future__ import annotations
 
 import io
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -47,6 +46,7 @@ from typing import Any
 import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench import run_folder
+from agentgym_bench.benchmark.resume import flat
 from agentgym_bench.paths import write_atomic
 from trainers.runtime import fsdp, lora
 from trainers.runtime.config_loading import ConfigError
@@ -96,8 +96,7 @@ def check_resumable(checkpoint: Path, config: dict[str, Any]) -> None:
     Raises:
         ConfigError: naming each key that differs, with both values, and what to run instead.
     """
-    saved = _flat(run_folder.read_config(checkpoint))
-    now = _flat(json.loads(json.dumps(config)))  # tuples as YAML reads them back: lists
+    saved, now = flat(run_folder.read_config(checkpoint)), flat(config)  # tuples as YAML reads them back: lists
     differ = [f"{k} {saved[k]!r} -> {now.get(k)!r}" for k in saved
               if k.split(".")[0] not in RESUME_MAY_CHANGE and now.get(k) != saved[k]
               and not (k == "dtype" and now.get(k) == "auto")]
@@ -110,16 +109,6 @@ def check_resumable(checkpoint: Path, config: dict[str, Any]) -> None:
                           "A resumed run continues the run as it started (its optimiser, schedule and streams): give "
                           f"the settings it was started with, or start a new run from its weights (pretrain="
                           f"{checkpoint / 'actor'} and another output_dir)")
-
-
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], schedulers: dict[str, Any],
