@@ -21,17 +21,18 @@ from agentgym_bench.multiagent.textarena_game import TextArenaGame
 
 TEXTARENA_PROMPT = PromptTemplate(
     system=RAGEN.system,
-    intro="{instructions}\nWrite one move a turn, as the game asks, inside <answer>...</answer>.\n",
+    intro="{instructions}\nWrite one move a turn, as the game asks, inside <answer>...</answer>. The episode stops "
+    "after {max_actions} moves if the game has not ended by then.\n",
     legend="",
-    turn="\nTurn {turn}:\n{state}\nYou have {actions_left} moves left. {format_hint} "
-    "Max response length: {max_reply_words} words (tokens).\n",
+    turn="\nTurn {turn}:\n{state}\n{format_hint} Max response length: {max_reply_words} words (tokens).\n",
     reward=RAGEN.reward,
     final=RAGEN.final,
     format_hint_think=RAGEN.format_hint_think,
     format_hint_answer=RAGEN.format_hint_answer,
 )
 """RAGEN's wording without its action list and ``||`` budget line, which do not fit TextArena's open-text moves
-(the game's own instructions say how to write a move)."""
+(the game's own instructions say how to write a move). Our move budget is said once, in the first turn, not counted
+down each turn: many games set their own limit ("within 10 turns"), and a count of our budget beside it misled."""
 
 TEXTARENA_AGENT_DEFAULTS = {"max_turns": 50, "max_actions_per_turn": 1, "max_actions_per_episode": 50,
                             "prompt": TEXTARENA_PROMPT}

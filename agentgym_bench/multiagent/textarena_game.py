@@ -10,6 +10,7 @@ from agentgym_bench.multiagent.textarena_bridge import TextArenaMatch, split_mes
 from agentgym_bench.spaces import text_space
 
 MAX_STATE_LENGTH = 1 << 16
+NOTHING_YET = "(The game has shown nothing beyond its instructions yet: make your first move.)"
 
 
 class TextArenaGame(gym.Env):
@@ -29,7 +30,8 @@ class TextArenaGame(gym.Env):
 
     Observation Space:
         What the game said since the last move: the board and game messages, in ``CHARSET`` (card suits and
-        arrows spelled in ASCII, anything else ``?``). For Minesweeper-v0-small, after ``[3 3]``::
+        arrows spelled in ASCII, anything else ``?``); on reset, where a game shows nothing but its instructions
+        (Guess the Number), :data:`NOTHING_YET`. For Minesweeper-v0-small, after ``[3 3]``::
 
             You revealed the cell at (3, 3).
             Current Board:
@@ -81,7 +83,7 @@ class TextArenaGame(gym.Env):
         self.match.reset(seed if seed is not None else int(self.np_random.integers(2**31)))
         _, messages = self.match.observe()
         received = split_messages(messages, 0)
-        self._state, self._board = received.news, received.board
+        self._state, self._board = received.news or NOTHING_YET, received.board
         info = self._info()
         info.update(instructions=received.instructions, legend="")
         return self._state[:MAX_STATE_LENGTH], info

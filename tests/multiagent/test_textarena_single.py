@@ -16,7 +16,7 @@ import agentgym_bench  # noqa: E402,F401  (registers the ids)
 from agentgym_bench.agent import LLMAgentEnv  # noqa: E402
 from agentgym_bench.multiagent.registration import agent_id  # noqa: E402
 from agentgym_bench.multiagent.textarena_catalog import SINGLE_PLAYER  # noqa: E402
-from agentgym_bench.multiagent.textarena_game import TextArenaGame  # noqa: E402
+from agentgym_bench.multiagent.textarena_game import NOTHING_YET, TextArenaGame  # noqa: E402
 
 BASE = [g for g in SINGLE_PLAYER if g.endswith("-v0")]  # one id per game in the default suite
 VARIANTS = [g for g in SINGLE_PLAYER if g not in BASE]
@@ -58,10 +58,20 @@ def test_generic_id_takes_any_game_and_ids_are_unique():
 
 def test_textarena_prompt_by_default_and_overridable():
     obs, _ = gym.make("AgentTextArena/TowerOfHanoi-v0").reset(seed=0)
-    assert obs.startswith("You are playing Tower of Hanoi") and "You have 50 moves left." in obs
-    assert "action separator" not in obs
+    assert obs.startswith("You are playing Tower of Hanoi") and "The episode stops after 50 moves" in obs
+    assert "action separator" not in obs and "moves left" not in obs
     obs, _ = gym.make("AgentTextArena/TowerOfHanoi-v0", prompt="ragen", max_turns=3).reset(seed=0)
     assert "action separator" in obs
+
+
+def test_a_game_that_shows_only_its_instructions_says_so_on_the_first_turn():
+    env = gym.make("AgentTextArena/GuessTheNumber-v0")
+    obs, _ = env.reset(seed=0)
+    assert obs.endswith(f"Turn 1:\n{NOTHING_YET}\nAlways output: <think> [Your thoughts] </think> <answer> [your answer] "
+                        "</answer> with no extra text. Max response length: 100 words (tokens).\n")
+    assert "within 10 turns" in obs and "moves left" not in obs
+    obs, *_ = env.step("<think>halve</think><answer>[10]</answer>")
+    assert NOTHING_YET not in obs and "The target number is" in obs
 
 
 def test_unknown_game_is_a_clear_error():
