@@ -67,8 +67,9 @@ def test_textarena_prompt_by_default_and_overridable():
 def test_a_game_that_shows_only_its_instructions_says_so_on_the_first_turn():
     env = gym.make("AgentTextArena/GuessTheNumber-v0")
     obs, _ = env.reset(seed=0)
-    assert obs.endswith(f"Turn 1:\n{NOTHING_YET}\nAlways output: <think> [Your thoughts] </think> <answer> [your answer] "
-                        "</answer> with no extra text. Max response length: 100 words (tokens).\n")
+    assert obs.endswith(f"Turn 1:\n{NOTHING_YET}\nAlways output: <think> [Your thoughts] </think> "
+                        "<answer> [your answer] </answer> with no extra text. "
+                        "Max response length: 100 words (tokens).\n")
     assert "within 10 turns" in obs and "moves left" not in obs
     obs, *_ = env.step("<think>halve</think><answer>[10]</answer>")
     assert NOTHING_YET not in obs and "The target number is" in obs
