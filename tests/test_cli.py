@@ -182,6 +182,8 @@ def test_play_webshop_keeps_a_typed_action_whole_and_flags_a_bad_format():
     assert out.returncode == 0, out.stderr
     assert "executed ['search[pink portable charger]']" in out.stdout
     assert "invalid reply format" in out.stdout
+    assert "Type a move as the instructions above write it" in out.stdout  # no list of actions to quote
+    assert "actions: open text, as the instructions say]" in out.stdout
 
 
 def test_plain_text_drops_restructuredtext_markup():

@@ -84,12 +84,14 @@ def run(args: argparse.Namespace) -> int:
     agent: LLMAgentEnv = env.unwrapped
     obs, info = env.reset(seed=args.seed)
     print(obs if args.show_prompt else f"{agent.instructions}\n{agent.legend}\n\n{env.render()}")
-    example = " ".join((agent.valid_actions or [])[:2]) or "search[a red mug]"
-    print(f"Type bare actions ({example!r}; several separated by {'spaces or ' if agent.valid_actions else ''}'||'), "
-          f"or a whole reply as the model writes it: {format_hint(agent)}. Ctrl-D ends the game.")
+    if agent.valid_actions:
+        bare = f"bare actions ({' '.join(agent.valid_actions[:2])!r}; several separated by spaces or '||')"
+    else:  # open text (WebShop, TextArena): the game's instructions say how a move is written
+        bare = "a move as the instructions above write it (several separated by '||')"
+    print(f"Type {bare}, or a whole reply as the model writes it: {format_hint(agent)}. Ctrl-D ends the game.")
     total = 0.0
     while True:
-        actions = ", ".join(agent.valid_actions or []) or "see the page"
+        actions = ", ".join(agent.valid_actions or []) or "open text, as the instructions say"
         print(f"[turn {agent.max_turns - agent.turns_left + 1}/{agent.max_turns}, {agent.actions_left} actions left; "
               f"actions: {actions}]")
         try:
