@@ -94,4 +94,6 @@ def in_split(content: str, split: str | None) -> bool:
 
 
 def _span(seeds: range) -> str:
+    if len(seeds) == 1:
+        return str(seeds.start)
     return f"{seeds.start}..{seeds.stop - 1}" if len(seeds) else "(none)"

@@ -78,7 +78,7 @@ def episode_prompt(env_id: str, seed: int) -> str:
         raise ValueError(f"unknown agent env id {env_id!r}; choose from {list(AGENT_ENVS)}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed={seed!r} must be a non-negative integer")
-    check_seeds_disjoint(f"the TRL training seed {seed}", range(seed, seed + 1))
+    check_seeds_disjoint("TRL training seeds", range(seed, seed + 1))
     return json.dumps({"env_id": env_id, "seed": seed})
 
 

@@ -117,7 +117,8 @@ def test_prompts_that_name_no_episode_are_clear_errors(trainer):
         parse_episode_prompt('{"env_id": "AgentChess-v0", "seed": 1}')
     with pytest.raises(ValueError, match="non-negative"):
         episode_prompt(ENV, -3)
-    with pytest.raises(ValueError, match="held-out test seeds"):
+    with pytest.raises(ValueError, match=rf"^TRL training seeds {TEST_SEEDS.start + 5} meet the benchmark.s "
+                       rf"held-out test seeds {TEST_SEEDS.start}\.\.{TEST_SEEDS.stop - 1} "):
         episode_dataset(ENV, [10_000, TEST_SEEDS.start + 5])
     assert parse_episode_prompt([{"role": "user", "content": episode_prompt(ENV, 4)}]) == (ENV, 4)
 
