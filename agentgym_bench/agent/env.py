@@ -14,6 +14,8 @@ from agentgym_bench.spaces import sanitize, text_space
 
 DEFAULT_MAX_OBSERVATION_LENGTH = 16_384
 MAX_REPLY_LENGTH = 1 << 20
+GAME_KEYS_NOT_PASSED = frozenset({"instructions", "legend", "variant", "action_is_valid", "action_is_effective"})
+"""Keys of a game's info that the agent env's info does not pass through (it reads them, or sets its own)."""
 SEPARATOR_HINT = f', separated by the action separator " {ACTION_SEP} "'
 
 
@@ -92,6 +94,10 @@ class LLMAgentEnv(gym.Env):
         On step also ``actions`` (parsed, before limits), ``executed_actions``, ``invalid_actions``,
         ``dropped_actions``, ``format_valid``, ``action_is_valid`` (at least one action executed and none invalid),
         ``game_reward`` (reward without the penalty), ``format_penalty`` (applied this turn), ``budget_exhausted``.
+        Any other key of the game's info from its last accepted move (on reset: its reset) passes through as it is,
+        e.g. WebShop's ``page`` and ``available_actions``, TextArena's ``invalid_move`` and ``reason``; the
+        reset-only ``instructions``, ``legend`` and ``variant`` and the per-move ``action_is_valid`` and
+        ``action_is_effective`` do not.
 
     Arguments:
         game: the core text env (an instance).
@@ -225,7 +231,8 @@ class LLMAgentEnv(gym.Env):
         return sanitize(text, self.max_observation_length)
 
     def _common_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {
+        info: dict[str, Any] = {k: v for k, v in self._game_info.items() if k not in GAME_KEYS_NOT_PASSED}
+        info |= {
             "success": bool(self._game_info.get("success", False)),
             "state_key": str(self._game_info.get("state_key", self._state)),
             "turn": self._turn,
@@ -282,6 +289,7 @@ class LLMAgentEnv(gym.Env):
             state, reward, terminated, truncated, game_info = self.game.step(move)
             if not game_info.get("action_is_valid", True):
                 invalid.append(word)
+                self._state = sanitize(str(state))  # the same state by the contract; a bridge may say why
                 continue
             self._game_info = dict(game_info)
             self._state = sanitize(str(state))

@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym_bench.multiagent.textarena_bridge import TextArenaMatch, split_messages
+from agentgym_bench.multiagent.textarena_bridge import TextArenaMatch, split_messages, to_charset
 from agentgym_bench.spaces import text_space
 
 MAX_STATE_LENGTH = 1 << 16
@@ -31,7 +31,8 @@ class TextArenaGame(gym.Env):
     Observation Space:
         What the game said since the last move: the board and game messages, in ``CHARSET`` (card suits and
         arrows spelled in ASCII, anything else ``?``); on reset, where a game shows nothing but its instructions
-        (Guess the Number), :data:`NOTHING_YET`. For Minesweeper-v0-small, after ``[3 3]``::
+        (Guess the Number), :data:`NOTHING_YET`; once the game is over, a last line ``Game over: <TextArena's
+        reason>``. For Minesweeper-v0-small, after ``[3 3]``::
 
             You revealed the cell at (3, 3).
             Current Board:
@@ -46,9 +47,12 @@ class TextArenaGame(gym.Env):
 
     Episode End:
         When TextArena says the game is done. Invalid moves follow TextArena's rule (``error_allowance=1``): the
-        first invalid move in a row is refused (``info["action_is_valid"] = False``, nothing changes, TextArena's
-        warning is not shown to the agent), a second in a row ends the game with the game's penalty; that move is
-        reported as valid (it ended the game) with ``info["invalid_move"] = True``.
+        first invalid move in a row is refused (``info["action_is_valid"] = False``, nothing changes) and the
+        observation is TextArena's warning with its reason and the board, as TextArena shows it (the one place
+        this bridge departs from the core contract's "an invalid action returns the same observation": without
+        the warning the agent would read the last move's news again as this move's); a second in a row ends the
+        game with the game's penalty; that move is reported as valid (it ended the game) with
+        ``info["invalid_move"] = True`` and ``info["reason"]``.
 
     Info:
         ``instructions`` (TextArena's prompt) and ``legend`` (``""``) on reset; ``success`` (the game ended with
@@ -93,11 +97,13 @@ class TextArenaGame(gym.Env):
             return self._state[:MAX_STATE_LENGTH], 0.0, True, False, self._info(valid=False)
         done = self.match.step(str(action))
         _, messages = self.match.observe()
-        if not done and self.match.state.error_count > 0:  # refused; TextArena waits for another move
-            return self._state[:MAX_STATE_LENGTH], 0.0, False, False, self._info(valid=False)
         received = split_messages(messages, 0)
+        if not done and self.match.state.error_count > 0:  # refused; TextArena says why and waits for another move
+            return (received.news or self._state)[:MAX_STATE_LENGTH], 0.0, False, False, self._info(valid=False)
         self._state = received.news or self._state
         self._board = received.board or self._board
+        if done and self.match.outcome_info(0)["reason"]:
+            self._state += f"\nGame over: {to_charset(self.match.outcome_info(0)['reason'])}"
         reward = self.match.rewards()[0] if done else 0.0
         return self._state[:MAX_STATE_LENGTH], float(reward), done, False, self._info(valid=True)
 

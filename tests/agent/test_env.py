@@ -130,6 +130,17 @@ def test_open_text_game_passes_actions_through_and_trusts_game_validity():
     assert reward == 1.0
 
 
+def test_the_games_own_info_keys_pass_through():
+    env = LLMAgentEnv(FreeTextGame())
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(reply("say[hi]"))
+    assert info["said"] == ["hi"] and "action_is_effective" not in info
+    _, _, _, _, info = env.step(reply("shout[hi]"))  # refused: the keys of the last accepted move
+    assert info["said"] == ["hi"] and info["action_is_valid"] is False
+    _, info = make().reset(seed=0)
+    assert not {"instructions", "legend"} & set(info) and info["valid_actions"] == ["Inc", "Dec"]
+
+
 def test_state_key_and_success_come_from_the_game():
     env = make(goal=50)
     _, info = env.reset(seed=0)

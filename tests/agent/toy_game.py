@@ -65,4 +65,5 @@ class FreeTextGame(gym.Env):
             self.said.append(action[4:-1])
         done = len(self.said) >= 2
         return f"said {len(self.said)}", 1.0 if ok else 0.0, done, False, {
-            "state_key": str(len(self.said)), "success": done, "action_is_valid": ok, "action_is_effective": ok}
+            "state_key": str(len(self.said)), "success": done, "action_is_valid": ok, "action_is_effective": ok,
+            "said": list(self.said)}

@@ -130,15 +130,21 @@ def test_caller_rng_states_unchanged_by_a_full_episode(game):
 
 
 def test_invalid_move_rule_follows_textarena():
-    """First invalid move in a row: refused (no budget used); second in a row: the game ends with its penalty."""
-    env = gym.make("AgentTextArena/TowerOfHanoi-v0")
+    """First invalid move in a row: refused (no budget used), with TextArena's warning as the observation instead
+    of the last move's news again; second in a row: the game ends with its penalty, and says why."""
+    env = gym.make("AgentTextArena/MinesweeperSmall-v0")
     env.reset(seed=0)
-    _, reward, terminated, _, info = env.step("<think></think><answer>[A C]</answer>")
-    assert info["executed_actions"] == ["[A C]"] and not terminated
-    _, reward, terminated, _, info = env.step("<think></think><answer>[Z Z]</answer>")
-    assert info["invalid_actions"] == ["[Z Z]"] and not terminated and info["actions_left"] == 49
-    _, reward, terminated, _, info = env.step("<think></think><answer>[Z Z]</answer>")
-    assert terminated and not info["success"]
+    obs, reward, terminated, _, info = env.step("<think></think><answer>[3 3]</answer>")
+    assert info["executed_actions"] == ["[3 3]"] and not terminated and "You revealed the cell at (3, 3)." in obs
+    board = info["state_key"]
+    obs, reward, terminated, _, info = env.step("<think></think><answer>[3 3]</answer>")
+    assert info["invalid_actions"] == ["[3 3]"] and not terminated and info["actions_left"] == 49
+    assert "You revealed" not in obs and "Reason: The cell at (3, 3) has already been revealed." in obs
+    assert board in obs and info["state_key"] == board and "reason" not in info
+    obs, reward, terminated, _, info = env.step("<think></think><answer>[3 3]</answer>")
+    assert terminated and not info["success"] and info["invalid_move"] is True
+    assert info["reason"] == "Invalid Move: The cell at (3, 3) has already been revealed."
+    assert obs.endswith(f"Game over: {info['reason']}\n")
 
 
 def test_a_won_game_is_a_success():
