@@ -92,12 +92,13 @@ class LLMAgentEnv(gym.Env):
         On every call: ``success``, ``state_key`` (the game's, identifies the underlying state for GiGPO anchors),
         ``valid_actions`` (if the game lists them), ``turn``, ``actions_left``. On reset also ``system_prompt``.
         On step also ``actions`` (parsed, before limits), ``executed_actions``, ``invalid_actions``,
-        ``dropped_actions``, ``format_valid``, ``action_is_valid`` (at least one action executed and none invalid),
-        ``game_reward`` (reward without the penalty), ``format_penalty`` (applied this turn), ``budget_exhausted``.
-        Any other key of the game's info from its last accepted move (on reset: its reset) passes through as it is,
-        e.g. WebShop's ``page`` and ``available_actions``, TextArena's ``invalid_move`` and ``reason``; the
-        reset-only ``instructions``, ``legend`` and ``variant`` and the per-move ``action_is_valid`` and
-        ``action_is_effective`` do not.
+        ``dropped_actions``, ``format_valid``, ``format_error`` (why the format was not met, ``""`` when it
+        was: e.g. ``no <think>...</think> block ...``), ``action_is_valid`` (at least one action executed and
+        none invalid), ``game_reward`` (reward without the penalty), ``format_penalty`` (applied this turn),
+        ``budget_exhausted``. Any other key of the game's info from its last accepted move (on reset: its
+        reset) passes through as it is, e.g. WebShop's ``page`` and ``available_actions``, TextArena's
+        ``invalid_move`` and ``reason``; the reset-only ``instructions``, ``legend`` and ``variant`` and the
+        per-move ``action_is_valid`` and ``action_is_effective`` do not.
 
     Arguments:
         game: the core text env (an instance).
@@ -312,6 +313,7 @@ class LLMAgentEnv(gym.Env):
             invalid_actions=invalid,
             dropped_actions=dropped,
             format_valid=parsed.format_ok,
+            format_error=parsed.problem,
             action_is_valid=bool(executed) and not invalid,
             game_reward=game_reward,
             format_penalty=penalty,

@@ -25,12 +25,19 @@ class ParsedReply:
         think: text inside ``<think>`` (``None`` if absent).
         answer: text inside ``<answer>`` (``None`` if the format was not met).
         actions: the answer split on the separator, each item stripped, empty items dropped.
+        problem: why the format was not met, in a few words a person can act on (``""`` when it was).
     """
 
     format_ok: bool
     think: str | None = None
     answer: str | None = None
     actions: list[str] = field(default_factory=list)
+    problem: str = ""
+
+
+NOT_TEXT = "the reply is not a string"
+NO_THINK = "no <think>...</think> block before the answer (this env asks for one)"
+"""The format problems both reply formats share (:func:`parse_reply`, ``tools.parse_tool_reply``)."""
 
 
 def _between(text: str, start: int, open_tag: str, close_tag: str) -> tuple[str, int] | None:
@@ -52,21 +59,21 @@ def parse_reply(reply: str, *, enable_think: bool = True, action_sep: str = ACTI
     ignored, as in RAGEN. Non-string input is treated as an empty reply.
     """
     if not isinstance(reply, str):
-        return ParsedReply(format_ok=False)
+        return ParsedReply(format_ok=False, problem=NOT_TEXT)
     think = None
     answer_from = 0
     if enable_think:
         found = _between(reply, 0, THINK_OPEN, THINK_CLOSE)
         if found is None:
-            return ParsedReply(format_ok=False)
+            return ParsedReply(format_ok=False, problem=NO_THINK)
         think, answer_from = found
         rest = reply[answer_from:].lstrip()
         if not rest.startswith(ANSWER_OPEN):
-            return ParsedReply(format_ok=False, think=think)
+            return ParsedReply(format_ok=False, think=think, problem="<answer> does not follow </think> directly")
         answer_from = len(reply) - len(rest)
     found = _between(reply, answer_from, ANSWER_OPEN, ANSWER_CLOSE)
     if found is None:
-        return ParsedReply(format_ok=False, think=think)
+        return ParsedReply(format_ok=False, think=think, problem="no <answer>...</answer> block")
     answer = found[0]
     actions = [a.strip() for a in answer.split(action_sep)]
     return ParsedReply(format_ok=True, think=think, answer=answer, actions=[a for a in actions if a])

@@ -26,7 +26,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agentgym_bench.agent.parsing import THINK_CLOSE, THINK_OPEN, ParsedReply
+from agentgym_bench.agent.parsing import NO_THINK, NOT_TEXT, THINK_CLOSE, THINK_OPEN, ParsedReply
 
 ACTION_TOOL = "take_actions"
 """The name of the one function an agent env in tool format offers."""
@@ -103,24 +103,26 @@ def parse_tool_reply(reply: str, *, enable_think: bool = True) -> ParsedReply:
     """Parse ``reply`` as tool calls of :data:`ACTION_TOOL` (module docstring). ``answer`` holds the blocks' text;
     never raises on any input (a non-string is an empty reply)."""
     if not isinstance(reply, str):
-        return ParsedReply(format_ok=False)
+        return ParsedReply(format_ok=False, problem=NOT_TEXT)
     think, start = None, 0
     if enable_think:
         i = reply.find(THINK_OPEN)
         j = reply.find(THINK_CLOSE, i + len(THINK_OPEN)) if i >= 0 else -1
         if j < 0:
-            return ParsedReply(format_ok=False)
+            return ParsedReply(format_ok=False, problem=NO_THINK)
         think, start = reply[i + len(THINK_OPEN) : j], j + len(THINK_CLOSE)
         if not reply[start:].lstrip().startswith(TOOL_CALL_OPEN):
-            return ParsedReply(format_ok=False, think=think)
+            return ParsedReply(format_ok=False, think=think,
+                               problem=f"{TOOL_CALL_OPEN} does not follow </think> directly")
     blocks = _blocks(reply, start)
     if not blocks:
-        return ParsedReply(format_ok=False, think=think)
+        return ParsedReply(format_ok=False, think=think, problem=f"no {TOOL_CALL_OPEN}...{TOOL_CALL_CLOSE} block")
     actions: list[str] = []
     for block in blocks:
         found = _actions(_call(block))
         if found is None:
-            return ParsedReply(format_ok=False, think=think)
+            return ParsedReply(format_ok=False, think=think,
+                               problem=f"a tool call is not {ACTION_TOOL} with an 'actions' list of strings")
         actions += [a.strip() for a in found if a.strip()]
     return ParsedReply(format_ok=True, think=think, answer="\n".join(b.strip() for b in blocks), actions=actions)
 

@@ -49,10 +49,15 @@ def format_hint(enable_think: bool) -> str:
 def read_move(reply: Any, *, enable_think: bool) -> tuple[str | None, dict[str, Any]]:
     """``(move, info)``: the first answer action (``None`` if the reply has none) and what was read.
 
-    ``info``: ``format_valid``, ``actions`` (all parsed actions), ``dropped_actions`` (those after the first).
-    Never raises, whatever ``reply`` is.
+    ``info``: ``format_valid``, ``format_error`` (why the format was not met, ``""`` when it was), ``actions``
+    (all parsed actions), ``dropped_actions`` (those after the first). Never raises, whatever ``reply`` is.
     """
-    parsed = parse_reply(reply if isinstance(reply, str) else "", enable_think=enable_think)
+    parsed = parse_reply(reply, enable_think=enable_think)
     move = parsed.actions[0] if parsed.format_ok and parsed.actions else None
-    return move, {"format_valid": parsed.format_ok, "actions": list(parsed.actions),
+    return move, {"format_valid": parsed.format_ok, "format_error": parsed.problem, "actions": list(parsed.actions),
                   "dropped_actions": list(parsed.actions[1:])}
+
+
+def unreadable(read: dict[str, Any]) -> str:
+    """Why a reply that :func:`read_move` found no move in holds none (from its ``info``)."""
+    return f"the reply holds no move: {read['format_error'] or 'its <answer> block is empty'}."

@@ -15,11 +15,11 @@ from agentgym_bench.multiagent.seats import (
     observation,
     observation_space,
     read_move,
+    unreadable,
 )
 from agentgym_bench.multiagent.textarena_bridge import TextArenaMatch, split_messages
 
 AGENTS = ("player_0", "player_1")
-UNREADABLE = "the reply holds no move: write it inside <answer>...</answer>"
 
 
 class TextArenaAECEnv(AECEnv):
@@ -89,6 +89,7 @@ class TextArenaAECEnv(AECEnv):
         self._seeds = np.random.default_rng()
         self._texts = dict.fromkeys(AGENTS, "")
         self._keys = dict.fromkeys(AGENTS, "")
+        self._boards = dict.fromkeys(AGENTS, "")
         self._seen_prompt = dict.fromkeys(AGENTS, False)
         self._moves = 0
 
@@ -113,23 +114,29 @@ class TextArenaAECEnv(AECEnv):
         self.truncations = dict.fromkeys(AGENTS, False)
         self._texts = dict.fromkeys(AGENTS, "")
         self._keys = dict.fromkeys(AGENTS, "")
+        self._boards = dict.fromkeys(AGENTS, "")
         self._seen_prompt = dict.fromkeys(AGENTS, False)
         self._moves = 0
         self.agent_selection = AGENTS[self.match.state.current_player_id]
         self._look(self.match.state.current_player_id, done=False)
         self.infos = {a: {"state_key": self._keys[a]} for a in AGENTS}
 
-    def _look(self, player_id: int, *, done: bool) -> None:
-        """Give ``player_id`` the messages queued for it as its new observation."""
+    def _look(self, player_id: int, *, done: bool, refused: bool = False) -> None:
+        """Give ``player_id`` the messages queued for it as its new observation (after a refused move, with the
+        board it last saw where TextArena's warning did not draw it again: the board has not changed)."""
         agent = AGENTS[player_id]
         received = split_messages(self.match.drain(player_id), player_id)
         parts = [received.instructions] if received.instructions and not self._seen_prompt[agent] else []
         self._seen_prompt[agent] = self._seen_prompt[agent] or bool(received.instructions)
         parts.append(received.news)
+        kept = refused and not received.board and self._boards[agent]
+        if kept:
+            parts.append(self._boards[agent])
         if not done:
             parts.append(f"Your move. {format_hint(self.enable_think)}")
         self._texts[agent] = "\n\n".join(p for p in parts if p)
-        self._keys[agent] = received.board or received.news
+        self._boards[agent] = received.board or self._boards[agent]
+        self._keys[agent] = self._boards[agent] if kept else received.board or received.news
 
     def step(self, action: Any) -> None:
         agent = self.agent_selection
@@ -138,7 +145,7 @@ class TextArenaAECEnv(AECEnv):
             return
         self._cumulative_rewards[agent] = 0.0
         move, read = read_move(action, enable_think=self.enable_think)
-        done = self.match.invalid_move(UNREADABLE) if move is None else self.match.step(move)
+        done = self.match.invalid_move(unreadable(read)) if move is None else self.match.step(move)
         self._moves += 1
         refused = not done and self.match.state.error_count > 0
         self.rewards = dict.fromkeys(AGENTS, 0.0)
@@ -153,7 +160,7 @@ class TextArenaAECEnv(AECEnv):
             for pid in (0, 1):
                 self._look(pid, done=True)
         else:
-            self._look(self.match.state.current_player_id, done=False)
+            self._look(self.match.state.current_player_id, done=False, refused=refused)
         self.infos = {a: {"state_key": self._keys[a]} for a in AGENTS}
         self.infos[agent].update(read, move=move, refused=refused)
         if over:

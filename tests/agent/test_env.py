@@ -68,6 +68,7 @@ def test_turn_without_valid_action_gets_format_penalty(text):
     assert reward == pytest.approx(-0.1)
     assert info["executed_actions"] == [] and not terminated
     assert info["actions_left"] == 10
+    assert (info["format_error"] != "") is (not info["format_valid"])  # says why where the format failed
 
 
 def test_game_end_mid_turn_drops_the_rest_and_terminates():

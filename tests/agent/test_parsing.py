@@ -31,6 +31,21 @@ def test_parse_non_string_is_empty_reply():
     assert parse_reply(None).format_ok is False  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("reply", "think", "problem"), [
+    ("<answer>Up</answer>", True, "no <think>...</think> block before the answer (this env asks for one)"),
+    ("<think>x</think> text <answer>Up</answer>", True, "<answer> does not follow </think> directly"),
+    ("<think>x</think>Up", True, "<answer> does not follow </think> directly"),
+    ("<think>x</think><answer>Up", True, "no <answer>...</answer> block"),
+    ("Up", False, "no <answer>...</answer> block"),
+    (None, True, "the reply is not a string"),
+    ("<think>x</think><answer></answer>", True, ""),
+    ("<answer>Up</answer>", False, ""),
+])
+def test_a_format_failure_says_what_the_reply_lacked(reply, think, problem):
+    parsed = parse_reply(reply, enable_think=think)
+    assert parsed.problem == problem and parsed.format_ok is (problem == "")
+
+
 def test_format_round_trip():
     reply = format_reply(["Up", "Left"], think="plan")
     assert reply == "<think>plan</think><answer>Up || Left</answer>"

@@ -50,6 +50,17 @@ def call(actions, name=ACTION_TOOL):
 def test_parse_table(reply, think, ok, actions):
     parsed = parse_tool_reply(reply, enable_think=think)
     assert (parsed.format_ok, parsed.actions) == (ok, actions)
+    assert bool(parsed.problem) is not ok  # a failure says why, a success says nothing
+
+
+@pytest.mark.parametrize(("reply", "think", "problem"), [
+    (call(["Down"]), True, "no <think>...</think> block before the answer"),
+    ("<think>go</think> text " + call(["Down"]), True, "<tool_call> does not follow </think> directly"),
+    ("no call at all", False, "no <tool_call>...</tool_call> block"),
+    (call(["Up"], name="move"), False, "a tool call is not take_actions with an 'actions' list of strings"),
+])
+def test_a_format_failure_says_what_the_reply_lacked(reply, think, problem):
+    assert parse_tool_reply(reply, enable_think=think).problem.startswith(problem)
 
 
 @settings(max_examples=200, deadline=None)

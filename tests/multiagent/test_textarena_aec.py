@@ -67,9 +67,18 @@ def test_unreadable_reply_is_an_invalid_move_by_the_game_rule():
     """TextArena's rule: a warning and a retry, then a second invalid move in a row loses."""
     env = TextArenaAECEnv("TicTacToe-v0")
     env.reset(seed=0)
-    env.step("I place my mark in the centre")  # no <answer>: invalid
+    board = env.infos["player_0"]["state_key"]
+    env.step("I place my mark in the centre")  # no <think> and no <answer>: invalid
     assert env.agent_selection == "player_0" and env.infos["player_0"]["refused"]
-    assert "attempted an invalid move" in env.observe("player_0")["text"]
+    text = env.observe("player_0")["text"]
+    assert "attempted an invalid move. Reason: the reply holds no move: no <think>...</think> block" in text
+    assert board.startswith("Current Board:") and board in text and env.infos["player_0"]["state_key"] == board
+    env.reset(seed=0)
+    env.step("<think>centre</think>I place my mark in the centre")
+    text = env.observe("player_0")["text"]
+    assert "Reason: the reply holds no move: <answer> does not follow </think> directly." in text
+    env.reset(seed=0)
+    env.step("I place my mark in the centre")
     env.step(answer("[4] || [5]"))  # one move a turn: [5] is dropped
     assert env.infos["player_0"]["dropped_actions"] == ["[5]"] and env.agent_selection == "player_1"
     env.step("<answer>[1]</answer>")  # thinking required: invalid
