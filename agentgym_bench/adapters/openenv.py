@@ -155,6 +155,8 @@ class AgentOpenEnv(_interfaces.Environment):
     Arguments:
         env_ids: the agent ids this server offers; ``reset(env_id=...)`` picks one (default: the first).
         env_kwargs: ``gym.make`` keyword arguments for every id (e.g. ``{"prompt": "compact"}``).
+        session_ttl: the server's idle limit in seconds (``None``: none), named in the error of a step that finds
+            no episode, since a session the server closed for idleness comes back to its client as a new one.
 
     The gym env is built on the first ``reset`` (OpenEnv builds throwaway instances for ``/state`` and
     ``/metadata``) and rebuilt only when the id changes. ``(env_id, env_kwargs, seed)`` fixes the episode exactly as
@@ -163,10 +165,12 @@ class AgentOpenEnv(_interfaces.Environment):
 
     SUPPORTS_CONCURRENT_SESSIONS = True  # each session owns its env; nothing is shared between instances
 
-    def __init__(self, env_ids: Sequence[str], env_kwargs: Mapping[str, Any] | None = None):
+    def __init__(self, env_ids: Sequence[str], env_kwargs: Mapping[str, Any] | None = None,
+                 session_ttl: float | None = None):
         super().__init__()
         self.env_ids = check_env_ids(env_ids)
         self.env_kwargs = dict(env_kwargs or {})
+        self.session_ttl = session_ttl
         self.env: LLMAgentEnv | None = None
         self._state = AgentState()
 
@@ -188,9 +192,15 @@ class AgentOpenEnv(_interfaces.Environment):
         return AgentObservation(text=text, info=json_safe(info), reward=None, done=False)
 
     def step(self, action: AgentAction, timeout_s: float | None = None, **kwargs: Any) -> AgentObservation:
-        if self.env is None or self._state.done:
-            raise EpisodeNotRunning("no episode is running in this session: send reset first (over HTTP every "
-                                    "request gets a fresh env, so episodes need the WebSocket session at /ws)")
+        if self.env is not None and self._state.done:
+            raise EpisodeNotRunning(f"the episode is over (it ended at step {self._state.step_count}): send reset "
+                                    "to start another")
+        if self.env is None:
+            idle = (f"the server closes a session idle for {self.session_ttl:g} s (openenv-serve --session-ttl), "
+                    "and the client then reconnects to a new one; " if self.session_ttl else "")
+            raise EpisodeNotRunning("no episode is running in this session: send reset first. If you did, this is "
+                                    f"another session: {idle}over HTTP every request gets a fresh env, so episodes "
+                                    "need the WebSocket session at /ws")
         text, reward, terminated, truncated, info = self.env.step(action.reply)
         state = self._state
         state.step_count += 1
@@ -301,7 +311,7 @@ def make_app(env_ids: Sequence[str], *, limits: ServerLimits | None = None,
     if "env_name" not in inspect.signature(_http.HTTPEnvServer).parameters:
         raise UserError("the OpenEnv server needs the package openenv >= 0.10 (this is the older openenv-core, whose "
                         "client still works): pip uninstall openenv-core && pip install -e '.[openenv]'")
-    factory = functools.partial(AgentOpenEnv, env_ids, kwargs)
+    factory = functools.partial(AgentOpenEnv, env_ids, kwargs, limits.session_ttl)
     server = _http.HTTPEnvServer(factory, AgentAction, AgentObservation, env_name=ENV_NAME, state_cls=AgentState,
                                  concurrency_config=_types.ConcurrencyConfig(max_concurrent_envs=limits.max_sessions))
     # version: the OpenEnv HTTP API's (OpenEnv's own app says 1.0.0; `openenv validate --url` reads it).

@@ -237,12 +237,17 @@ def test_bad_server_settings_are_user_errors():
         make_app(["AgentFrozenLake-v0"], env_kwargs={"colour": "blue"})
 
 
-def test_environment_in_process_rejects_a_step_before_reset():
-    env = AgentOpenEnv(["AgentBandit-v0"])
-    with pytest.raises(RuntimeError, match="send reset first"):
-        from agentgym_bench.adapters.openenv import AgentAction
+def test_environment_in_process_rejects_a_step_before_reset_or_after_the_end_and_says_which():
+    from agentgym_bench.adapters.openenv import AgentAction
 
+    env = AgentOpenEnv(["AgentBandit-v0"], session_ttl=30)
+    with pytest.raises(RuntimeError, match="send reset first. If you did, this is another session: the server "
+                                           r"closes a session idle for 30 s \(openenv-serve --session-ttl\)"):
         env.step(AgentAction(reply="<answer>Phoenix</answer>"))
+    env.reset(seed=0)
+    env.step(AgentAction(reply="<think></think><answer>Phoenix</answer>"))
+    with pytest.raises(RuntimeError, match=r"^the episode is over \(it ended at step 1\): send reset"):
+        env.step(AgentAction(reply="<think></think><answer>Phoenix</answer>"))
 
 
 @pytest.mark.slow  # a fresh interpreter imports openenv-core (FastAPI, Gradio, FastMCP): 10-40 s on shared cores
