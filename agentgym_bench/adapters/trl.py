@@ -12,8 +12,10 @@ completions of one prompt form a GRPO group that starts from the same state. It 
 rollout engine (:class:`~agentgym_bench.rollout.EnvGroups`, the trainer's model behind
 :class:`~agentgym_bench.rollout.hf.HFPolicy`) and returns each episode as our token view
 (:func:`~agentgym_bench.rollout.trajectory_token_view`): ``prompt_ids`` = the first prompt, ``completion_ids`` =
-every reply and every later observation in order, ``env_mask`` = the view's ``loss_mask`` over them. The episode's
-return goes to the reward function :func:`env_reward`. The replies are our free-text format
+every reply and every later observation in order, ``env_mask`` = the view's ``loss_mask`` over them, each cut at
+the trainer's ``max_completion_length`` tokens (TRL's loss assumes none is longer; a warning counts the cut
+episodes, whose reward is still the whole episode's). The episode's return goes to the reward function
+:func:`env_reward`. The replies are our free-text format
 (``<answer>Up || Left</answer>``), token for token, without a tool schema; generation is our ``HFPolicy``
 (transformers, one batched call per turn within each group), not TRL's.
 
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -140,14 +143,24 @@ class EpisodeRollout:
             model.train(was_training)
         out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [],
                                 "env_reward": [], "env_success": []}
+        limit = getattr(trainer.args, "max_completion_length", None)
+        cut = 0
         for trajectory in self.trajectories:
             prompt_ids, completion_ids, logprobs, env_mask = completion_view(trajectory, tokenizer)
+            if limit is not None and len(completion_ids) > limit:
+                completion_ids, logprobs, env_mask = completion_ids[:limit], logprobs[:limit], env_mask[:limit]
+                cut += 1
             out["prompt_ids"].append(prompt_ids)
             out["completion_ids"].append(completion_ids)
             out["logprobs"].append(logprobs)
             out["env_mask"].append(env_mask)
             out["env_reward"].append(trajectory.episode_reward)
             out["env_success"].append(float(trajectory.success))
+        if cut:
+            warnings.warn(f"{cut} of {len(self.trajectories)} episodes ran past max_completion_length={limit} tokens "
+                          "(replies and the observations between them) and were cut there; their reward is still the "
+                          "whole episode's. Raise max_completion_length, or shorten episodes (max_turns, "
+                          "prompt='compact', max_new_tokens)", stacklevel=2)
         return out
 
     def _play(self, env_id: str, seed: int, n: int) -> list[Trajectory]:

@@ -363,7 +363,8 @@ class HFPolicy:
         if self.max_positions is not None and length + self.max_new_tokens > self.max_positions:
             raise ValueError(f"prompt of {length} tokens + max_new_tokens={self.max_new_tokens} exceeds the "
                              f"model's {self.max_positions} positions; shorten the prompt (prompt='compact', a "
-                             "history window) or lower max_new_tokens")
+                             "history window), lower max_new_tokens, or build the policy with overlong='empty' to "
+                             "answer such a prompt with an empty reply (an invalid turn) and go on")
         input_ids = torch.tensor([[self.pad_id] * (length - len(row)) + row for row in prompts], dtype=torch.long)
         attention_mask = torch.tensor([[0] * (length - len(row)) + [1] * len(row) for row in prompts],
                                       dtype=torch.long)

@@ -103,6 +103,23 @@ def test_rollout_plays_native_episodes_and_returns_the_token_view(trainer):
     assert out["prompt_ids"][0] == out["prompt_ids"][1] != out["prompt_ids"][2]
 
 
+def test_completions_are_cut_at_max_completion_length_with_a_warning(trainer):
+    prompts = [episode_prompt(ENV, s) for s in (10_000, 10_000, 10_005, 10_005)]
+    whole = EpisodeRollout(env_kwargs=KWARGS, max_new_tokens=8, seed=3)(prompts, trainer)
+    limit = trainer.args.max_completion_length
+    longest = max(len(c) for c in whole["completion_ids"])
+    assert longest <= limit  # the fixture's limit cuts nothing
+    trainer.args.max_completion_length = 12
+    try:
+        with pytest.warns(UserWarning, match=r"of 4 episodes ran past max_completion_length=12 tokens"):
+            cut = EpisodeRollout(env_kwargs=KWARGS, max_new_tokens=8, seed=3)(prompts, trainer)
+    finally:
+        trainer.args.max_completion_length = limit
+    for key in ("completion_ids", "logprobs", "env_mask"):
+        assert [row[:12] for row in whole[key]] == cut[key]
+    assert cut["env_reward"] == whole["env_reward"] and cut["prompt_ids"] == whole["prompt_ids"]
+
+
 def test_the_same_seed_gives_the_same_rollout(trainer):
     prompts = [episode_prompt(ENV, 10_001)] * 2
     first = EpisodeRollout(env_kwargs=KWARGS, max_new_tokens=8, seed=1)(prompts, trainer)
