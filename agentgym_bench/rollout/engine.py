@@ -91,6 +91,10 @@ class EnvGroups:
                  tag_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
                  seed: int = TRAIN_SEED_START, fixed_seeds: bool = False, max_workers: int = 0,
                  shard: tuple[int, int] = (0, 1)):
+        if isinstance(tags, str) or not isinstance(num_groups_partition, Sequence):
+            raise ValueError(f"tags={tags!r} and num_groups_partition={num_groups_partition!r} must be lists, one "
+                             "entry per env id: EnvGroups(['AgentFrozenLake-v0'], [4], group_size=8) plays 4 groups "
+                             "of 8")
         tags, partition = list(tags), list(num_groups_partition)
         if not tags or len(tags) != len(partition):
             raise ValueError(f"tags={tags} and num_groups_partition={partition} must be non-empty and the same length")

@@ -121,6 +121,8 @@ def test_oracle_beats_random_on_frozen_lake():
     (([TOY_ID], [0]), "positive"),
     (([TOY_ID, TOY_ID], [1, 1]), "repeats"),
     ((["NoSuchEnv-v0"], [1]), "not registered"),
+    (([TOY_ID], 4), r"must be lists, one entry per env id: EnvGroups\(\['AgentFrozenLake-v0'\], \[4\]"),
+    ((TOY_ID, [4]), "must be lists"),
 ])
 def test_bad_configuration(args, match):
     with pytest.raises(ValueError, match=match):
