@@ -50,7 +50,7 @@ from agentgym_bench.agent.tools import format_tool_reply
 from agentgym_bench.registration import AGENT_ENVS
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.hf import HFPolicy
-from agentgym_bench.rollout.tokens import trajectory_token_view
+from agentgym_bench.rollout.tokens import sampled_logprobs, trajectory_token_view
 from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.seeds import check_seeds_disjoint
 
@@ -189,11 +189,7 @@ def completion_view(trajectory: Trajectory, tokenizer: Any) -> tuple[list[int], 
     """
     view = trajectory_token_view(trajectory, tokenizer)
     start = view.spans[0][0]
-    logprobs = [0.0] * len(view.input_ids)
-    for (lo, hi), t in zip(view.spans, view.turns, strict=True):
-        sampled = trajectory.turns[t].logprobs
-        if sampled is not None and len(sampled) == hi - lo:
-            logprobs[lo:hi] = sampled
+    logprobs = sampled_logprobs(view, trajectory)
     return view.input_ids[:start], view.input_ids[start:], logprobs[start:], view.loss_mask[start:]
 
 

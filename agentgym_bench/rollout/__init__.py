@@ -20,12 +20,18 @@ used. The default model and its warm start are trainers (``trainers.sft.default_
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.policy import Generation, Message, Policy
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
-from agentgym_bench.rollout.tokens import TokenView, collate, step_token_views, trajectory_token_view
+from agentgym_bench.rollout.tokens import (
+    TokenView,
+    collate,
+    sampled_logprobs,
+    step_token_views,
+    trajectory_token_view,
+)
 from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, read_jsonl, write_jsonl
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
 
 __all__ = [
     "TRAIN_SEED_START", "VALIDATION_SEED_START", "EnvGroups", "Generation", "Message", "NoisyOraclePolicy",
     "OraclePolicy", "Policy", "RandomPolicy", "TokenView", "Trajectory", "Turn", "build_messages", "collate",
-    "read_jsonl", "step_token_views", "trajectory_token_view", "write_jsonl",
+    "read_jsonl", "sampled_logprobs", "step_token_views", "trajectory_token_view", "write_jsonl",
 ]

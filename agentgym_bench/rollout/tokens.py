@@ -267,6 +267,18 @@ def trajectory_token_view(trajectory: Trajectory, tokenizer: Any, *, tito: bool 
     return _assemble(pieces, encode_many(tokenizer, [prompt for prompt, *_ in pieces]))
 
 
+def sampled_logprobs(view: TokenView, trajectory: Trajectory) -> list[float]:
+    """The log-probabilities the policy sampled each of ``view``'s tokens with, aligned to ``view.input_ids``
+    (``(T,)``): a reply's own (``Turn.logprobs``) on its span, 0.0 on every other token and on a reply whose policy
+    reported none (oracle, an endpoint without logprobs). The "old" log-probs of an importance ratio or PPO clip."""
+    logprobs = [0.0] * len(view.input_ids)
+    for (lo, hi), t in zip(view.spans, view.turns, strict=True):
+        sampled = trajectory.turns[t].logprobs
+        if sampled is not None and len(sampled) == hi - lo:
+            logprobs[lo:hi] = sampled
+    return logprobs
+
+
 def step_token_views(trajectory: Trajectory, tokenizer: Any) -> list[TokenView]:
     """One row per turn: the prompt the model read (under the trajectory's history window) and its reply."""
     return step_views([trajectory], tokenizer)

@@ -13,6 +13,7 @@ from agentgym_bench.rollout.tokens import (
     collate,
     render,
     render_many,
+    sampled_logprobs,
     step_token_views,
     step_views,
     trajectory_token_view,
@@ -176,9 +177,14 @@ def test_trajectory_view_round_trip_with_the_default_tokenizer(model_and_tokeniz
         view = trajectory_token_view(trajectory, tokenizer)
         assert view.turns == list(range(len(trajectory.turns)))
         check_view(view, tokenizer, trajectory.turns)
-        if source == "sampled":  # the sampled ids themselves, not a re-tokenisation
+        logprobs = sampled_logprobs(view, trajectory)
+        assert len(logprobs) == len(view.input_ids)
+        assert all(lp == 0.0 for lp, m in zip(logprobs, view.loss_mask, strict=True) if not m)
+        if source == "sampled":  # the sampled ids themselves, not a re-tokenisation, and their log-probs
             for (a, b), turn in zip(view.spans, trajectory.turns, strict=True):
-                assert view.input_ids[a:b] == turn.token_ids
+                assert view.input_ids[a:b] == turn.token_ids and logprobs[a:b] == turn.logprobs
+        else:  # the oracle reports no log-probs
+            assert set(logprobs) == {0.0}
 
 
 def test_text_replies_match_the_templates_generation_markers(model_and_tokenizer):
