@@ -359,20 +359,22 @@ def check_open(index: dict[str, Any] | None, name: str, suite: Suite, sha256: st
 
 def episodes_sha256(results: Results) -> str:
     """SHA-256 of what a file's policy played: per entry (by name) and episode (by seed), every turn's observation
-    hash and reply (what replay binds; not the token ids, which a copy could drop or change where it is only
-    replayed). Two files with the same value hold the same games, whatever their metadata says."""
+    hash and executed actions, and the final observation's hash. Not the reply texts: a reply's text beyond its
+    moves (a ``<think>``, a word that runs nothing) changes no game, and a copy with one such text edited, which
+    replay accepts from an endpoint or a file that is only replayed, would otherwise pass as new play; not the token
+    ids, which a copy could drop. Two files with the same value play the same games, whatever their metadata says."""
     digest = hashlib.sha256()
     for entry in sorted(results.entries, key=lambda e: e.name):
         for ep in sorted(entry.episodes, key=lambda ep: ep.seed):
-            turns = [[t.observation_sha256, t.reply] for t in ep.turns]
-            digest.update(json.dumps([entry.name, ep.seed, turns]).encode() + b"\n")
+            turns = [[t.observation_sha256, t.executed_actions] for t in ep.turns]
+            digest.update(json.dumps([entry.name, ep.seed, turns, ep.final_observation_sha256]).encode() + b"\n")
     return digest.hexdigest()
 
 
 def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, results: Results, sha256: str,
                      stored: dict[str, Results] | None = None) -> None:
     """Refuse a file (its ``results`` and the SHA-256 of its bytes) that is another submission of the board under a
-    new name: the same bytes (its SHA-256 is in the index), or the same episodes (:func:`episodes_sha256`) with other
+    new name: the same bytes (its SHA-256 is in the index), or the same play (:func:`episodes_sha256`) with other
     metadata. Replacing a submission by itself (``--replace`` under its own name) is allowed. It needs no
     verification, so ``submit`` runs it before replaying anything. ``stored``: slug -> results already loaded."""
     slug = slugify(name)
@@ -385,9 +387,10 @@ def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, resu
     for r in others:
         results = (stored or {}).get(r["slug"]) or load_stored(folder, r)
         if episodes_sha256(results) == mine:
-            raise UserError(f"this file holds the episodes of submission {r['name']!r} on board {folder} (every "
-                            "observation and reply of every seed), under other metadata; a copy cannot go on the "
-                            "board under another name")
+            raise UserError(f"this file plays the episodes of submission {r['name']!r} on board {folder}: every "
+                            "observation and every executed action of every seed, under other metadata (reply text "
+                            "that moves nothing may differ). It is a copy of that entry or a run of the same policy "
+                            "again, and either way its result is that entry's; the board takes one entry per play")
 
 
 def check_same_training(folder: Path, index: dict[str, Any] | None, name: str, verified: Verified,
