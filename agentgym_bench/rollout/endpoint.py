@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.openai_compat import GenerationError, error_of
+from agentgym_bench.rollout.openai_compat import NOT_OPENAI, GenerationError, error_of
 
 
 def served_models(base_url: str, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = 10.0
@@ -39,7 +39,10 @@ def served_models(base_url: str, *, api_key_env: str = "OPENAI_API_KEY", timeout
         message, _ = error_of(e.read(1 << 16))
         hint = f": set the endpoint's API key in ${api_key_env}" if e.code in (401, 403) else ""
         raise UserError(f"{url}: HTTP {e.code}: {message}{hint}") from None
-    except (OSError, ValueError) as e:  # refused, unknown host, timeout; a body that is not JSON
+    except json.JSONDecodeError as e:
+        raise UserError(f"{url} answered something else than a model list (not JSON: {e}): is {base_url} the API's "
+                        "base URL? (OpenAI-compatible servers serve theirs under /v1)") from None
+    except (OSError, ValueError) as e:  # refused, unknown host, timeout
         reason = getattr(e, "reason", e)
         raise UserError(f"{url} does not answer ({reason}): is the server running? (start one with "
                         "`agentgym-bench serve` or `vllm serve`)") from None
@@ -80,10 +83,14 @@ def what_to_change(err: GenerationError) -> str:
         return CONTEXT_HINT
     if err.status is None:
         return "no answer: is the server still running? (raise --timeout for a slow one)"
+    if err.code == NOT_OPENAI:
+        return ("the endpoint answered, but not as OpenAI's API does: is the URL the API's base (OpenAI-compatible "
+                "servers serve it under /v1), and does the server speak that API?")
     if err.status in (401, 403):
         return "set the endpoint's API key in $OPENAI_API_KEY"
     if err.status == 404:
-        return "check the model name and the URL (GET .../v1/models lists the models)"
+        no_v1 = "/v1/" not in (err.url or "") and " (no /v1 in it: OpenAI-compatible servers serve under /v1)"
+        return f"check the model name and the URL{no_v1 or ''} (GET .../v1/models lists the models)"
     if err.status == 429:
         return "the endpoint limits the rate: lower --max-concurrency"
     if err.status >= 500:

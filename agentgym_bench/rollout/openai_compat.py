@@ -33,10 +33,16 @@ from agentgym_bench.rollout.policy import Generation, Message, key_seed
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
+NOT_OPENAI = "not_openai"
+""":class:`GenerationError`'s ``code`` for an answer that is not an OpenAI chat completion (or Responses answer):
+not JSON, another shape, a reply that is not text, token counts that are not counts."""
+
+
 class GenerationError(RuntimeError):
     """A backend could not produce a reply (after its retries). For an HTTP endpoint: its ``url``, the last HTTP
     ``status`` (``None``: no answer) and the error ``code`` the server gave (OpenAI's ``error.code``, e.g.
-    ``context_length_exceeded``), so a caller can say what to change."""
+    ``context_length_exceeded``; :data:`NOT_OPENAI` for an answer of another shape), so a caller can say what to
+    change."""
 
     def __init__(self, message: str, *, url: str | None = None, status: int | None = None, code: str | None = None):
         super().__init__(message)
@@ -109,6 +115,9 @@ class OpenAIPolicy:
         self.completion_tokens = 0
         """Sum of ``usage.completion_tokens``."""
 
+    USAGE = ("usage.prompt_tokens", "usage.completion_tokens")
+    """Where the answer's token counts are (for the error that names a bad one)."""
+
     def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
                  keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
         """Reply to each conversation (``envs`` only give the ``tools`` an agent env in tool format offers); requests
@@ -137,12 +146,16 @@ class OpenAIPolicy:
                 return Generation("", None, None)
             raise
         try:
-            text, logprobs, (prompt_tokens, completion_tokens) = self._reply(data)
+            text, logprobs, usage = self._reply(data)
+            prompt_tokens, completion_tokens = (_count(value, name) for value, name in zip(usage, self.USAGE,
+                                                                                           strict=True))
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
-            raise GenerationError(f"{self.url}: unexpected response {str(data)[:300]}") from e
+            why = f" ({e})" if isinstance(e, ValueError) else ""
+            raise GenerationError(f"{self.url}: the answer is not an OpenAI-compatible completion{why}: "
+                                  f"{str(data)[:300]}", url=self.url, status=200, code=NOT_OPENAI) from e
         with self._lock:
-            self.prompt_tokens += int(prompt_tokens or 0)
-            self.completion_tokens += int(completion_tokens or 0)
+            self.prompt_tokens += prompt_tokens or 0
+            self.completion_tokens += completion_tokens or 0
         return Generation(text, None, logprobs, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
     def _request(self, messages: list[Message], seed: int | None, tools: list[dict[str, Any]] | None
@@ -185,10 +198,21 @@ class OpenAIPolicy:
                 status, code = None, None
                 reason = getattr(e, "reason", e)
                 problem = f"timed out after {self.timeout}s" if isinstance(reason, TimeoutError) else f"{reason}"
-            except json.JSONDecodeError as e:
-                problem = f"response is not JSON ({e})"
+            except json.JSONDecodeError as e:  # it answered, and another try will answer the same
+                status, code, problem = 200, NOT_OPENAI, f"the answer is not JSON ({e})"
+                break
         raise GenerationError(f"{self.url} (model {self.model!r}) failed after {attempt + 1} attempt(s): {problem}",
                               url=self.url, status=status, code=code)
+
+
+def _count(value: Any, name: str) -> int | None:
+    """A token count of an answer's usage: ``None`` where not given, else a non-negative integer (``ValueError``
+    naming it otherwise: a file must not carry a cost the endpoint did not count)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name}={value!r} is not a count of tokens")
+    return value
 
 
 class OpenAIResponsesPolicy(OpenAIPolicy):
@@ -216,6 +240,8 @@ class OpenAIResponsesPolicy(OpenAIPolicy):
         flat = [{"type": "function", **t["function"]} for t in tools or []]
         return {**self.body, "input": [{"type": "message", **m} for m in messages],
                 **({} if seed is None else {"seed": seed}), **({"tools": flat} if flat else {})}
+
+    USAGE = ("usage.input_tokens", "usage.output_tokens")
 
     def _reply(self, data: dict[str, Any]) -> tuple[str, list[float] | None, tuple[Any, Any]]:
         output = data["output"]

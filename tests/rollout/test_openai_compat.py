@@ -1,6 +1,8 @@
 """The OpenAI-compatible backend against our server on loopback serving the local model: real HTTP round trips."""
 
+import contextlib
 import json
+import re
 import threading
 import time
 import urllib.error
@@ -126,6 +128,72 @@ def test_malformed_requests_are_400_and_not_retried(server):
     assert server.posts == 2
 
 
+def _answer(content="Up", **usage) -> bytes:
+    return json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}],
+                       "usage": usage}).encode()
+
+
+@contextlib.contextmanager
+def answering(body: bytes):
+    """A loopback server answering 200 and ``body`` to every GET and POST; yields ``(base_url, posts)``."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    posts: list[bytes] = []
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self):  # noqa: N802
+            posts.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self.do_GET()
+
+        def log_message(self, *args):
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Answer) as http:
+        threading.Thread(target=http.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{http.server_address[1]}/v1", posts
+        finally:
+            http.shutdown()
+
+
+@pytest.mark.parametrize("body, why", [
+    (b"<html>a web page</html>", "the answer is not JSON"),
+    (json.dumps({"choices": []}).encode(), "the answer is not an OpenAI-compatible completion: {'choices': []}"),
+    (_answer(content=42), "the answer is not an OpenAI-compatible completion"),
+    (_answer(prompt_tokens=3, completion_tokens="many"),
+     "not an OpenAI-compatible completion (usage.completion_tokens='many' is not a count of tokens)"),
+    (_answer(prompt_tokens=-5, completion_tokens=2), "(usage.prompt_tokens=-5 is not a count of tokens)"),
+])
+def test_an_answer_of_another_shape_is_named_as_such_once_and_not_as_no_answer(body, why):
+    """An API walkthrough of 2026-12-02: a server answering HTML or bad token counts was retried, told to be
+    "still running", or crashed eval with a traceback (a count that is not an integer)."""
+    from agentgym_bench.rollout.endpoint import what_to_change
+    from agentgym_bench.rollout.openai_compat import NOT_OPENAI
+
+    with answering(body) as (url, posts):
+        policy = OpenAIPolicy(url, "tiny", max_retries=3, backoff=0.01)
+        with pytest.raises(GenerationError, match=re.escape(why)) as caught:
+            policy.generate(conversations(1))
+    assert caught.value.code == NOT_OPENAI and caught.value.status == 200 and len(posts) == 1
+    assert what_to_change(caught.value).startswith("the endpoint answered, but not as OpenAI's API does")
+    assert policy.prompt_tokens == policy.completion_tokens == 0
+
+
+def test_a_models_route_answering_a_web_page_is_not_called_silent():
+    from agentgym_bench.errors import UserError
+    from agentgym_bench.rollout.endpoint import served_models
+
+    with answering(b"<html>a web page</html>") as (url, _):
+        with pytest.raises(UserError, match=r"/v1/models answered something else than a model list \(not JSON"):
+            served_models(url)
+
+
 def test_unreachable_server():
     policy = OpenAIPolicy("http://127.0.0.1:9/v1", "m", max_retries=1, backoff=0.01, timeout=2)
     with pytest.raises(GenerationError, match="2 attempt"):
@@ -137,3 +205,11 @@ def test_unreachable_server():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         OpenAIPolicy(**{"base_url": "http://127.0.0.1:1/v1", "model": "m", **kwargs})
+
+
+def test_a_404_from_a_url_without_v1_says_so():
+    from agentgym_bench.rollout.endpoint import what_to_change
+
+    hint = what_to_change(GenerationError("x", url="http://127.0.0.1:8000/chat/completions", status=404))
+    assert "no /v1 in it" in hint
+    assert "no /v1" not in what_to_change(GenerationError("x", url="http://h/v1/chat/completions", status=404))
