@@ -31,8 +31,10 @@ class LineProgress:
         self._maybe_print()
 
     def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        """As tqdm's: ``refresh=False`` leaves the printing to the next ``update``."""
         self.postfix = text
-        self._maybe_print()
+        if refresh:
+            self._maybe_print()
 
     def _maybe_print(self) -> None:
         now = time.monotonic()

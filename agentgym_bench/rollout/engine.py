@@ -177,8 +177,8 @@ class EnvGroups:
         live = list(range(len(self.envs)))
         bar = progress_bar(len(live), "rollout", "episode", enabled=progress, leave=False)
         tag_hashes = {t: tag_hash(t) for t in self.tags}
+        bar.set_postfix_str(f"turn 1, {len(live)} playing")
         while live:
-            bar.set_postfix_str(f"turn {len(trajectories[live[0]].turns) + 1}, {len(live)} playing")
             messages = [build_messages(trajectories[i].system_prompt, [t.observation for t in trajectories[i].turns],
                                        [t.reply for t in trajectories[i].turns], observations[i], history)
                         for i in live]
@@ -206,7 +206,7 @@ class EnvGroups:
                 raise RuntimeError(f"the policy returned {len(generations)} replies for {len(live)} conversations")
             replies = {i: g.text for i, g in zip(live, generations, strict=True)}
             results = self._map(lambda i: self.envs[i].step(replies[i]), live)  # noqa: B023 - used at once
-            still_live = []
+            still_live, ended = [], 0
             for i, generation, (obs, reward, terminated, truncated, info) in zip(live, generations, results,
                                                                                  strict=True):
                 trajectory = trajectories[i]
@@ -222,10 +222,13 @@ class EnvGroups:
                     trajectory.final_observation = obs
                     trajectory.success = bool(info.get("success", False))
                     trajectory.terminated, trajectory.truncated = bool(terminated), bool(truncated)
-                    bar.update(1)
+                    ended += 1
                 else:
                     still_live.append(i)
             live = still_live
+            turn = f"turn {len(trajectories[live[0]].turns) + 1}, " if live else ""
+            bar.set_postfix_str(f"{turn}{len(live)} playing", refresh=False)  # shown with the episodes this turn ended
+            bar.update(ended)
         bar.close()
         if not self.fixed_seeds:
             self.iteration += 1

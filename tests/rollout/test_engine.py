@@ -158,3 +158,22 @@ def test_a_length_cap_ends_episodes_before_a_turn_that_does_not_fit():
     assert any(t.truncated and len(t.turns) == 2 for t in capped)
     with pytest.raises(ValueError, match="first prompt of .* does not fit the length cap"):
         groups.rollout(policy, prompt_fits=lambda messages: False)
+
+
+def test_progress_lines_count_each_episode_once_as_ended_or_playing(monkeypatch):
+    """An API walkthrough of 2026-12-02 read `1/400 episodes ... 400 playing`: the playing count was the turn's
+    starting count, shown beside the episodes that turn ended."""
+    import io
+    import re
+
+    from agentgym_bench.progress import LineProgress
+    from agentgym_bench.rollout import engine
+
+    out = io.StringIO()
+    monkeypatch.setattr(engine, "progress_bar", lambda total, desc, unit, **kw: LineProgress(total, desc, unit, 0.0,
+                                                                                           file=out))
+    with EnvGroups.validation(["AgentFrozenLake-v0"], [64]) as groups:
+        groups.rollout(RandomPolicy(0), progress=True)
+    lines = [re.search(r": (\d+)/64 .*, (\d+) playing", line) for line in out.getvalue().splitlines()]
+    counts = [(int(m[1]), int(m[2])) for m in lines if m]
+    assert len(counts) >= 2 and all(ended + playing == 64 for ended, playing in counts), counts
