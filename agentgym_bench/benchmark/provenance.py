@@ -41,7 +41,7 @@ from agentgym_bench import run_folder
 from agentgym_bench.benchmark.resume import history_text
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import BOARD_INDEX
-from agentgym_bench.rollout.specs import locate_model, model_sha256, parse_spec
+from agentgym_bench.rollout.specs import ENDPOINT_KINDS, locate_model, model_sha256, parse_spec
 
 
 def training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -241,14 +241,21 @@ def prompted_as(model: str, root: str | os.PathLike | None = None) -> tuple[dict
 
 
 def settings_note(spec: str, prompts: dict[str, str], history: int | None, max_new_tokens: int) -> str | None:
-    """``eval``'s note when the local model of ``spec`` (``hf:`` or ``vllm:``) was trained, or put on its board, with
+    """``eval``'s note when the local model of ``spec`` (``hf:`` or ``vllm:``, or an endpoint's model named by its
+    local folder, as ``serve PATH`` names it) was trained, or put on its board, with
     another prompt template, history window or reply budget than this run's (:func:`prompted_as`; ``prompts``: entry
     name -> template of this run): its numbers would not be those of its training or its board entry. ``None`` when
     they agree or nothing is recorded, and on two-player suites (no ``prompts``), whose games a single-agent record
     does not describe."""
-    if not prompts or not spec.startswith(("hf:", "vllm:")):
+    if not prompts:
         return None
     kind, target = parse_spec(spec)
+    if kind in ENDPOINT_KINDS and target:  # a served local folder: `serve PATH` names the model by its path
+        target = target.split("@", 1)[0]
+        if not os.path.isdir(target):
+            return None
+    elif kind not in ("hf", "vllm"):
+        return None
     found = prompted_as(target) if target else None
     if found is None:
         return None

@@ -34,6 +34,10 @@ def test_the_published_checkpoint_is_played_as_its_board_entry_was(monkeypatch):
     assert settings_note("scripted", {}, None, 32) is None  # the two-player suites' own policy
     mixed = settings_note(f"hf:{PUBLISHED}", {"bandit": "compact", "sokoban-6x6": "ragen"}, 0, 16)
     assert mixed is not None and "--prompt bandit=compact,sokoban-6x6=ragen" in mixed
+    # served by `serve PATH`, which names the model by its path: the same note through the endpoint
+    assert settings_note(f"openai:{PUBLISHED}@http://127.0.0.1:8000/v1", RAGEN, None, 32) == note
+    assert settings_note(f"openai-responses:{PUBLISHED}@http://127.0.0.1:8000/v1", COMPACT, 0, 16) is None
+    assert settings_note("openai:gpt-4o@https://api.openai.com/v1", RAGEN, None, 32) is None  # no local folder
 
 
 def test_a_trainer_runs_checkpoint_is_played_as_its_run_validated(tmp_path, model_dir):
