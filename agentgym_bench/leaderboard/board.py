@@ -437,16 +437,17 @@ def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, ve
                     f"repository (e.g. {Path(folder).as_posix()}/models/<name>/) and evaluate it there")
 
 
-def check_sampling_seed(index: dict[str, Any] | None, folder: str | os.PathLike, verified: Verified) -> None:
+def check_sampling_seed(index: dict[str, Any] | None, folder: str | os.PathLike, results: Results, sha256: str
+                        ) -> None:
     """Refuse, on a published board, a file of a policy that samples (``sampling.keyed``) under another sampling seed
     than :data:`SAMPLING_SEED` (``eval``'s default), unless it is already on the board: one seed for every
     submission, so that a model has one read and nobody evaluates under many seeds to submit the best (entries of one
     model differ by a few thousandths between seeds, about the gap between neighbouring rows). A policy that draws
     nothing (the oracle, the scripted bargainer) replies the same under any seed."""
-    sampling = verified.results.metadata["policy"]["sampling"]
+    sampling = results.metadata["policy"]["sampling"]
     if sampling["seed"] == SAMPLING_SEED or not sampling["keyed"] or not published_board(folder):
         return
-    if holds_file(index, verified.sha256):
+    if holds_file(index, sha256):
         return
     raise UserError(f"metadata.policy.sampling.seed is {sampling['seed']}; board {folder} takes files evaluated "
                     f"with its sampling seed, {SAMPLING_SEED} (eval's default), so that every model has one read: "
@@ -460,7 +461,7 @@ def check_admissible(index: dict[str, Any] | None, folder: str | os.PathLike, na
     check_free(index, name, verified.suite, replace)
     check_open(index, name, verified.suite, verified.sha256)
     check_model_name(index, folder, verified)
-    check_sampling_seed(index, folder, verified)
+    check_sampling_seed(index, folder, verified.results, verified.sha256)
 
 
 def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace: bool = False,

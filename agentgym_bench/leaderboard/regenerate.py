@@ -152,9 +152,12 @@ def check_published_name(results: Results, root: str | os.PathLike | None, model
         return
     where = f"model {model}" if owner in published.values() else f"model_sha256 {recorded[:12]}..."
     if kind != "hf" or folder is None or published.get(recorded) != folder:  # that very folder, by its weights' hash
+        served = ("; `serve PATH` names the model by its path: serve it with --name NAME for a file of your own"
+                  if kind != "hf" else "")
         raise ResultsError(f"metadata.policy names a model this repository's boards publish ({where}); such a file "
                            "must be an hf evaluation of that model's folder, named by its path, with its weights' "
-                           f"model_sha256, so that it is re-generated here (this file: kind {kind}, model {model})")
+                           f"model_sha256, so that it is re-generated here (this file: kind {kind}, model {model}"
+                           f"{served})")
 
 
 def evaluation_batches(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]]) -> list[list[Move]]:

@@ -182,7 +182,9 @@ def test_only_an_hf_file_of_a_published_folder_may_name_it(clone, tmp_path, caps
     capsys.readouterr()
     assert main(["submit", str(path), "--name", "named", "--board", str(clone / "leaderboards" / "tiny"),
                  "--check"]) == 2
-    assert "metadata.policy names a model this repository's boards publish" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "metadata.policy names a model this repository's boards publish" in err
+    assert ("serve it with --name NAME" in err) is (policy["kind"] != "hf")  # how an endpoint's file gets its own
 
 
 def test_an_outside_teams_folder_not_yet_published_stays_replayed(clone, suite):
