@@ -107,6 +107,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="seconds per request attempt of openai: endpoints (default: %(default)s)")
     parser.add_argument("--max-concurrency", type=int, default=8,
                         help="requests in flight to an openai: endpoint (default: %(default)s)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                        help="environment variable holding an openai: endpoint's API key, sent as the bearer key "
+                        "(default: %(default)s; none sent when it is unset)")
     parser.add_argument("--trained-by", metavar="FOLDER", default=None,
                         help="record how the model was trained: a trainer run folder (its config, cost and curves: "
                         "config.yaml, summary.json, metrics.jsonl; with the training of the model it started from, "
@@ -161,10 +164,11 @@ def run(args: argparse.Namespace) -> int:
     check_out(out, args.overwrite)  # before a model is loaded
     sampling = Sampling(args.temperature, args.top_p, args.max_new_tokens, args.seed)
     policy, record = suite_policy(args.policy, suite, sampling, device=args.device, timeout=args.timeout,
-                                  max_concurrency=args.max_concurrency)
+                                  max_concurrency=args.max_concurrency, api_key_env=args.api_key_env)
     context = None
     if record["kind"] == "openai":
-        context = check_model(args.policy.split("@", 1)[1], record["model"], timeout=min(args.timeout, 10.0))
+        context = check_model(args.policy.split("@", 1)[1], record["model"], timeout=min(args.timeout, 10.0),
+                              api_key_env=args.api_key_env)
     partial = partial_path(out)
     prompts = kind.prompts(suite, args.prompt)
     note = settings_note(args.policy, prompts, args.history, args.max_new_tokens)

@@ -37,7 +37,8 @@ def served_models(base_url: str, *, api_key_env: str = "OPENAI_API_KEY", timeout
         if e.code in (404, 405):
             return None
         message, _ = error_of(e.read(1 << 16))
-        hint = f": set the endpoint's API key in ${api_key_env}" if e.code in (401, 403) else ""
+        hint = (f": set the endpoint's API key in ${api_key_env}, or name the variable that holds it with "
+                "--api-key-env" if e.code in (401, 403) else "")
         raise UserError(f"{url}: HTTP {e.code}: {message}{hint}") from None
     except json.JSONDecodeError as e:
         raise UserError(f"{url} answered something else than a model list (not JSON: {e}): is {base_url} the API's "
@@ -87,7 +88,7 @@ def what_to_change(err: GenerationError) -> str:
         return ("the endpoint answered, but not as OpenAI's API does: is the URL the API's base (OpenAI-compatible "
                 "servers serve it under /v1), and does the server speak that API?")
     if err.status in (401, 403):
-        return "set the endpoint's API key in $OPENAI_API_KEY"
+        return "set the endpoint's API key in $OPENAI_API_KEY, or name the variable that holds it with --api-key-env"
     if err.status == 404:
         no_v1 = "/v1/" not in (err.url or "") and " (no /v1 in it: OpenAI-compatible servers serve under /v1)"
         return f"check the model name and the URL{no_v1 or ''} (GET .../v1/models lists the models)"

@@ -173,7 +173,8 @@ def policy_record(kind: str, sampling: Sampling, *, keyed: bool) -> dict[str, An
 
 def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, scripted: Mapping[str, Scripted] = SINGLE_AGENT,
                      device: str = "cpu", timeout: float = 60.0, max_concurrency: int = 8,
-                     max_batch_size: int | None = 256) -> tuple[Any, dict[str, Any]]:
+                     max_batch_size: int | None = 256, api_key_env: str = "OPENAI_API_KEY"
+                     ) -> tuple[Any, dict[str, Any]]:
     """Build the policy named by ``spec`` and its ``metadata.policy`` record (``history`` is filled by the caller).
 
     Args:
@@ -181,7 +182,8 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, scripted: Ma
         scripted: the model-free policies ``spec`` may name (default: :data:`SINGLE_AGENT`).
         sampling: temperature, top-p, reply budget and seed of model policies (the random policy uses the seed).
         device: torch device of ``hf:`` models.
-        timeout / max_concurrency: per-request deadline and requests in flight of ``openai:`` endpoints.
+        timeout / max_concurrency / api_key_env: per-request deadline, requests in flight and the environment
+            variable holding the bearer key of ``openai:`` endpoints.
         max_batch_size: conversations per forward pass of ``hf:`` models.
     """
     kind, target = parse_spec(spec, scripted)
@@ -195,7 +197,8 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, scripted: Ma
         backend = OpenAIResponsesPolicy if kind == "openai-responses" else OpenAIPolicy
         policy = backend(url, model, temperature=sampling.temperature, top_p=sampling.top_p,
                               max_tokens=sampling.max_new_tokens, seed=sampling.seed, timeout=timeout,
-                              max_concurrency=max_concurrency, overlong="empty")  # as hf: below
+                              max_concurrency=max_concurrency, api_key_env=api_key_env,
+                              overlong="empty")  # as hf: below
         return policy, record
     path = resolve_model(target)
     record["model"] = model_name(target)  # never this machine's path to a folder inside a repository

@@ -77,6 +77,19 @@ def test_an_unknown_model_name_lists_the_served_ones(tmp_path, suite_file, serve
     assert f"{server.base_url}/models does not list model 'tinny'; it serves 'tiny'" in line
 
 
+def test_the_api_key_comes_from_the_variable_api_key_env_names(tmp_path, suite_file, server, monkeypatch):
+    monkeypatch.setattr(server, "api_key", "sekrit")
+    monkeypatch.setenv("MY_ENDPOINT_KEY", "sekrit")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    run = ["eval", "--policy", f"openai:tiny@{server.base_url}", "--suite", str(suite_file), "--episodes", "1",
+           "--entries", "bandit", "--prompt", "compact", "--max-new-tokens", "8"]
+    line = one_line(cli(*run, cwd=tmp_path))
+    assert "HTTP 401" in line and "or name the variable that holds it with --api-key-env" in line
+    done = cli(*run, "--api-key-env", "MY_ENDPOINT_KEY", "--out", "keyed.json.gz", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(read_results(tmp_path / "keyed.json.gz").entry("bandit").episodes) == 1
+
+
 def test_a_first_prompt_over_the_context_is_refused_before_any_work(tmp_path, suite_file, server):
     CountingHandler.posts.clear()
     line = one_line(cli("eval", "--policy", f"openai:tiny@{server.base_url}", "--suite", str(suite_file),
