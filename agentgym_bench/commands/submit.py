@@ -77,13 +77,12 @@ def run(args: argparse.Namespace) -> int:
         default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made
     root = repository_root(args.board or Path.cwd())
     board_of = (lambda _: Path(args.board)) if args.board else (lambda s: default_board(s.name) if root else None)
-    def not_a_copy(results, sha256):  # before re-generation: a copy is refused in seconds (and, first, another
-        boards.check_sampling_seed(index, args.board, results, sha256)  # sampling seed, whose message says what to do)
-        boards.check_not_a_copy(Path(args.board), index, name, results, sha256)
+    def screen(results, sha256):  # before re-generation and the score table: refused in seconds
+        boards.screen(args.board, index, name, results, sha256)
 
     verified = verify(args.results, suite, regenerate=not args.no_regenerate, progress=True, root=root,
                       board=board_of, regeneration_cap=args.regeneration_cap,
-                      screen=not_a_copy if index is not None else None)
+                      screen=screen if index is not None else None)
     print(f"{args.results}: {verified.episodes} episodes replayed; {verified.mark} ({verified.regeneration})")
     for note in verified.notes:
         print(f"note: {note}")

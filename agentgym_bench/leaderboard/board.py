@@ -359,22 +359,21 @@ def check_open(index: dict[str, Any] | None, name: str, suite: Suite, sha256: st
 
 def episodes_sha256(results: Results) -> str:
     """SHA-256 of what a file's policy played: per entry (by name) and episode (by seed), every turn's observation
-    hash and executed actions, and the final observation's hash. Not the reply texts: a reply's text beyond its
-    moves (a ``<think>``, a word that runs nothing) changes no game, and a copy with one such text edited, which
-    replay accepts from an endpoint or a file that is only replayed, would otherwise pass as new play; not the token
-    ids, which a copy could drop. Two files with the same value play the same games, whatever their metadata says."""
+    hash and reply (what replay binds; not the token ids, which a copy could drop or change where it is only
+    replayed). Two files with the same value hold the same games, whatever their metadata says. Not the executed
+    actions alone: two weak models that never move play the same games with other replies, and each has its row."""
     digest = hashlib.sha256()
     for entry in sorted(results.entries, key=lambda e: e.name):
         for ep in sorted(entry.episodes, key=lambda ep: ep.seed):
-            turns = [[t.observation_sha256, t.executed_actions] for t in ep.turns]
-            digest.update(json.dumps([entry.name, ep.seed, turns, ep.final_observation_sha256]).encode() + b"\n")
+            turns = [[t.observation_sha256, t.reply] for t in ep.turns]
+            digest.update(json.dumps([entry.name, ep.seed, turns]).encode() + b"\n")
     return digest.hexdigest()
 
 
 def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, results: Results, sha256: str,
                      stored: dict[str, Results] | None = None) -> None:
     """Refuse a file (its ``results`` and the SHA-256 of its bytes) that is another submission of the board under a
-    new name: the same bytes (its SHA-256 is in the index), or the same play (:func:`episodes_sha256`) with other
+    new name: the same bytes (its SHA-256 is in the index), or the same episodes (:func:`episodes_sha256`) with other
     metadata. Replacing a submission by itself (``--replace`` under its own name) is allowed. It needs no
     verification, so ``submit`` runs it before replaying anything. ``stored``: slug -> results already loaded."""
     slug = slugify(name)
@@ -387,10 +386,10 @@ def check_not_a_copy(folder: Path, index: dict[str, Any] | None, name: str, resu
     for r in others:
         results = (stored or {}).get(r["slug"]) or load_stored(folder, r)
         if episodes_sha256(results) == mine:
-            raise UserError(f"this file plays the episodes of submission {r['name']!r} on board {folder}: every "
-                            "observation and every executed action of every seed, under other metadata (reply text "
-                            "that moves nothing may differ). It is a copy of that entry or a run of the same policy "
-                            "again, and either way its result is that entry's; the board takes one entry per play")
+            raise UserError(f"this file holds the episodes of submission {r['name']!r} on board {folder} (every "
+                            "observation and reply of every seed) under other metadata: a copy of that entry, or a "
+                            "run of the same model again (through serve or hf:, the same weights and seed reply "
+                            "alike), and either way its result is that entry's")
 
 
 def check_same_training(folder: Path, index: dict[str, Any] | None, name: str, verified: Verified,
@@ -423,14 +422,15 @@ def holds_file(index: dict[str, Any] | None, sha256: str) -> bool:
     return any(r["sha256"] == sha256 for r in (index or {}).get("submissions", []))
 
 
-def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, verified: Verified) -> None:
+def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, results: Results, sha256: str
+                     ) -> None:
     """Refuse, on a published board, a file whose ``metadata.policy.model`` is a machine path
     (:func:`~agentgym_bench.paths.is_machine_path`), unless the file is already on the board (its SHA-256 is in the
     index). See the module docstring."""
-    model = verified.results.metadata["policy"]["model"]
+    model = results.metadata["policy"]["model"]
     if not model or not is_machine_path(model) or not published_board(folder):
         return
-    if holds_file(index, verified.sha256):
+    if holds_file(index, sha256):
         return
     raise UserError(f"metadata.policy.model {model!r} is a path on the machine that evaluated it; board {folder} "
                     "takes models named by their path relative to the repository root: put the model folder in the "
@@ -460,8 +460,18 @@ def check_admissible(index: dict[str, Any] | None, folder: str | os.PathLike, na
     :func:`check_sampling_seed` (``submit`` runs them before its lock and again under it; ``submit --check`` too)."""
     check_free(index, name, verified.suite, replace)
     check_open(index, name, verified.suite, verified.sha256)
-    check_model_name(index, folder, verified)
+    check_model_name(index, folder, verified.results, verified.sha256)
     check_sampling_seed(index, folder, verified.results, verified.sha256)
+
+
+def screen(folder: str | os.PathLike, index: dict[str, Any] | None, name: str, results: Results, sha256: str
+           ) -> None:
+    """The refusals of a replayed file that need no re-generation, in :func:`check_admissible`'s order, then
+    :func:`check_not_a_copy`: ``submit`` runs them before re-generating anything or printing a score, so that a
+    refused file is refused in seconds and never looks accepted first."""
+    check_model_name(index, folder, results, sha256)
+    check_sampling_seed(index, folder, results, sha256)
+    check_not_a_copy(Path(folder), index, name, results, sha256)
 
 
 def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace: bool = False,

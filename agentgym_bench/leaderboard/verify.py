@@ -369,9 +369,9 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
         regeneration_cap: most estimated FLOPs check 7 may take (:data:`~agentgym_bench.leaderboard.regenerate.
             REGENERATION_CAP`, :func:`~agentgym_bench.leaderboard.regenerate.regeneration_cost_blocker`); a file
             above it stays *replayed*, saying so.
-        screen: called with the results and the file's SHA-256 after replay, before a model's replies are
-            re-generated (what takes minutes); raises to refuse it (``submit``: a copy of a board's entry is refused
-            in seconds).
+        screen: called with the results and the file's SHA-256 after replay and the file's own checks, before any
+            reply is re-generated (what takes minutes) and whatever the mark; raises to refuse it (``submit``: a copy
+            of a board's entry is refused in seconds, before a score table is printed).
     """
     from agentgym_bench.rollout.hf import load_tokenizer  # noqa: PLC0415 - brings torch
 
@@ -409,6 +409,8 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
         tokenizer, stop_ids = load_tokenizer(folder)
         check_decoding(results, tokenizer, stop_ids)
     check_compute(results)
+    if screen is not None:  # whatever follows (nothing, or minutes of re-generation), before it is said
+        screen(results, digest)
     notes = [] if recorded_version == ours else [
         f"written by agentgym-bench {recorded_version}; replays identically under {ours}"]
     if model_free is not None:
@@ -420,8 +422,6 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     too_costly = regeneration_cost_blocker(results, suite, texts, folder, tokenizer, regeneration_cap)
     if too_costly is not None:
         return Verified(results, suite, raw, digest, REPLAYED, too_costly, total, notes)
-    if screen is not None:
-        screen(results, digest)
     difference = regenerate_all(results, suite, texts, folder, progress, regeneration_cap)
     if difference is None:
         return Verified(results, suite, raw, digest, REPRODUCED,
