@@ -177,7 +177,9 @@ class EnvGroups:
         live = list(range(len(self.envs)))
         bar = progress_bar(len(live), "rollout", "episode", enabled=progress, leave=False)
         tag_hashes = {t: tag_hash(t) for t in self.tags}
-        bar.set_postfix_str(f"turn 1, {len(live)} playing")
+        most = max((getattr(env.unwrapped, "max_turns", 0) for env in self.envs), default=0)
+        of = f"/{most}" if most else ""  # "turn 3/9": how far the longest episodes can still go
+        bar.set_postfix_str(f"turn 1{of}, {len(live)} playing")
         while live:
             messages = [build_messages(trajectories[i].system_prompt, [t.observation for t in trajectories[i].turns],
                                        [t.reply for t in trajectories[i].turns], observations[i], history)
@@ -226,7 +228,7 @@ class EnvGroups:
                 else:
                     still_live.append(i)
             live = still_live
-            turn = f"turn {len(trajectories[live[0]].turns) + 1}, " if live else ""
+            turn = f"turn {len(trajectories[live[0]].turns) + 1}{of}, " if live else ""
             bar.set_postfix_str(f"{turn}{len(live)} playing", refresh=False)  # shown with the episodes this turn ended
             bar.update(ended)
         bar.close()

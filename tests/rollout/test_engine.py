@@ -177,3 +177,4 @@ def test_progress_lines_count_each_episode_once_as_ended_or_playing(monkeypatch)
     lines = [re.search(r": (\d+)/64 .*, (\d+) playing", line) for line in out.getvalue().splitlines()]
     counts = [(int(m[1]), int(m[2])) for m in lines if m]
     assert len(counts) >= 2 and all(ended + playing == 64 for ended, playing in counts), counts
+    assert "turn 2/5, " in out.getvalue()  # FrozenLake's 5 turns: how far the episodes can still go
