@@ -21,8 +21,8 @@ from agentgym_bench.multiagent.textarena_game import TextArenaGame
 
 TEXTARENA_PROMPT = PromptTemplate(
     system=RAGEN.system,
-    intro="{instructions}\nWrite one move a turn, as the game asks, inside <answer>...</answer>. The episode stops "
-    "after {max_actions} moves if the game has not ended by then.\n",
+    intro="Write one move a turn inside <answer>...</answer>, as the game's instructions below say. The episode "
+    "stops after {max_actions} moves if the game has not ended by then.\n\n{instructions}\n",
     legend="",
     turn="\nTurn {turn}:\n{state}\n{format_hint} Max response length: {max_reply_words} words (tokens).\n",
     reward=RAGEN.reward,
@@ -32,7 +32,8 @@ TEXTARENA_PROMPT = PromptTemplate(
 )
 """RAGEN's wording without its action list and ``||`` budget line, which do not fit TextArena's open-text moves
 (the game's own instructions say how to write a move). Our move budget is said once, in the first turn, not counted
-down each turn: many games set their own limit ("within 10 turns"), and a count of our budget beside it misled."""
+down each turn: many games set their own limit ("within 10 turns"), and a count of our budget beside it misled. Our
+line comes first, so that instructions ending in "Here is the current board layout:" run on into the board."""
 
 TEXTARENA_AGENT_DEFAULTS = {"max_turns": 50, "max_actions_per_turn": 1, "max_actions_per_episode": 50,
                             "prompt": TEXTARENA_PROMPT}

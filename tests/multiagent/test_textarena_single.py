@@ -58,7 +58,9 @@ def test_generic_id_takes_any_game_and_ids_are_unique():
 
 def test_textarena_prompt_by_default_and_overridable():
     obs, _ = gym.make("AgentTextArena/TowerOfHanoi-v0").reset(seed=0)
-    assert obs.startswith("You are playing Tower of Hanoi") and "The episode stops after 50 moves" in obs
+    assert obs.startswith("Write one move a turn inside <answer>...</answer>, as the game's instructions below say. "
+                          "The episode stops after 50 moves if the game has not ended by then.\n\nYou are playing "
+                          "Tower of Hanoi")
     assert "action separator" not in obs and "moves left" not in obs
     obs, _ = gym.make("AgentTextArena/TowerOfHanoi-v0", prompt="ragen", max_turns=3).reset(seed=0)
     assert "action separator" in obs
