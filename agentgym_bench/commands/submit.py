@@ -20,6 +20,7 @@ named by a path of the machine that evaluated it
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from pathlib import Path
 
@@ -77,12 +78,9 @@ def run(args: argparse.Namespace) -> int:
         default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made
     root = repository_root(args.board or Path.cwd())
     board_of = (lambda _: Path(args.board)) if args.board else (lambda s: default_board(s.name) if root else None)
-    def screen(results, sha256):  # before re-generation and the score table: refused in seconds
-        boards.screen(args.board, index, name, results, sha256)
-
+    screen = None if index is None else functools.partial(boards.screen, args.board, index, name)  # in seconds
     verified = verify(args.results, suite, regenerate=not args.no_regenerate, progress=True, root=root,
-                      board=board_of, regeneration_cap=args.regeneration_cap,
-                      screen=screen if index is not None else None)
+                      board=board_of, regeneration_cap=args.regeneration_cap, screen=screen)
     print(f"{args.results}: {verified.episodes} episodes replayed; {verified.mark} ({verified.regeneration})")
     for note in verified.notes:
         print(f"note: {note}")
