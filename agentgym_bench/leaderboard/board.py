@@ -360,8 +360,8 @@ def check_open(index: dict[str, Any] | None, name: str, suite: Suite, sha256: st
 def episodes_sha256(results: Results) -> str:
     """SHA-256 of what a file's policy played: per entry (by name) and episode (by seed), every turn's observation
     hash and reply (what replay binds; not the token ids, which a copy could drop or change where it is only
-    replayed). Two files with the same value hold the same games, whatever their metadata says. Not the executed
-    actions alone: two weak models that never move play the same games with other replies, and each has its row."""
+    replayed). Two files with the same value hold the same games, whatever their metadata says (not the actions
+    alone: two weak models that never move play alike with other replies, and each has its row)."""
     digest = hashlib.sha256()
     for entry in sorted(results.entries, key=lambda e: e.name):
         for ep in sorted(entry.episodes, key=lambda ep: ep.seed):
@@ -467,8 +467,7 @@ def check_admissible(index: dict[str, Any] | None, folder: str | os.PathLike, na
 def screen(folder: str | os.PathLike, index: dict[str, Any] | None, name: str, results: Results, sha256: str
            ) -> None:
     """The refusals of a replayed file that need no re-generation, in :func:`check_admissible`'s order, then
-    :func:`check_not_a_copy`: ``submit`` runs them before re-generating anything or printing a score, so that a
-    refused file is refused in seconds and never looks accepted first."""
+    :func:`check_not_a_copy`: ``submit`` runs them before re-generating or printing anything (refused in seconds)."""
     check_model_name(index, folder, results, sha256)
     check_sampling_seed(index, folder, results, sha256)
     check_not_a_copy(Path(folder), index, name, results, sha256)
