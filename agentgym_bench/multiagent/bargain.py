@@ -196,7 +196,8 @@ class BargainEnv(ParallelEnv):
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         if self.done:
-            raise RuntimeError("step() called after the game ended; call reset() first")
+            started = "after the game ended" if self.values else "before any game started"
+            raise RuntimeError(f"step() called {started}; call reset() first")
         missing = sorted(set(self.agents) - set(actions))
         if missing:
             raise ValueError(f"step() needs an action for every live agent; missing {missing}")

@@ -94,7 +94,7 @@ def read_demand(move: str | None, counts: Bundle) -> Bundle | None:
     the pool; ``None`` otherwise."""
     if move is None:
         return None
-    numbers = re.findall(r"\d+", move[:200])
+    numbers = re.findall(r"(?<!\d)-?\d+", move[:200])  # "-1" is outside the pool, not 1; "2-1-0" is 2, 1, 0
     if len(numbers) != 3 or any(len(n) > 2 for n in numbers):
         return None
     bundle = tuple(int(n) for n in numbers)

@@ -31,7 +31,8 @@ def test_fits(a, b, counts, expected):
 
 @pytest.mark.parametrize(("move", "expected"), [
     ("2 1 0", (2, 1, 0)), ("books 3, hats 1, balls 2", (3, 1, 2)), ("4 0 0", None), ("1 2", None),
-    ("1 1 1 1", None), (None, None), ("001 0 0", None), ("-1 0 0", (1, 0, 0)),
+    ("1 1 1 1", None), (None, None), ("001 0 0", None), ("-1 0 0", None), ("books -1, hats 0, balls 0", None),
+    ("2-1-0", (2, 1, 0)),
 ])
 def test_read_demand(move, expected):
     assert rules.read_demand(move, (3, 1, 2)) == expected
@@ -197,3 +198,8 @@ def test_best_against_random_is_the_best_plan_and_a_hand_count():
         for rounds in (1, 2):
             best = max(plan_value(plan, counts, values) for plan in itertools.product(bundles, repeat=rounds))
             assert rules.best_against_random(counts, values, rounds) == pytest.approx(best, abs=1e-12)
+
+
+def test_a_step_before_any_reset_says_so():
+    with pytest.raises(RuntimeError, match=r"step\(\) called before any game started; call reset\(\) first"):
+        BargainEnv().step({"player_0": "<answer>1 0 0</answer>", "player_1": "<answer>0 0 0</answer>"})
