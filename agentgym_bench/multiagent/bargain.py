@@ -90,7 +90,7 @@ class BargainEnv(ParallelEnv):
         :func:`scripted_reply` (:func:`~agentgym_bench.multiagent.bargain_rules.scripted_demand`): asks for all it
         values, then concedes towards half the pool's worth, taking any fitting bundle that meets its aspiration.
         Two of them reach a deal in at least 95% of seeds 0-299 (290 of 300; tested); against uniformly random
-        demands it wins 0.61 [0.56, 0.65] of 400 matches (``docs/multiagent.md``, with the command).
+        demands it wins 0.570 [0.521, 0.618] of 400 validation matches (``docs/multiagent.md``, with the command).
 
     Splits:
         A deal (pool and both value vectors, seats unordered; :func:`~agentgym_bench.multiagent.bargain_rules.

@@ -30,6 +30,7 @@ import numpy as np
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
+from agentgym_bench.errors import UserError
 from agentgym_bench.multiagent.bargain import BargainEnv, random_reply, scripted_reply
 from agentgym_bench.multiagent.seats import read_move
 from agentgym_bench.multiagent.textarena_aec import TextArenaAECEnv
@@ -315,17 +316,27 @@ def _policy(name: str, seed: int) -> Policy:
     return policy_from_spec(spec, Sampling(max_new_tokens=32, seed=seed), scripted=SCRIPTED, max_batch_size=None)[0]
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of matches (an integer >= 1)")
+    return int(text)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """``python -m agentgym_bench.multiagent.selfplay --learner scripted --opponent random --matches 200``."""
     parser = argparse.ArgumentParser(description="Win/draw/loss of a learner against an opponent on Bargain-v0, "
                                                  "on validation seeds 0..matches-1, seats alternating.")
     parser.add_argument("--learner", default="scripted", help="scripted, random or a model folder")
     parser.add_argument("--opponent", default="random", help="scripted, random, self or a model folder")
-    parser.add_argument("--matches", type=int, default=200)
+    parser.add_argument("--matches", type=_positive, default=200, help="matches to play (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the policies' generators")
     args = parser.parse_args(argv)
-    learner = _policy(args.learner, args.seed)
-    opponent = learner if args.opponent == "self" else _policy(args.opponent, args.seed + 1)
+    try:
+        learner = _policy(args.learner, args.seed)
+        opponent = learner if args.opponent == "self" else _policy(args.opponent, args.seed + 1)
+    except UserError as err:  # one line, as agentgym-bench's own commands give it
+        parser.error(f"{err} (--learner and --opponent take scripted, random or a model folder; --opponent also "
+                     "self)")
     stats = score(play_matches("Bargain-v0", range(args.matches), learner, opponent, history=0))
     print(json.dumps({"learner": args.learner, "opponent": args.opponent, **stats}))
     return stats

@@ -160,3 +160,33 @@ def test_progress_lines_say_which_round_the_matches_are_in(monkeypatch, capsys):
     lines = capsys.readouterr().err.splitlines()
     assert any(line.startswith("matches: 0/4 matches") and ", round 1, 4 playing" in line for line in lines), lines
     assert lines[-1].startswith("matches: 4/4 matches (100%)")
+
+
+def test_the_documented_table_is_what_its_command_gives(capsys):
+    """A multi-agent walkthrough of 2026-12-02 found docs/multiagent.md's table of 2026-11-22 (before deals were split
+    by content) no longer what its command printed. Its first and last rows, read from the page."""
+    from pathlib import Path
+
+    from agentgym_bench.multiagent.selfplay import main
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "multiagent.md").read_text()
+    for learner, opponent, row_name in (("scripted", "random", "random"), ("random", "self", "itself")):
+        row = re.search(rf"^\| {learner} \| {row_name} \| ([\d.]+) \[([\d.]+), ([\d.]+)\] \| ([\d.]+) \| .* "
+                        r"\| ([\d.]+) \|$", page, re.M)
+        assert row is not None, (learner, opponent)
+        stats = main(["--learner", learner, "--opponent", opponent, "--matches", "400"])
+        capsys.readouterr()
+        got = (stats["win_rate"], *stats["win_ci"], stats["draw_rate"], stats["mean_reward"])
+        assert [f"{x:.3f}" for x in got] == list(row.groups()), (learner, opponent)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--opponent", "no-such-model", "--matches", "4"], "no model 'no-such-model'"),
+    (["--matches", "0"], "'0' is not a number of matches"),
+])
+def test_the_command_line_refuses_bad_input_in_one_line(argv, message, capsys):
+    from agentgym_bench.multiagent.selfplay import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
