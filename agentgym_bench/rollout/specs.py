@@ -35,8 +35,10 @@ from agentgym_bench.rollout.openai_compat import OpenAIPolicy, OpenAIResponsesPo
 from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy
 from agentgym_bench.rollout.vllm_backend import VLLMPolicy
 
-SPEC_HELP = ("oracle, random, hf:PATH (a model folder, a trainer run folder (its last checkpoint) or a hub id), "
-             "openai:MODEL@URL (chat completions), openai-responses:MODEL@URL (the Responses API), vllm:PATH")
+MODEL_SPECS = ("hf:PATH (a model folder, a trainer run folder (its last checkpoint) or a hub id), openai:MODEL@URL "
+               "(chat completions), openai-responses:MODEL@URL (the Responses API), vllm:PATH")
+SPEC_HELP = f"oracle, random, {MODEL_SPECS}"
+"""The single-agent suites' policy specs; a two-player suite's model-free ones are its own (scripted, random)."""
 ENDPOINT_KINDS = ("openai", "openai-responses")
 """The kinds of ``KIND:MODEL@URL`` specs: an endpoint's chat completions and its Responses API."""
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
@@ -160,7 +162,7 @@ def parse_spec(spec: str, scripted: Mapping[str, Scripted] = SINGLE_AGENT) -> tu
             raise UserError(f"policy {spec!r}: the endpoint {url!r} must start with http:// or https:// (e.g. "
                             f"{kind}:{target.split('@', 1)[0]}@http://{url})")
         return kind, target
-    raise UserError(f"policy {spec!r} is not one of: {SPEC_HELP}")
+    raise UserError(f"policy {spec!r} is not one of: {', '.join(scripted)}, {MODEL_SPECS}")
 
 
 def policy_record(kind: str, sampling: Sampling, *, keyed: bool) -> dict[str, Any]:

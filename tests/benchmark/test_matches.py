@@ -139,6 +139,8 @@ def test_policies_that_do_not_fit_the_suite_are_refused(tiny):
         suite_policy("oracle", tiny, Sampling())
     with pytest.raises(UserError, match="single-agent: use oracle"):
         suite_policy("scripted", suite_of(["bandit"], 2), Sampling())
+    with pytest.raises(UserError, match=r"policy 'foo' is not one of: random, scripted, hf:PATH"):  # its own names
+        suite_policy("foo", tiny, Sampling())
     policy, record = suite_policy("random", tiny, Sampling())
     with pytest.raises(UserError, match="no prompt template"):
         evaluate_suite(policy, tiny, record, prompt="compact")
