@@ -255,3 +255,21 @@ def test_sequence_length_caps_every_row(tiny_model, tmp_path):
     record = main(config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo", **overrides))).records[-1]
     assert record["rollout/turns"] == 1.0 and record["rollout/samples"] == 16
     assert math.isfinite(record["loss/policy"])
+
+
+def test_progress_lines_count_the_iteration_they_report(tiny_model, tmp_path, monkeypatch):
+    """A multi-agent walkthrough of 2026-12-02 read `train: 0/4 its ... train success 0.000` after iteration 1: the
+    postfix was printed before the iteration was counted."""
+    import io
+    import re
+
+    from agentgym_bench.progress import LineProgress
+    from trainers.rl import train
+
+    out = io.StringIO()
+    monkeypatch.setattr(train, "progress_bar", lambda total, desc, unit, enabled, initial=0: LineProgress(
+        total, desc, unit, 0.0, file=out, initial=initial))
+    main(config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo", progress=True)))
+    lines = [line for line in out.getvalue().splitlines() if "train success" in line]
+    assert [re.match(r"train: (\d)/3 its", line)[1] for line in lines] == ["1", "2", "3"], lines
+    assert "validation success" in lines[1] and "validation success" not in lines[0]  # eval_steps=2

@@ -531,14 +531,15 @@ def main(config: TrainConfig) -> TrainResult:
                 val, run.result.first_eval = play_validation(run.val_groups, run.sampler, config, dist,
                                                              run.val_seed, run.prompt_fits)
             _write(run, {"step": 0, **val, "time/total": time.perf_counter() - run.t0})
-        bar = progress_bar(config.max_steps, "train", "it", enabled=config.progress and dist.is_main)
-        bar.update(run.start)
+        bar = progress_bar(config.max_steps, "train", "it", enabled=config.progress and dist.is_main,
+                           initial=run.start)  # a resumed run's estimate from its own rate
         for step in range(run.start + 1, config.max_steps + 1):
             record = run_iteration(run, step)
             if dist.is_main:
                 _warn(run, step)
             bar.set_postfix_str(", ".join(f"{label} success {record[k]:.3f}" for k, label in
-                                          (("reward/success", "train"), ("val/success", "validation")) if k in record))
+                                          (("reward/success", "train"), ("val/success", "validation")) if k in record),
+                                refresh=False)  # shown with this iteration counted, by the update
             bar.update(1)
         bar.close()
         if dist.is_main:
