@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
                         "and what a results file may record)")
     suite, quick = quick_check(load_suite(args.suite), args.episodes, args.entries)
     kind = kind_of(suite)
-    kind.check_options(suite, None, args.action_format, "--action-format")
+    kind.check_options(suite, args.prompt, args.action_format, "--action-format")  # before any work
     trainer, training = training_record(args.trained_by) if args.trained_by else (None, None)
     if trainer is not None:
         trainer = with_start(trainer, args.trained_by)  # what the model it started from was trained on

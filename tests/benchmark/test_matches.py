@@ -161,5 +161,6 @@ def test_eval_command_writes_a_two_player_results_file(tmp_path, capsys):
     assert "no oracle exists" in capsys.readouterr().err
     assert main(["eval", "--suite", str(suite_file), "--policy", "random", "--prompt", "compact",
                  "--out", str(other)]) == 2
-    assert "there is no prompt template to choose" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert "there is no prompt template to choose" in printed.err and "entry 1/" not in printed.out  # before any work
     assert not other.exists()
