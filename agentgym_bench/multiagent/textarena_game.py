@@ -102,8 +102,9 @@ class TextArenaGame(gym.Env):
             return (received.news or self._state)[:MAX_STATE_LENGTH], 0.0, False, False, self._info(valid=False)
         self._state = received.news or self._state
         self._board = received.board or self._board
-        if done and self.match.outcome_info(0)["reason"]:
-            self._state += f"\nGame over: {to_charset(self.match.outcome_info(0)['reason'])}"
+        reason = self.match.outcome_info(0)["reason"] if done else ""
+        if reason:
+            self._state += f"\nGame over: {to_charset(reason)}"
         reward = self.match.rewards()[0] if done else 0.0
         return self._state[:MAX_STATE_LENGTH], float(reward), done, False, self._info(valid=True)
 

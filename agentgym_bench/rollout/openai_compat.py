@@ -115,9 +115,6 @@ class OpenAIPolicy:
         self.completion_tokens = 0
         """Sum of ``usage.completion_tokens``."""
 
-    USAGE = ("usage.prompt_tokens", "usage.completion_tokens")
-    """Where the answer's token counts are (for the error that names a bad one)."""
-
     def generate(self, conversations: Sequence[list[Message]], envs: Sequence[Any] | None = None,
                  keys: Sequence[tuple[int, ...]] | None = None) -> list[Generation]:
         """Reply to each conversation (``envs`` only give the ``tools`` an agent env in tool format offers); requests
@@ -146,9 +143,7 @@ class OpenAIPolicy:
                 return Generation("", None, None)
             raise
         try:
-            text, logprobs, usage = self._reply(data)
-            prompt_tokens, completion_tokens = (_count(value, name) for value, name in zip(usage, self.USAGE,
-                                                                                           strict=True))
+            text, logprobs, (prompt_tokens, completion_tokens) = self._reply(data)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
             why = f" ({e})" if isinstance(e, ValueError) else ""
             raise GenerationError(f"{self.url}: the answer is not an OpenAI-compatible completion{why}: "
@@ -171,8 +166,7 @@ class OpenAIPolicy:
         text = reply_text(choice["message"].get("content"), choice["message"].get("tool_calls"))
         content = (choice.get("logprobs") or {}).get("content")
         logprobs = [float(item["logprob"]) for item in content] if content else None
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return text, logprobs, (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        return text, logprobs, _counts(data, "prompt_tokens", "completion_tokens")
 
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -205,14 +199,15 @@ class OpenAIPolicy:
                               url=self.url, status=status, code=code)
 
 
-def _count(value: Any, name: str) -> int | None:
-    """A token count of an answer's usage: ``None`` where not given, else a non-negative integer (``ValueError``
-    naming it otherwise: a file must not carry a cost the endpoint did not count)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name}={value!r} is not a count of tokens")
-    return value
+def _counts(data: dict[str, Any], *names: str) -> tuple[int | None, ...]:
+    """The answer's ``usage`` token counts ``names``: ``None`` where not given, else non-negative integers
+    (``ValueError`` naming the field otherwise: a file must not carry a cost the endpoint did not count)."""
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    for name in names:
+        value = usage.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"usage.{name}={value!r} is not a count of tokens")
+    return tuple(usage.get(name) for name in names)
 
 
 class OpenAIResponsesPolicy(OpenAIPolicy):
@@ -241,13 +236,10 @@ class OpenAIResponsesPolicy(OpenAIPolicy):
         return {**self.body, "input": [{"type": "message", **m} for m in messages],
                 **({} if seed is None else {"seed": seed}), **({"tools": flat} if flat else {})}
 
-    USAGE = ("usage.input_tokens", "usage.output_tokens")
-
     def _reply(self, data: dict[str, Any]) -> tuple[str, list[float] | None, tuple[Any, Any]]:
         output = data["output"]
         text = "".join(part["text"] for item in output if item["type"] == "message" for part in item["content"]
                        if part["type"] == "output_text")
         calls = [{"function": {"name": item["name"], "arguments": item["arguments"]}} for item in output
                  if item["type"] == "function_call"]
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return reply_text(text, calls), None, (usage.get("input_tokens"), usage.get("output_tokens"))
+        return reply_text(text, calls), None, _counts(data, "input_tokens", "output_tokens")
