@@ -40,10 +40,11 @@ def test_options_may_sit_between_positional_arguments(capsys):
 def test_envs_lists_every_id_one_line_each():
     lines = cli("envs").stdout.splitlines()
     assert [line.split()[0] for line in lines if not line.startswith("(")] == list(AGENT_ENVS)
+    assert lines[-1].startswith("(two-player, PettingZoo: Bargain-v0") and "play Bargain-v0" in lines[-1]
     if importlib.util.find_spec("textarena") is not None:  # the bridge's ids, counted, and listed on request
-        assert lines[-1].startswith("(and ") and "envs --textarena" in lines[-1]
+        assert lines[-2].startswith("(and ") and "envs --textarena" in lines[-2]
         listed = cli("envs", "--textarena").stdout.splitlines()
-        assert sum(line.startswith("AgentTextArena/") for line in listed) == int(lines[-1].split()[1])
+        assert sum(line.startswith("AgentTextArena/") for line in listed) == int(lines[-2].split()[1])
 
 
 def test_play_a_whole_episode_from_stdin():
@@ -64,6 +65,15 @@ def test_play_in_tool_format_writes_bare_actions_as_a_tool_call_and_names_the_fo
 def test_play_stops_cleanly_when_input_ends():
     out = cli("play", "AgentSokoban-v0", "--seed", "1", stdin="Up\n")
     assert out.returncode == 0 and "(input closed)" in out.stdout
+
+
+def test_play_a_seat_of_a_two_player_textarena_game_against_a_model():
+    pytest.importorskip("textarena")
+    model = os.path.join(os.path.dirname(__file__), "..", "leaderboards", "agentgym-v2", "models", "default-model-sft")
+    out = cli("play", "TextArena/TicTacToe-v0", "--opponent", f"hf:{model}", stdin="[4]\n[0]\n[8]\n[2]\n[6]\n")
+    assert out.returncode == 0, out.stderr
+    assert "--- your turn (player_0) ---" in out.stdout and "[Player 1]" in out.stdout  # the model's move shown
+    assert "--- game over ---" in out.stdout or "(input closed)" in out.stdout
 
 
 def test_play_rejects_unknown_env_argument_with_its_name():

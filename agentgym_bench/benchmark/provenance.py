@@ -41,7 +41,7 @@ from agentgym_bench import run_folder
 from agentgym_bench.benchmark.resume import history_text
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import BOARD_INDEX
-from agentgym_bench.rollout.specs import ENDPOINT_KINDS, locate_model, model_sha256, parse_spec
+from agentgym_bench.rollout.specs import ENDPOINT_KINDS, endpoint_parts, locate_model, model_sha256, parse_spec
 
 
 def training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -251,7 +251,7 @@ def settings_note(spec: str, prompts: dict[str, str], history: int | None, max_n
         return None
     kind, target = parse_spec(spec)
     if kind in ENDPOINT_KINDS and target:  # a served local folder: `serve PATH` names the model by its path
-        target = target.split("@", 1)[0]
+        target = endpoint_parts(target)[0]
         if not os.path.isdir(target):
             return None
     elif kind not in ("hf", "vllm"):

@@ -7,6 +7,7 @@ import argparse
 
 import gymnasium as gym
 
+from agentgym_bench.multiagent.terminal import TWO_PLAYER_HINT
 from agentgym_bench.registration import AGENT_ENVS, GAMES
 
 
@@ -30,4 +31,5 @@ def run(args: argparse.Namespace) -> int:
     elif textarena:
         print(f"(and {len(textarena)} TextArena games, AgentTextArena/...: `agentgym-bench envs --textarena` lists "
               "them)")
+    print(f"(two-player, PettingZoo: {TWO_PLAYER_HINT}; `agentgym-bench play Bargain-v0` plays a seat)")
     return 0

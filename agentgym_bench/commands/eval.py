@@ -55,7 +55,7 @@ from agentgym_bench.benchmark.suites import DEFAULT_SUITE, available_suites, loa
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.endpoint import check_model, what_to_change
 from agentgym_bench.rollout.openai_compat import GenerationError
-from agentgym_bench.rollout.specs import SPEC_HELP, Sampling
+from agentgym_bench.rollout.specs import SPEC_HELP, Sampling, endpoint_parts, parse_spec
 
 
 def history_arg(text: str) -> int | None:
@@ -167,8 +167,8 @@ def run(args: argparse.Namespace) -> int:
                                   max_concurrency=args.max_concurrency, api_key_env=args.api_key_env)
     context = None
     if record["kind"] == "openai":
-        context = check_model(args.policy.split("@", 1)[1], record["model"], timeout=min(args.timeout, 10.0),
-                              api_key_env=args.api_key_env)
+        url = endpoint_parts(parse_spec(args.policy)[1] or "")[1]
+        context = check_model(url, record["model"], timeout=min(args.timeout, 10.0), api_key_env=args.api_key_env)
     partial = partial_path(out)
     prompts = kind.prompts(suite, args.prompt)
     note = settings_note(args.policy, prompts, args.history, args.max_new_tokens)

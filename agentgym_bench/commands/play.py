@@ -1,4 +1,5 @@
-"""``agentgym-bench play ENV_ID``: play an agent env in the terminal by typing replies or bare actions."""
+"""``agentgym-bench play ENV_ID``: play an agent env in the terminal by typing replies or bare actions, or one seat of
+a two-player env against an opponent."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import yaml
 import agentgym_bench  # noqa: F401  (registers the ids)
 from agentgym_bench.agent.env import LLMAgentEnv
 from agentgym_bench.errors import UserError
+from agentgym_bench.multiagent.terminal import TWO_PLAYER_HINT, is_two_player, play_in_terminal
 from agentgym_bench.registration import check_env_id
 
 
@@ -66,16 +68,31 @@ def seed(text: str) -> int:
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env_id", help="an id from `agentgym-bench envs`, e.g. AgentSokoban-v0, or MODULE:ID for an "
-                        "agent env of your own that MODULE registers")
+                        f"agent env of your own that MODULE registers; two-player: {TWO_PLAYER_HINT}")
     parser.add_argument("--seed", type=seed, default=0, help="episode seed >= 0 (same seed, same episode)")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="keyword argument for gym.make, repeatable (e.g. --arg num_boxes=2 --arg "
                         "is_slippery=false); values as Python literals or YAML, as train's KEY=VALUE")
     parser.add_argument("--show-prompt", action="store_true",
                         help="print the full text the model would read each turn instead of only the board")
+    parser.add_argument("--opponent", default=None, metavar="POLICY",
+                        help="two-player envs: who plays the other seat: scripted or random (Bargain-v0 only), or a "
+                        "model spec such as hf:PATH (default: scripted on Bargain-v0)")
+    parser.add_argument("--seat", default="player_0",
+                        help="two-player envs: your seat, player_0 (moves first) or player_1 (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_two_player(args.env_id):
+        if args.arg or args.show_prompt:
+            raise UserError("--arg and --show-prompt are for single-agent envs (a seat is shown its whole prompt)")
+        try:
+            play_in_terminal(args.env_id, args.opponent, args.seat, args.seed)
+        except EOFError:
+            print("\n(input closed)")
+        return 0
+    if args.opponent is not None:
+        raise UserError(f"--opponent is for two-player envs ({TWO_PLAYER_HINT}); {args.env_id} has one player")
     env_id = check_env_id(args.env_id)
     try:
         env = gym.make(env_id, render_mode="ansi", **parse_kwargs(args.arg))

@@ -18,6 +18,7 @@ from agentgym_bench.multiagent.seats import (
     unreadable,
 )
 from agentgym_bench.multiagent.textarena_bridge import TextArenaMatch, split_messages
+from agentgym_bench.multiagent.textarena_catalog import SINGLE_PLAYER
 
 AGENTS = ("player_0", "player_1")
 
@@ -79,6 +80,9 @@ class TextArenaAECEnv(AECEnv):
             raise ValueError(f"render_mode={render_mode!r} must be None or 'ansi'")
         if max_moves < 1:
             raise ValueError(f"max_moves={max_moves} must be >= 1")
+        if game in SINGLE_PLAYER:
+            raise ValueError(f"game={game!r} is a single-player TextArena game: play it as an agent env, "
+                             f"gym.make('AgentTextArena-v0', game={game!r})")
         self.game = game
         self.match = TextArenaMatch(game, num_players=2)
         self.enable_think, self.max_moves = enable_think, max_moves

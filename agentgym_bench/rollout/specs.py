@@ -148,6 +148,13 @@ def local_model_path(target: str | None) -> str | None:
     return path if Path(path).is_dir() else None
 
 
+def endpoint_parts(target: str) -> tuple[str, str]:
+    """``(model, url)`` of an endpoint spec's ``MODEL@URL``, split at the first ``@`` (a URL may hold one, as in
+    ``user:key@host``); ``("", "")`` parts where one is missing."""
+    model, _, url = target.partition("@")
+    return model, url
+
+
 def parse_spec(spec: str, scripted: Mapping[str, Scripted] = SINGLE_AGENT) -> tuple[str, str | None]:
     """``(kind, target)`` of a policy spec, ``scripted`` naming the model-free policies; a one-line
     :class:`UserError` if malformed."""
@@ -156,11 +163,11 @@ def parse_spec(spec: str, scripted: Mapping[str, Scripted] = SINGLE_AGENT) -> tu
         return kind, None
     if kind in ("hf", "vllm") and target:
         return kind, target
-    if kind in ENDPOINT_KINDS and "@" in target and target.split("@", 1)[0] and target.split("@", 1)[1]:
-        url = target.split("@", 1)[1]
+    if kind in ENDPOINT_KINDS and all(endpoint_parts(target)):
+        model, url = endpoint_parts(target)
         if not url.startswith(("http://", "https://")):
             raise UserError(f"policy {spec!r}: the endpoint {url!r} must start with http:// or https:// (e.g. "
-                            f"{kind}:{target.split('@', 1)[0]}@http://{url})")
+                            f"{kind}:{model}@http://{url})")
         return kind, target
     raise UserError(f"policy {spec!r} is not one of: {', '.join(scripted)}, {MODEL_SPECS}")
 
@@ -194,7 +201,7 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, scripted: Ma
     record = policy_record("openai" if kind in ENDPOINT_KINDS else kind, sampling, keyed=True)
     assert target is not None
     if kind in ENDPOINT_KINDS:
-        model, url = target.split("@", 1)
+        model, url = endpoint_parts(target)
         record["model"] = model
         backend = OpenAIResponsesPolicy if kind == "openai-responses" else OpenAIPolicy
         policy = backend(url, model, temperature=sampling.temperature, top_p=sampling.top_p,
