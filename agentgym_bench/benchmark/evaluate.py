@@ -153,7 +153,7 @@ def hardware() -> dict[str, Any]:
 
 
 def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], action_format: str | None = None, *,
-                        context: int | None = None, max_new_tokens: int | None = None) -> None:
+                        context: int | None = None, max_new_tokens: int | None = None) -> dict[str, tuple[int, int]]:
     """Before playing, send each entry's first prompt (its first seed) to the endpoint once, with the run's reply
     budget: a prompt the model's context cannot hold, or any other refusal, ends the run here with one line, before
     any work. (A prompt that only outgrows the context later, with history, gets an empty reply and the game goes on,
@@ -162,11 +162,15 @@ def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], acti
     ``context``: the model's context in tokens, where the endpoint reports it (``max_model_len``,
     :func:`~agentgym_bench.rollout.endpoint.check_model`): a ``max_new_tokens`` that leaves no room is refused
     before any request, and an answered prompt whose ``usage.prompt_tokens`` plus ``max_new_tokens`` exceed it (an
-    endpoint that cuts or overruns rather than refusing) is refused too."""
+    endpoint that cuts or overruns rather than refusing) is refused too.
+
+    Returns entry name -> ``(turn budget, first prompt's tokens)`` (``-1`` where the endpoint reports no usage), for
+    :func:`request_budget`."""
     if context is not None and max_new_tokens is not None and max_new_tokens >= context:
         raise UserError(f"--max-new-tokens {max_new_tokens} leaves no room for a prompt in the model's context of "
                         f"{context} tokens (max_model_len at /models): lower it; nothing was played")
 
+    probed = {}
     for entry in suite.entries:
         env = gym.make(entry.env_id, **entry.make_kwargs(prompts[entry.name], action_format))
         try:
@@ -189,3 +193,17 @@ def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], acti
             raise UserError(f"before playing, entry {entry.name}'s first prompt is {used} tokens, which with "
                             f"--max-new-tokens {max_new_tokens} exceeds the model's context of {context} tokens "
                             f"(max_model_len at /models) — {CONTEXT_HINT}; nothing was played")
+        probed[entry.name] = (int(env.unwrapped.max_turns), used if used is not None else -1)
+    return probed
+
+
+def request_budget(suite: Suite, probed: dict[str, tuple[int, int]], max_new_tokens: int) -> str:
+    """What a run through an endpoint may ask of it, from :func:`probe_first_prompts`: requests at most (every
+    episode playing its whole turn budget), reply tokens at most, and the first prompts' sizes (later prompts grow
+    with the history the run keeps)."""
+    requests = sum(entry.episodes * probed[entry.name][0] for entry in suite.entries)
+    sizes = [tokens for _, tokens in probed.values() if tokens >= 0]
+    first = f"; first prompts {min(sizes)}-{max(sizes)} tokens (later ones grow with the history)" if sizes else ""
+    return (f"at most {requests:,} requests (every episode using its whole turn budget) and "
+            f"{requests * max_new_tokens:,} reply tokens{first}")
+

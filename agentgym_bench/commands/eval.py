@@ -45,7 +45,7 @@ import sys
 from pathlib import Path
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
-from agentgym_bench.benchmark.evaluate import evaluate_by_entry, probe_first_prompts
+from agentgym_bench.benchmark.evaluate import evaluate_by_entry, probe_first_prompts, request_budget
 from agentgym_bench.benchmark.kinds import kind_of, suite_policy
 from agentgym_bench.benchmark.provenance import settings_note, training_record, with_start
 from agentgym_bench.benchmark.results import Results, read_results, write_results
@@ -178,8 +178,9 @@ def run(args: argparse.Namespace) -> int:
                 **({"quick_check": quick} if quick else {})}
     done = resumed(partial, suite, metadata, prompts, args.action_format)
     if record["kind"] == "openai" and prompts:  # each entry's first prompt (a game that writes its own has none)
-        probe_first_prompts(policy, suite, prompts, args.action_format, context=context,
-                            max_new_tokens=args.max_new_tokens)
+        probed = probe_first_prompts(policy, suite, prompts, args.action_format, context=context,
+                                     max_new_tokens=args.max_new_tokens)
+        print(f"the endpoint: {request_budget(suite, probed, args.max_new_tokens)}")
     if not out.parent.exists():
         out.parent.mkdir(parents=True)
         print(f"made the folder {out.parent} for --out {out}")

@@ -1,6 +1,9 @@
 """``agentgym-bench eval --policy openai:...`` end to end against ``agentgym-bench serve``'s server on loopback."""
 
 import json
+import re
+
+import gymnasium as gym
 
 from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.cli import main
@@ -25,4 +28,12 @@ def test_eval_against_a_local_openai_compatible_server(model_and_tokenizer, tmp_
     assert len(turns) == results.metadata["compute"]["env_steps"] >= 8
     generated = results.metadata["compute"]["generated_tokens"]
     assert generated is not None and generated > 0  # what the endpoint reported in usage
-    assert "wrote" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "wrote" in printed
+    budget = re.search(r"the endpoint: at most ([\d,]+) requests .* and ([\d,]+) reply tokens; first prompts "
+                       r"(\d+)-(\d+) tokens", printed)
+    assert budget is not None, printed  # what the run may ask of the endpoint, said before it is asked
+    requests = int(budget[1].replace(",", ""))
+    turn_budgets = {e.name: gym.make(e.env_id).unwrapped.max_turns for e in results.entries}
+    assert requests == sum(len(e.episodes) * turn_budgets[e.name] for e in results.entries) >= len(turns)
+    assert int(budget[2].replace(",", "")) == 8 * requests and 0 < int(budget[3]) <= int(budget[4])
