@@ -23,7 +23,7 @@ from agentgym_bench.errors import UserError
 # configure_parser and run, as a command module has)
 COMMANDS: dict[str, tuple[str, str]] = {
     "envs": ("agentgym_bench.commands.envs", "list the registered environment ids"),
-    "play": ("agentgym_bench.commands.play", "play an environment in the terminal"),
+    "play": ("agentgym_bench.commands.play", "play an environment, or a seat of a two-player one, in the terminal"),
     "demo": ("agentgym_bench.commands.demo", "oracle and random agents on every env, with scores"),
     "webshop-serve": ("agentgym_bench.envs.webshop.server", "serve the bundled WebShop store over HTTP"),
     "init-model": ("trainers.sft.default_model", "build the small local default model"),

@@ -79,7 +79,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="two-player envs: who plays the other seat: scripted or random (Bargain-v0 only), or a "
                         "model spec such as hf:PATH (default: scripted on Bargain-v0)")
     parser.add_argument("--seat", default="player_0",
-                        help="two-player envs: your seat, player_0 (moves first) or player_1 (default: %(default)s)")
+                        help="two-player envs: your seat, player_0 or player_1 (in TextArena games player_0 moves "
+                        "first; in Bargain both demand at once) (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
