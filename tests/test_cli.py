@@ -40,7 +40,7 @@ def test_options_may_sit_between_positional_arguments(capsys):
 def test_envs_lists_every_id_one_line_each():
     lines = cli("envs").stdout.splitlines()
     assert [line.split()[0] for line in lines if not line.startswith("(")] == list(AGENT_ENVS)
-    assert lines[-1].startswith("(two-player, PettingZoo: Bargain-v0") and "play Bargain-v0" in lines[-1]
+    assert lines[-1].startswith("(two-player, PettingZoo: Bargain-v1") and "play Bargain-v1" in lines[-1]
     if importlib.util.find_spec("textarena") is not None:  # the bridge's ids, counted, and listed on request
         assert lines[-2].startswith("(and ") and "envs --textarena" in lines[-2]
         listed = cli("envs", "--textarena").stdout.splitlines()

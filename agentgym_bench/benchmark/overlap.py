@@ -19,7 +19,7 @@ import agentgym_bench  # noqa: F401 - registers the ids
 from agentgym_bench.benchmark.suites import SuiteEntry
 from agentgym_bench.envs.bandit import BanditGame
 from agentgym_bench.envs.webshop.game import WebShopGame
-from agentgym_bench.multiagent.bargain import BargainEnv
+from agentgym_bench.multiagent.bargain import BARGAIN_IDS, BargainEnv
 from agentgym_bench.multiagent.bargain_rules import deal_text
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, seed_split
 
@@ -49,7 +49,7 @@ class Overlap:
 def content_reader(entry: SuiteEntry):
     """A function ``seed -> content text`` for ``entry``'s env, or ``None`` if the env generates no content."""
     if entry.opponent is not None:
-        if entry.env_id != "Bargain-v0":
+        if entry.env_id not in BARGAIN_IDS:
             return None
         env = BargainEnv(**entry.env_kwargs)
 

@@ -62,7 +62,7 @@ import agentgym_bench  # noqa: F401 - registers the ids
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.envs.frozen_lake import FrozenLakeGame
 from agentgym_bench.errors import UserError
-from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
+from agentgym_bench.multiagent.selfplay import BARGAIN_IDS, MULTIAGENT_ENVS
 from agentgym_bench.registration import is_graded
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import OraclePolicy
@@ -259,8 +259,8 @@ def _match_entry(label: str, raw: dict[str, Any], seed_start: int) -> SuiteEntry
     if not raw["env_id"].startswith("TextArena/") and raw["env_id"] not in MULTIAGENT_ENVS:
         raise SuiteError(f"{where}: {raw['env_id']!r} is not a two-player env id ({sorted(MULTIAGENT_ENVS)} or "
                          "'TextArena/<id>')")
-    if raw["opponent"] != "self" and raw["env_id"] != "Bargain-v0":
-        raise SuiteError(f"{where}: the {raw['opponent']} opponent plays Bargain-v0 only")
+    if raw["opponent"] != "self" and raw["env_id"] not in BARGAIN_IDS:
+        raise SuiteError(f"{where}: the {raw['opponent']} opponent plays Bargain only (Bargain-v0, Bargain-v1)")
     return SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),
                       prompts=(), episodes=int(raw["episodes"]), oracle_success=None, seed_start=seed_start,
                       opponent=raw["opponent"])
@@ -288,7 +288,7 @@ def match_ceiling(entry: SuiteEntry) -> float | None:
     only its own values can expect (exact: :meth:`~agentgym_bench.multiagent.bargain.BargainEnv.value_against_random`
     of each match's learner, averaged); ``None`` for every other entry, whose ceiling is not known exactly (the
     scripted bargainer's moves follow its private values; in self-play both seats are the policy's)."""
-    if entry.env_id != "Bargain-v0" or entry.opponent != "random":
+    if entry.env_id not in BARGAIN_IDS or entry.opponent != "random":
         return None
     env = MULTIAGENT_ENVS[entry.env_id](**entry.env_kwargs)
     ceilings = []

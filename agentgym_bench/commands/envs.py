@@ -31,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
     elif textarena:
         print(f"(and {len(textarena)} TextArena games, AgentTextArena/...: `agentgym-bench envs --textarena` lists "
               "them)")
-    print(f"(two-player, PettingZoo: {TWO_PLAYER_HINT}; `agentgym-bench play Bargain-v0` plays a seat)")
+    print(f"(two-player, PettingZoo: {TWO_PLAYER_HINT}; `agentgym-bench play Bargain-v1` plays a seat)")
     return 0

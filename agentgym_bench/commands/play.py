@@ -76,8 +76,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-prompt", action="store_true",
                         help="print the full text the model would read each turn instead of only the board")
     parser.add_argument("--opponent", default=None, metavar="POLICY",
-                        help="two-player envs: who plays the other seat: scripted or random (Bargain-v0 only), or a "
-                        "model spec such as hf:PATH (default: scripted on Bargain-v0)")
+                        help="two-player envs: who plays the other seat: scripted or random (Bargain only), or a "
+                        "model spec such as hf:PATH (default: scripted on Bargain)")
     parser.add_argument("--seat", default="player_0",
                         help="two-player envs: your seat, player_0 or player_1 (in TextArena games player_0 moves "
                         "first; in Bargain both demand at once) (default: %(default)s)")

@@ -10,7 +10,7 @@
 - :mod:`.bargain_rules`: Bargain's pure rules;
 - :mod:`.seats`: what every multi-agent env here shares with the single-agent envs (reply parsing, spaces);
 - :mod:`.selfplay`: matches that drive both seats with our batched policies, and their scores;
-- :mod:`.terminal`: a person at the terminal in one seat (``agentgym-bench play Bargain-v0``).
+- :mod:`.terminal`: a person at the terminal in one seat (``agentgym-bench play Bargain-v1``).
 
 Importing this package imports neither ``textarena`` (the ``multiagent`` extra) nor ``pettingzoo`` (which comes with
 the package); the modules that need them import them.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -60,7 +62,9 @@ class BargainEnv(ParallelEnv):
             Always output: <think> [Your thoughts] </think> <answer> [your answer] </answer> with no extra text.
 
         Later rounds read ``Round 1: you asked for 1 book, 0 hats, 1 ball; they asked for ...: no deal.`` and
-        the next round's request.
+        the next round's request. With ``restate_deal=True`` (``Bargain-v1``) they begin with the deal again,
+        ``Pool: 3 books, 2 hats, 2 balls. Your values: book 2, hat 0, ball 2.``, so that a prompt holding only the
+        current observation (history 0) still says what each item is worth to the seat.
 
     Rewards:
         0 until the end; then each player's bundle value over 10 (in [0, 1]), 0 for both without a deal.
@@ -83,6 +87,7 @@ class BargainEnv(ParallelEnv):
             ``max_rounds``). The module's ``parallel_env(**kwargs)`` and ``env(**kwargs)`` (its AEC form) take it
             too, as PettingZoo's own envs do, so ``pettingzoo.test.max_cycles_test(bargain)`` runs.
         enable_think: require ``<think>...</think>`` before ``<answer>``.
+        restate_deal: begin every observation after the first with the pool and the seat's values (``Bargain-v1``).
         max_observation_length: size of the observation's text space.
         render_mode: ``"ansi"`` (both players' views) or ``None``.
 
@@ -101,6 +106,9 @@ class BargainEnv(ParallelEnv):
         seeds (from 1,000,000,000) draw any deal, as all seeds did before.
 
     Version History:
+        * v1 (``Bargain-v1``, ``restate_deal=True``): every observation after the first restates the pool and the
+          seat's values. In v0 only the first observation shows them, so with history 0 a seat bargained from round
+          2 on without knowing what the items are worth to it.
         * v0: initial version; deals were made content-disjoint by split (before, every seed drew any deal, and
           the space is small: agentgym-ma-v1's test deals also occurred among training seeds).
     """
@@ -108,7 +116,8 @@ class BargainEnv(ParallelEnv):
     metadata = {"name": "bargain_v0", "render_modes": ["ansi"]}
 
     def __init__(self, *, max_rounds: int = 5, max_cycles: int | None = None, enable_think: bool = True,
-                 max_observation_length: int = DEFAULT_MAX_OBSERVATION_LENGTH, render_mode: str | None = None):
+                 restate_deal: bool = False, max_observation_length: int = DEFAULT_MAX_OBSERVATION_LENGTH,
+                 render_mode: str | None = None):
         if not isinstance(max_rounds, int) or max_rounds < 1:
             raise ValueError(f"max_rounds={max_rounds!r} must be a positive integer")
         if max_cycles is not None and (not isinstance(max_cycles, int) or max_cycles < 1):
@@ -116,6 +125,9 @@ class BargainEnv(ParallelEnv):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode={render_mode!r} must be None or 'ansi'")
         self.max_rounds, self.max_cycles, self.enable_think = max_rounds, max_cycles, enable_think
+        self.restate_deal = bool(restate_deal)
+        if self.restate_deal:
+            self.metadata = {**self.metadata, "name": "bargain_v1"}
         self.max_observation_length, self.render_mode = max_observation_length, render_mode
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
@@ -137,8 +149,11 @@ class BargainEnv(ParallelEnv):
 
     # -- text ------------------------------------------------------------------------------------------------------
 
+    def _own_values(self, agent: str) -> str:
+        return ", ".join(f"{item} {v}" for item, v in zip(rules.ITEMS, self.values[agent], strict=True))
+
     def _intro(self, agent: str) -> str:
-        own = ", ".join(f"{item} {v}" for item, v in zip(rules.ITEMS, self.values[agent], strict=True))
+        own = self._own_values(agent)
         return (f"Bargain: you and the other player split a pool of {rules.describe(self.counts)}.\n"
                 f"Your values: {own} (the whole pool is worth {rules.TOTAL_VALUE} to you). The other player's values "
                 "are private and may differ.\n"
@@ -150,6 +165,8 @@ class BargainEnv(ParallelEnv):
     def _text(self, agent: str) -> str:
         other = AGENTS[1 - AGENTS.index(agent)]
         lines = [self._intro(agent)] if not self.history else []
+        if self.history and self.restate_deal:
+            lines.append(f"Pool: {rules.describe(self.counts)}. Your values: {self._own_values(agent)}.")
         for r, demands in enumerate(self.history[-1:], start=len(self.history)):
             mine, theirs = (demands[agent], demands[other])
             said = lambda b: rules.describe(b) if b is not None else "nothing readable"  # noqa: E731
@@ -244,6 +261,11 @@ class BargainEnv(ParallelEnv):
         seeing only its own values: :func:`~agentgym_bench.multiagent.bargain_rules.best_against_random` of the pool,
         its values and ``max_rounds`` (exact; the verifier's ceiling of a suite's entry against random demands)."""
         return rules.best_against_random(self.counts, self.values[agent], self.max_rounds)
+
+
+BARGAIN_IDS: dict[str, Callable[..., BargainEnv]] = {"Bargain-v0": BargainEnv,
+                                                     "Bargain-v1": partial(BargainEnv, restate_deal=True)}
+"""Bargain's two-player env ids (``v1`` restates the deal every round: :class:`BargainEnv`'s version history)."""
 
 
 def parallel_env(**kwargs: Any) -> BargainEnv:

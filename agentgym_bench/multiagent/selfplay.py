@@ -31,7 +31,7 @@ from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
 from agentgym_bench.errors import UserError
-from agentgym_bench.multiagent.bargain import BargainEnv, random_reply, scripted_reply
+from agentgym_bench.multiagent.bargain import BARGAIN_IDS, BargainEnv, random_reply, scripted_reply
 from agentgym_bench.multiagent.seats import read_move
 from agentgym_bench.multiagent.textarena_aec import TextArenaAECEnv
 from agentgym_bench.progress import progress as progress_bar
@@ -45,12 +45,13 @@ def _make_textarena(game: str, **kwargs: Any) -> AECEnv:
     return TextArenaAECEnv(game, **kwargs)
 
 
-MULTIAGENT_ENVS: dict[str, Callable[..., AECEnv | ParallelEnv]] = {"Bargain-v0": BargainEnv}
-"""Two-player env ids: ``"Bargain-v0"``, and ``"TextArena/<id>"`` for any two-player TextArena id."""
+MULTIAGENT_ENVS: dict[str, Callable[..., AECEnv | ParallelEnv]] = dict(BARGAIN_IDS)
+"""Two-player env ids: Bargain's (:data:`BARGAIN_IDS`), and ``"TextArena/<id>"`` for any two-player TextArena id."""
 
 
 def make_multiagent_env(env_id: str, **kwargs: Any) -> AECEnv | ParallelEnv:
-    """Build ``"Bargain-v0"`` or ``"TextArena/TicTacToe-v0"`` (any two-player TextArena id) with ``kwargs``."""
+    """Build one of Bargain's ids (:data:`~agentgym_bench.multiagent.bargain.BARGAIN_IDS`, e.g. ``"Bargain-v1"``) or
+    ``"TextArena/TicTacToe-v0"`` (any two-player TextArena id) with ``kwargs``."""
     if env_id.startswith("TextArena/"):
         return _make_textarena(env_id.removeprefix("TextArena/"), **kwargs)
     if env_id not in MULTIAGENT_ENVS:
@@ -324,8 +325,11 @@ def _positive(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """``python -m agentgym_bench.multiagent.selfplay --learner scripted --opponent random --matches 200``."""
-    parser = argparse.ArgumentParser(description="Win/draw/loss of a learner against an opponent on Bargain-v0, "
-                                                 "on validation seeds 0..matches-1, seats alternating.")
+    parser = argparse.ArgumentParser(description="Win/draw/loss of a learner against an opponent on Bargain, on "
+                                                 "validation seeds 0..matches-1, seats alternating, history 0.")
+    parser.add_argument("--env", default="Bargain-v1", choices=sorted(BARGAIN_IDS),
+                        help="Bargain's version (v1 restates the deal every round; the model-free policies play "
+                        "both alike) (default: %(default)s)")
     parser.add_argument("--learner", default="scripted", help="scripted, random or a model folder")
     parser.add_argument("--opponent", default="random", help="scripted, random, self or a model folder")
     parser.add_argument("--matches", type=_positive, default=200, help="matches to play (default: %(default)s)")
@@ -337,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except UserError as err:  # one line, as agentgym-bench's own commands give it
         parser.error(f"{err} (--learner and --opponent take scripted, random or a model folder; --opponent also "
                      "self)")
-    stats = score(play_matches("Bargain-v0", range(args.matches), learner, opponent, history=0))
+    stats = score(play_matches(args.env, range(args.matches), learner, opponent, history=0))
     print(json.dumps({"learner": args.learner, "opponent": args.opponent, **stats}))
     return stats
 

@@ -1,4 +1,4 @@
-"""A person at the terminal in one seat of a two-player env (``agentgym-bench play Bargain-v0``).
+"""A person at the terminal in one seat of a two-player env (``agentgym-bench play Bargain-v1``).
 
 :class:`TerminalPolicy` is a policy like any other (``generate(conversations, envs)``), so the match runs through
 :func:`~agentgym_bench.multiagent.selfplay.play_matches` exactly as the board's matches do: what the person reads
@@ -10,18 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from agentgym_bench.errors import UserError
+from agentgym_bench.multiagent.bargain import BARGAIN_IDS
 from agentgym_bench.multiagent.seats import read_move
 from agentgym_bench.multiagent.selfplay import SCRIPTED, MatchResult, Seat, make_multiagent_env, play_matches
 from agentgym_bench.rollout.policy import Generation, Message
 from agentgym_bench.rollout.specs import Sampling, policy_from_spec
 
 OUTCOME_WORDS = {"win": "You win", "draw": "A draw", "loss": "You lose"}
-TWO_PLAYER_HINT = "Bargain-v0, or TextArena/<two-player TextArena id> (e.g. TextArena/TicTacToe-v0)"
+TWO_PLAYER_HINT = ("Bargain-v1 (v0: the deal shown in the first round only), or TextArena/<two-player TextArena id> "
+                   "(e.g. TextArena/TicTacToe-v0)")
 
 
 def is_two_player(env_id: str) -> bool:
     """Whether ``env_id`` names a two-player env (:func:`~agentgym_bench.multiagent.selfplay.make_multiagent_env`)."""
-    return env_id == "Bargain-v0" or env_id.startswith("TextArena/")
+    return env_id in BARGAIN_IDS or env_id.startswith("TextArena/")
 
 
 def as_reply(line: str, enable_think: bool) -> str:
@@ -61,12 +63,12 @@ def opponent_policy(env_id: str, spec: str | None, seed: int):
     """The opponent named by ``spec``: ``scripted`` or ``random`` (Bargain only) or a model spec (``hf:PATH``,
     ``openai:MODEL@URL``, ...), sampled at temperature 1 with ``seed``; ``None``: ``scripted`` on Bargain."""
     if spec is None:
-        if env_id != "Bargain-v0":
+        if env_id not in BARGAIN_IDS:
             raise UserError(f"{env_id} needs --opponent: a model spec such as hf:PATH (scripted and random play "
-                            "Bargain-v0 only)")
+                            "Bargain only)")
         spec = "scripted"
-    if spec in SCRIPTED and env_id != "Bargain-v0":
-        raise UserError(f"--opponent {spec} plays Bargain-v0 only; {env_id} needs a model (e.g. hf:PATH)")
+    if spec in SCRIPTED and env_id not in BARGAIN_IDS:
+        raise UserError(f"--opponent {spec} plays Bargain only; {env_id} needs a model (e.g. hf:PATH)")
     return policy_from_spec(spec, Sampling(max_new_tokens=128, seed=seed), scripted=SCRIPTED,
                             max_batch_size=None)[0]
 

@@ -203,3 +203,28 @@ def test_best_against_random_is_the_best_plan_and_a_hand_count():
 def test_a_step_before_any_reset_says_so():
     with pytest.raises(RuntimeError, match=r"step\(\) called before any game started; call reset\(\) first"):
         BargainEnv().step({"player_0": "<answer>1 0 0</answer>", "player_1": "<answer>0 0 0</answer>"})
+
+
+def test_v1_restates_the_deal_every_round_and_plays_the_same_game_as_v0():
+    """Bargain-v1: a prompt with history 0 still says what the items are worth to the seat (v0's only say it in
+    the first observation); deals, rewards and state keys are v0's."""
+    from agentgym_bench.multiagent.bargain import BARGAIN_IDS
+
+    v0, v1 = BARGAIN_IDS["Bargain-v0"](), BARGAIN_IDS["Bargain-v1"]()
+    first0, _ = v0.reset(seed=5)
+    first1, _ = v1.reset(seed=5)
+    assert first0 == first1 and v1.metadata["name"] == "bargain_v1" and v0.metadata["name"] == "bargain_v0"
+    moves = [{"player_0": reply(v0.counts), "player_1": reply(v0.counts)},  # both greedy: no deal
+             {"player_0": "nonsense", "player_1": reply(v0.counts)}]
+    for actions in moves:
+        obs0, rewards0, _, _, infos0 = v0.step(actions)
+        obs1, rewards1, _, _, infos1 = v1.step(actions)
+        assert rewards0 == rewards1 and infos0 == infos1
+        for agent in ("player_0", "player_1"):
+            own = ", ".join(f"{item} {v}" for item, v in zip(rules.ITEMS, v1.values[agent], strict=True))
+            restated = f"Pool: {rules.describe(v1.counts)}. Your values: {own}."
+            assert obs1[agent]["text"] == restated + "\n" + obs0[agent]["text"]
+            assert "Your values" not in obs0[agent]["text"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parallel_api_test(BARGAIN_IDS["Bargain-v1"](), num_cycles=200)

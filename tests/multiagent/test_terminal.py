@@ -1,4 +1,4 @@
-"""A person in one seat of a two-player env (`agentgym-bench play Bargain-v0`), through the matches' own engine."""
+"""A person in one seat of a two-player env (`agentgym-bench play Bargain-v1`), through the matches' own engine."""
 
 import pytest
 
@@ -48,10 +48,18 @@ def test_an_unreadable_reply_is_said_to_be_no_move_and_the_game_goes_on_as_for_a
 
 @pytest.mark.parametrize("env_id, opponent, seat, words", [
     ("TextArena/TicTacToe-v0", None, "player_0", "needs --opponent"),
-    ("TextArena/TicTacToe-v0", "scripted", "player_0", "plays Bargain-v0 only"),
+    ("TextArena/TicTacToe-v0", "scripted", "player_0", "plays Bargain only"),
     ("TextArena/Minesweeper-v0", "random", "player_0", "single-player TextArena game"),
     ("Bargain-v0", "scripted", "player_2", "not a seat of Bargain-v0: player_0, player_1"),
 ])
 def test_what_cannot_be_played_is_refused_before_any_move(env_id, opponent, seat, words):
     with pytest.raises(UserError, match=words):
         play_in_terminal(env_id, opponent, seat, 0, read=typed(), write=lambda text: None)
+
+
+def test_on_bargain_v1_the_person_is_told_the_deal_again_each_round():
+    shown = []
+    with pytest.raises(EOFError):
+        play_in_terminal("Bargain-v1", "random", "player_0", 3, read=typed("2 3 3"), write=shown.append)
+    second = [line for line in shown if "--- your turn (player_0) ---" in line][1]
+    assert "Pool: 2 books, 3 hats, 3 balls. Your values: book 2, hat 0, ball 2." in second

@@ -125,7 +125,7 @@ def test_config_keys_and_their_errors(model_dir, tmp_path):
         "train_env_manager.opponent=snapshot": "set val_env_manager.opponent",
         "train_env_manager.opponent=friend": "opponent='friend' is not one of",
         "train_env_manager.tags=[AgentFrozenLake-v0]": "one two-player env id",
-        "train_env_manager.tags=[TextArena/TicTacToe-v0]": "plays Bargain-v0 only",
+        "train_env_manager.tags=[TextArena/TicTacToe-v0]": "plays Bargain only",
         "sequence_length=512": "not implemented for two-player",
         "train_env_manager.learner_seats=player_2": "learner_seats='player_2' is not one of",
     }

@@ -36,6 +36,7 @@ from typing import Any
 import gymnasium as gym
 
 import agentgym_bench  # noqa: F401 - registers the env ids
+from agentgym_bench.multiagent.bargain import BARGAIN_IDS
 from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
 from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 from trainers.algos.advantages import NORM_METHODS
@@ -615,8 +616,8 @@ class TrainConfig:
         if len(manager.tags) != 1 or not (env_id in MULTIAGENT_ENVS or env_id.startswith("TextArena/")):
             raise ConfigError(f"{prefix}.tags={manager.tags} must hold one two-player env id with an opponent: "
                               f"one of {sorted(MULTIAGENT_ENVS)} or TextArena/<two-player id>")
-        if manager.opponent in FIXED_OPPONENTS and env_id != "Bargain-v0":
-            raise ConfigError(f"{prefix}.opponent={manager.opponent} plays Bargain-v0 only; use self or snapshot")
+        if manager.opponent in FIXED_OPPONENTS and env_id not in BARGAIN_IDS:
+            raise ConfigError(f"{prefix}.opponent={manager.opponent} plays Bargain only; use self or snapshot")
         if prefix == "val_env_manager" and manager.opponent not in FIXED_OPPONENTS:
             raise ConfigError(f"val_env_manager.opponent={manager.opponent} learns with the run, so evaluations would "
                               f"not be comparable: set val_env_manager.opponent to {' or '.join(FIXED_OPPONENTS)}")

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from agentgym_bench.multiagent.bargain import BARGAIN_IDS
 from agentgym_bench.multiagent.selfplay import SCRIPTED, RandomBargainPolicy, make_multiagent_env, play_matches
 from agentgym_bench.rollout.engine import first_group_seed, shard_groups
 from agentgym_bench.rollout.policy import Policy
@@ -81,8 +82,8 @@ class MatchGroups:
                  snapshot_every: int = 1):
         if opponent not in OPPONENTS:
             raise ValueError(f"opponent={opponent!r} is not one of {', '.join(OPPONENTS)}")
-        if opponent in BARGAIN_ONLY and env_id != "Bargain-v0":
-            raise ValueError(f"opponent={opponent!r} plays Bargain-v0 only; for {env_id} use self or snapshot")
+        if opponent in BARGAIN_ONLY and env_id not in BARGAIN_IDS:
+            raise ValueError(f"opponent={opponent!r} plays Bargain only; for {env_id} use self or snapshot")
         for name, value in (("num_env_groups", num_env_groups), ("group_size", group_size),
                             ("snapshot_every", snapshot_every)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

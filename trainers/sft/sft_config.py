@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentgym_bench.multiagent.bargain import BARGAIN_IDS
 from agentgym_bench.rollout.scripted import DEMONSTRATORS, has_demonstrator
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 from trainers.runtime import config_loading
@@ -43,7 +44,7 @@ each: on two idle cores 1.85x one thread and 1.06x two threads of one process; b
 thread, where two threads fall to 0.62x (benchmarks/warmstart_threads.md). The process and thread counts change the
 last bits of the sums, so the same seed on other counts gives another model, as another seed would (run 7 of
 docs/lab/2026-11-22-warm-start-ablations.md: Sokoban 0.66 on one thread, 0.59 on two)."""
-MATCH_ENVS = ("Bargain-v0",)
+MATCH_ENVS = tuple(BARGAIN_IDS)
 """Two-player env ids with a demonstrator: random-demand matches (:mod:`trainers.sft.warmstart`)."""
 
 

@@ -11,7 +11,7 @@ reads top to bottom:
    ``oracle_actions`` actions, or with probability ``epsilon`` a random valid action (default 0: clean
    demonstrations imitate best, ``docs/lab/2026-11-22-warm-start-ablations.md``, "Where the capacity went"); with
    ``demonstrators``, another demonstrator on some envs (WebShop's first-hit shopper). Every reply is well formed. The
-   two-player ``Bargain-v0`` (:data:`~trainers.sft.sft_config.MATCH_ENVS`) has a weak demonstrator instead, so that RL
+   two-player Bargain (:data:`~trainers.sft.sft_config.MATCH_ENVS`) has a weak demonstrator instead, so that RL
    has room: matches between two uniformly random, well-formed demands
    (:class:`~agentgym_bench.multiagent.selfplay.RandomBargainPolicy`), both seats' turns kept; its evaluation is the
    win rate against the random policy, seats alternating, next to the scripted bargainer's (the "oracle" column) and
