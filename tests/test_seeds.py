@@ -25,6 +25,8 @@ from agentgym_bench.seeds import (
 
 SPLIT_SEEDS = {"test": range(TEST_SEEDS.start, TEST_SEEDS.start + 1000), "validation": range(0, 1000),
                "train": range(TRAIN_SEED_START, TRAIN_SEED_START + 2000)}
+from agentgym_bench.envs.webshop.game import WebShopGame  # noqa: E402
+
 GENERATED = ["AgentSokoban-v0", "AgentSokobanAltVocab-v0", "AgentSokobanLarge-v0", "AgentFrozenLake-v0",
              "AgentFrozenLakeNoSlip-v0"]
 
@@ -55,6 +57,23 @@ def test_first_observations_of_the_splits_are_disjoint(env_id):
     assert not seen["test"] & seen["train"] and not seen["test"] & seen["validation"]
     assert not seen["validation"] & seen["train"]
     assert len(seen["test"]) > 100  # many distinct test episodes, not a handful
+
+
+def test_webshop_goals_of_the_splits_ask_for_different_things():
+    """Content, not only goal indices: no training or validation seed plays a goal that asks for what a test goal
+    asks for, in any wording (the bundled store has three such twins among its training goals; seeds skip them)."""
+    from agentgym_bench.envs.webshop.catalog import load_catalog, requirements
+
+    game, goals, seen = core_game("AgentWebShop-v0"), load_catalog().goals, {}
+    sizes = {"test": 500, "validation": 1000, "train": 1792}  # every goal of each split, as seeds map them
+    for split, size in sizes.items():
+        start = SPLIT_SEEDS[split].start
+        seen[split] = {requirements(goals[game.reset(seed=s)[1]["goal_index"]]) for s in range(start, start + size)}
+    assert len(seen["test"]) == 500 and len(seen["train"]) > 1700
+    assert not seen["test"] & seen["train"] and not seen["test"] & seen["validation"]
+    assert not seen["validation"] & seen["train"]
+    with pytest.raises(ValueError, match="left out of training"):
+        WebShopGame(split="train").reset(options={"goal_index": 3144 - 1500})
 
 
 def test_bargain_deals_of_the_splits_are_disjoint():

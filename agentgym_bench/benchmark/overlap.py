@@ -1,8 +1,9 @@
 """How much of a suite's test content also occurs in training and validation episodes (0 is the goal).
 
 An episode's *content* is what a model could memorise from it: the first observation of the core game (a Sokoban
-room with its start positions, a FrozenLake map with start, holes and goal), WebShop's goal, a Bargain deal (pool
-and both players' values, seats unordered). Bandit has none: every episode is the same two arms and the seed only
+room with its start positions, a FrozenLake map with start, holes and goal), what WebShop's goal asks for (its
+instruction without the opening words, :func:`~agentgym_bench.envs.webshop.catalog.requirements`), a Bargain deal
+(pool and both players' values, seats unordered). Bandit has none: every episode is the same two arms and the seed only
 draws the rewards. :func:`overlap` plays the first turn of each seed of a suite entry and of the training and
 validation seeds, and counts the test episodes whose content also occurs there. ``benchmarks/content_overlap.py``
 runs it over whole suites; the splits themselves are :mod:`agentgym_bench.seeds`.
@@ -18,6 +19,7 @@ import gymnasium as gym
 import agentgym_bench  # noqa: F401 - registers the ids
 from agentgym_bench.benchmark.suites import SuiteEntry
 from agentgym_bench.envs.bandit import BanditGame
+from agentgym_bench.envs.webshop.catalog import load_catalog, requirements
 from agentgym_bench.envs.webshop.game import WebShopGame
 from agentgym_bench.multiagent.bargain import BARGAIN_IDS, BargainEnv
 from agentgym_bench.multiagent.bargain_rules import deal_text
@@ -62,11 +64,11 @@ def content_reader(entry: SuiteEntry):
     if isinstance(game, BanditGame):
         return None
     if isinstance(game, WebShopGame):  # training and validation seeds play the default split (agentgym-v1's: "test")
-        by_seed = WebShopGame()
+        by_seed, goals = WebShopGame(), load_catalog().goals
 
-        def goal(seed: int) -> str:
+        def goal(seed: int) -> str:  # what the goal asks for: a twin in other opening words is the same content
             player = game if seed_split(seed) == "test" else by_seed
-            return f"webshop goal {player.reset(seed=seed)[1]['goal_index']}"
+            return requirements(goals[player.reset(seed=seed)[1]["goal_index"]])
         return goal
     return lambda seed: game.reset(seed=seed)[0]
 

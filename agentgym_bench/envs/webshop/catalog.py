@@ -23,7 +23,9 @@ A goal (the target product's type fields, the instruction, and what the reward c
 Splits (RAGEN's sizes): goals ``[0, 500)`` are the test split, ``[500, 1500)`` validation, ``[1500, 3292)`` train.
 Test and validation goals target one product each (1,500 distinct products); the train goals target the other 500
 products, up to four option combinations each, so no product targeted by a test or validation goal is a training
-target (all 2,000 products can appear in every episode's search results).
+target (all 2,000 products can appear in every episode's search results). Three training goals ask for exactly
+what a test goal asks for (the same requirements in other opening words, for another product of the same kind):
+:meth:`Catalog.held_out_twins` names them, and training seeds never play them (``WebShopGame``).
 """
 
 from __future__ import annotations
@@ -277,6 +279,16 @@ def option_text(options: dict[str, list[str]]) -> str:
     return ", and ".join(f"{name}: {', '.join(values)}" for name, values in options.items())
 
 
+def requirements(goal: dict[str, Any]) -> str:
+    """What a goal asks for: its instruction without the opening words (``"i am looking for"``, ``"Find me"``, ...),
+    the content by which splits are held out."""
+    text = goal["instruction_text"]
+    for opener in vocab.INSTRUCTION_OPENERS:
+        if text.startswith(opener + " "):
+            return text[len(opener) + 1:]
+    return text
+
+
 @dataclass
 class Catalog:
     """Products, goals and splits of a store, with its search index.
@@ -295,6 +307,7 @@ class Catalog:
     by_asin: dict[str, int] = field(init=False)
     index: BM25Index = field(init=False)
     _cache: dict[str, tuple[int, ...]] = field(init=False, default_factory=dict, repr=False)
+    _twins: frozenset[int] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.by_asin = {p["asin"]: i for i, p in enumerate(self.products)}
@@ -312,6 +325,18 @@ class Catalog:
                 self._cache.clear()
             self._cache[keywords] = hits
         return hits
+
+    def held_out_twins(self) -> frozenset[int]:
+        """Training goals (indices) whose :func:`requirements` equal a test or validation goal's: a model trained on
+        them would have seen a held-out goal's task. (The generator draws requirements independently per goal, so a
+        few coincide; in the bundled store, training goals 3144, 2828 and 2800 repeat test goals 453, 101 and
+        288.)"""
+        if self._twins is None:
+            held = {requirements(self.goals[i]) for split in ("test", "validation") if split in self.splits
+                    for i in range(*self.splits[split])}
+            train = range(*self.splits["train"]) if "train" in self.splits else range(0)
+            self._twins = frozenset(i for i in train if requirements(self.goals[i]) in held)
+        return self._twins
 
     def split_range(self, split: str) -> tuple[int, int]:
         """``(start, stop)`` goal indices of ``split``; ``ValueError`` naming the known splits otherwise."""

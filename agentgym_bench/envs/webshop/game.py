@@ -193,7 +193,10 @@ class WebShopGame(gym.Env):
       a named split. No seed draws a goal of the split (``"by_seed"``: of the training goals) from ``np_random``.
       ``info["split"]`` says which split the episode's goal is from. The test goals are held out: with any split, a
       reset that would play a test goal without a held-out test seed (a training or validation seed, or none) raises
-      ``ValueError``.
+      ``ValueError``. So is their content: a training goal that asks for exactly what a test or validation goal asks
+      for (:meth:`~agentgym_bench.envs.webshop.catalog.Catalog.held_out_twins`: 3 of the bundled store's 1,792) is
+      never played; a seed or draw that lands on one plays the next training goal instead, and ``goal_index``
+      naming one raises ``ValueError``.
     - ``backend="local"``: ``"local"`` or ``"http"``.
     - ``base_url=None``: the server for ``backend="http"`` (required then, e.g. ``"http://127.0.0.1:36001"``).
     - ``timeout=10.0``, ``retries=2``: seconds allowed for one HTTP request attempt (connect to last byte) and retries
@@ -210,9 +213,11 @@ class WebShopGame(gym.Env):
     instruction, opens the first hit, clicks the option values the instruction names, buys.
 
     ## Version History
-    - v0: initial version; the default ``split`` became ``"by_seed"`` (it was ``"test"``, under which training
+    - v0: initial version. The default ``split`` became ``"by_seed"`` (it was ``"test"``, under which training
       seeds played test goals); episodes of test and validation seeds are unchanged; test goals refuse non-test
-      seeds (``split="test"`` let any seed play them).
+      seeds (``split="test"`` let any seed play them). Since 2026-12-02 training seeds skip the three training goals
+      whose requirements repeat test goals' (seeds 10,260, 10,288 and 10,604, of the documented imitation recipe's
+      range, played them before).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
@@ -242,6 +247,7 @@ class WebShopGame(gym.Env):
                 raise ValueError("base_url is required with backend='http', e.g. base_url='http://127.0.0.1:36001'")
             self.backend = HttpBackend(base_url, timeout, retries)
         self.num_goals = num_goals
+        self._skipped = load_catalog().held_out_twins() if num_goals is None else frozenset()  # the bundled store's
         self.observation_space = text_space(MAX_OBSERVATION_LENGTH)
         self.action_space = text_space(MAX_ACTION_LENGTH)
         self.goal_index = -1
@@ -320,10 +326,15 @@ class WebShopGame(gym.Env):
             if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < size:
                 raise ValueError(f"options['goal_index']={index!r} must be an integer in [0, {size}) "
                                  f"(the {self.split} split)")
+            if start + index in self._skipped and split == "train":
+                raise ValueError(f"training goal {index} (goal {start + index}) asks for what a held-out goal asks "
+                                 "for: it is left out of training")
         elif seed is not None:
             index = seed % size
         else:
             index = int(self.np_random.integers(size))
+        while split == "train" and start + index in self._skipped:  # a held-out goal's twin: the next one instead
+            index = (index + 1) % size
         self.goal_index = start + index
         self._page = self.backend.reset(self.goal_index)
         self._available = self.backend.available_actions()
