@@ -77,6 +77,25 @@ def test_a_frozen_run_plays_the_start_model_on_the_runs_own_rooms(tiny_model, tm
         config_from_dict(tiny_config_dict(tiny_model, tmp_path / "bad", "gigpo", learning_rate=-1e-5))
 
 
+def test_a_run_resumed_for_more_iterations_follows_the_new_schedule_from_its_first_new_iteration(tiny_model,
+                                                                                                    tmp_path):
+    """Two cosine iterations, then resumed to four: iteration 3 trains at the four-iteration schedule's rate, not at
+    the finished schedule's 0 that the optimiser's saved state holds."""
+    from trainers.runtime.schedule import iteration_schedule
+
+    config = config_from_dict(tiny_config_dict(tiny_model, tmp_path / "run", "starpo", max_steps=2, save_steps=1,
+                                               lr_scheduler_type="cosine", warmup_steps=0))
+    main(config)
+    longer = config_from_dict({**config.to_dict(), "max_steps": 4, "resume_from_checkpoint": "auto"})
+    result = main(longer)
+    factor = iteration_schedule("cosine", 0, 4)
+    rates = {r["step"]: r["loss/lr"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if "loss/lr" in r}
+    assert rates[2] == pytest.approx(config.learning_rate * iteration_schedule("cosine", 0, 2)(1))
+    assert rates[3] == pytest.approx(config.learning_rate * factor(2)) and rates[3] > 0
+    assert rates[4] == pytest.approx(config.learning_rate * factor(3))
+    assert result.records[-1]["step"] == 4
+
+
 def test_whole_episode_rows_with_the_full_conversation(tiny_model, tmp_path):
     overrides = {"train_env_manager": {"history_length": None}, "val_env_manager": {"history_length": None},
                  "max_steps": 2, "ppo_mini_batch_size": 4}

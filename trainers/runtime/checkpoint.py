@@ -194,8 +194,21 @@ def load_state(path: Path, dist: Any, optimizers: dict[str, Any], schedulers: di
         fsdp.load_optimizer_state(module, optimizer, state["optimizers"][name])
     for name, scheduler in schedulers.items():
         scheduler.load_state_dict(state["schedulers"][name])
+        follow_schedule(scheduler)
     state["policy_rng"] = torch.load(path / f"rng_rank{dist.rank}.pt", weights_only=False)["policy_rng"]
     return state
+
+
+def follow_schedule(scheduler: Any) -> None:
+    """Set each parameter group's learning rate to what ``scheduler`` (a ``LambdaLR``: this run's schedule, restored
+    at the checkpoint's iteration) gives now. The optimiser's saved state holds the old run's rate, which differs
+    when ``max_steps`` changed (at the end of a cosine run: 0), and the new schedule would otherwise take effect only
+    after one more iteration."""
+    rates = [base * factor(scheduler.last_epoch) for base, factor in zip(scheduler.base_lrs, scheduler.lr_lambdas,
+                                                                           strict=True)]
+    for group, rate in zip(scheduler.optimizer.param_groups, rates, strict=True):
+        group["lr"] = rate
+    scheduler._last_lr = rates
 
 
 def save_file(path: Path, state: dict[str, Any]) -> None:
