@@ -1,7 +1,7 @@
 """WebShop throughput: episodes per second of the in-process backend and of the HTTP backend (1 and 8 envs).
 
-Every mode replays the same pre-planned episodes (the oracle's actions for test-split seeds, planned before timing,
-so planning cost is excluded) through ``WebShopGame``. The HTTP modes talk to ``agentgym-bench webshop-serve``
+Every mode replays the same pre-planned episodes (the oracle's actions for validation seeds 0..N-1, planned before
+timing, so planning cost is excluded) through ``WebShopGame``. The HTTP modes talk to ``agentgym-bench webshop-serve``
 started as a separate process on a free loopback port; "8 envs" runs 8 games in 8 client threads sharing that one
 server. The in-process backend is the baseline of the ratios. It also records the success rate and mean return of
 the oracle and of two simple scripted shoppers on the whole test split under RAGEN's budgets (9 turns, 1 action).
@@ -23,10 +23,11 @@ import numpy as np
 from agentgym_bench.agent import LLMAgentEnv, format_reply, oracle_reply
 from agentgym_bench.envs.webshop.first_hit import NAVIGATION
 from agentgym_bench.envs.webshop.game import WebShopGame
+from agentgym_bench.seeds import TEST_SEEDS
 
 
 def plan(seed: int) -> list[str]:
-    """The oracle's actions for ``seed`` (test split), one per turn."""
+    """The oracle's actions for ``seed`` (a validation seed: a validation goal), one per turn."""
     game = WebShopGame()
     game.reset(seed=seed)
     actions = []
@@ -103,7 +104,7 @@ def policy_scores(policy) -> tuple[float, float]:
     env = LLMAgentEnv(WebShopGame(split="test"), max_turns=9, max_actions_per_turn=1, max_actions_per_episode=9)
     rng = np.random.default_rng(0)
     successes, total = 0, 0.0
-    for seed in range(500):
+    for seed in range(TEST_SEEDS.start, TEST_SEEDS.start + 500):  # the test goals refuse any other seed
         env.reset(seed=seed)
         done, ret = False, 0.0
         while not done:
