@@ -752,6 +752,11 @@ def check_pytest(args: argparse.Namespace) -> str:
 # ---------------------------------------------------------------------------------------------------------- main
 
 
+CHECK_NAMES = ("imports", "device", "model", "starpo_s", "tito-qwen3", "starpo", "gigpo", "fsdp2", "lora", "eval",
+               "async", "pytest-gpu")
+"""Every check :func:`main` runs, in order (``--only`` takes these)."""
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
@@ -762,11 +767,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds after which no further check starts (default: 420 on CUDA, 1800 on a CPU)")
-    parser.add_argument("--only", default=None, help="comma-separated check names (the model is always built)")
+    parser.add_argument("--only", default=None,
+                        help=f"comma-separated check names, of {', '.join(CHECK_NAMES)} (the model is always built)")
     parser.add_argument("--child-timeout", type=float, default=300, help="seconds for each subprocess")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # inside torchrun: the config to run
     parser.add_argument("--report", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    unknown = sorted(set((args.only or "").split(",")) - set(CHECK_NAMES) - {""})
+    if unknown:  # a typo would otherwise run nothing of what was asked and read as a pass
+        parser.error(f"--only: no check named {', '.join(unknown)}; the checks: {', '.join(CHECK_NAMES)}")
     args.steps = 1 if args.tiny else 2
     args.peak = None
     if args.budget is None:

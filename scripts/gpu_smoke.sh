@@ -20,7 +20,7 @@ print(f"ok  CUDA GPU: {torch.cuda.get_device_name(0)}, {torch.cuda.get_device_pr
 import vllm
 print(f"ok  vLLM {vllm.__version__} imports")
 PY
-SMALL="max_steps=2 eval_steps=2 save_steps=2 val_batch_size=16 progress=false"
+SMALL="max_steps=2 eval_steps=2 save_steps=2 val_batch_size=16 val_env_manager.num_env_groups=16 progress=false"
 LAUNCH=${LAUNCH:-"$PY -m agentgym_bench.cli train"}
 run() {  # name, config, extra overrides... ($LAUNCH starts the trainer)
   local name=$1 config=$2; shift 2

@@ -82,3 +82,23 @@ def test_checks_past_the_budget_are_named_with_the_command_that_runs_them(gpu_ch
     out = capsys.readouterr().out
     assert "starpo: FAIL" in out and "not run: past the budget of 0 s" in out
     assert "bash scripts/gpu_check.sh --only starpo,async" in out
+
+
+def test_only_takes_the_checks_main_runs_and_refuses_any_other_name(gpu_check):
+    """A typo in ``--only`` (``fsdp`` for ``fsdp2``) ran nothing it asked for and summed up as a pass."""
+    source = (ROOT / "scripts" / "gpu_check.py").read_text()
+    assert set(re.findall(r'checks\.run\("([\w-]+)"', source)) == set(gpu_check.CHECK_NAMES)
+    with pytest.raises(SystemExit):
+        gpu_check.parse(["--only", "fsdp"])
+    assert gpu_check.parse(["--only", "fsdp2,lora"]).only == "fsdp2,lora"
+
+
+def test_the_gpu_smoke_runs_overrides_make_valid_configs_of_both_recipes(tmp_path):
+    """``scripts/gpu_smoke.sh`` shrinks the Qwen recipes with one line of overrides; both recipes set their own
+    validation groups, which a smaller ``val_batch_size`` alone contradicts."""
+    from trainers.rl.config import load_config
+
+    small = re.search(r'^SMALL="([^"]+)"', (ROOT / "scripts" / "gpu_smoke.sh").read_text(), re.M)[1].split()
+    for recipe in ("starpo_s-sokoban-qwen2.5-0.5b-gpu", "starpo_s-sokoban-qwen3-0.6b-gpu"):
+        config = load_config(ROOT / "trainers" / "configs" / f"{recipe}.yaml", [*small, f"output_dir={tmp_path}"])
+        assert config.max_steps == 2 and config.val_batch_size == 16
