@@ -546,6 +546,20 @@ def no_progress_bars() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+def check_device(device: Any) -> torch.device:
+    """``device`` as a ``torch.device``, or a one-line :class:`UserError`: not a device name, or CUDA asked of a torch
+    that has no GPU (a CPU build, or no GPU visible)."""
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise UserError(f"device {device!r} is not a torch device: cpu, cuda or cuda:N") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        build = "a CPU build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}, finding no GPU"
+        raise UserError(f"device {str(device)!r}: this torch ({torch.__version__}) is {build}; use device cpu, or run "
+                        "on a machine with an NVIDIA GPU and a CUDA build of torch")
+    return resolved
+
+
 def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtype=None):
     """Load ``(model, tokenizer)`` from a Hugging Face folder or hub id, exactly as for any causal LM.
 
@@ -564,10 +578,7 @@ def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtyp
 
     if dtype is None and str(device) == "cpu":
         dtype = torch.float32
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
-        build = "a CPU build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}, finding no GPU"
-        raise UserError(f"device {device!r}: this torch ({torch.__version__}) is {build}; use --device cpu, or run "
-                        "on a machine with an NVIDIA GPU and a CUDA build of torch")
+    check_device(device)
     if Path(path).is_dir() and not Path(path, "config.json").is_file():
         raise UserError(f"cannot load a model from {path!r}: it has no config.json, so it is not a Hugging Face model "
                         "folder (one holds config.json, the weights and the tokenizer's files)")

@@ -292,3 +292,27 @@ def test_progress_lines_count_the_iteration_they_report(tiny_model, tmp_path, mo
     lines = [line for line in out.getvalue().splitlines() if "train success" in line]
     assert [re.match(r"train: (\d)/3 its", line)[1] for line in lines] == ["1", "2", "3"], lines
     assert "validation success" in lines[1] and "validation success" not in lines[0]  # eval_steps=2
+
+
+def test_a_device_or_backend_this_machine_lacks_is_one_line_before_anything_loads(tiny_model, tmp_path):
+    """The GPU recipes name ``device: cuda`` and vLLM; on a CPU build without vLLM each is refused by name (they
+    were tracebacks from deep in the model loading)."""
+    import importlib.util
+
+    from agentgym_bench.errors import UserError
+    from trainers.rl.models import require_backend
+
+    with pytest.raises(UserError, match="device 'gpu' is not a torch device: cpu, cuda or cuda:N"):
+        main(config_from_dict(tiny_config_dict(tiny_model, tmp_path / "gpu", "starpo", device="gpu")))
+    if not torch.cuda.is_available():
+        with pytest.raises(UserError, match="this torch .* use device cpu"):
+            main(config_from_dict(tiny_config_dict(tiny_model, tmp_path / "cuda", "starpo", device="cuda")))
+    assert not (tmp_path / "gpu").exists() and not (tmp_path / "cuda").exists()
+    with pytest.raises(ConfigError, match="generation_backend=vllm generates on a GPU"):
+        config_from_dict(tiny_config_dict(tiny_model, tmp_path / "v", "starpo", device="cpu",
+                                          generation_backend="vllm"))
+    if importlib.util.find_spec("vllm") is None:
+        vllm_on_cuda = config_from_dict(tiny_config_dict(tiny_model, tmp_path / "v", "starpo", device="cuda",
+                                                         generation_backend="vllm"))
+        with pytest.raises(ConfigError, match=r"vLLM is not installed.*or set generation_backend: hf"):
+            require_backend(vllm_on_cuda, torch.device("cuda"))

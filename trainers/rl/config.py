@@ -518,6 +518,9 @@ class TrainConfig:
         choice("lr_scheduler_type", self.lr_scheduler_type, SCHEDULERS)
         choice("dtype", self.dtype, ("float32", "bfloat16", "auto"))
         choice("generation_backend", self.generation_backend, ("hf", "vllm"))
+        if self.generation_backend == "vllm" and self.device == "cpu":
+            raise ConfigError("generation_backend=vllm generates on a GPU: set device: cuda, or on a CPU "
+                              "generation_backend: hf")
         choice("strategy", self.strategy, ("ddp", "fsdp2"))
         positive_int("lora_rank", self.lora_rank)
         if self.lora_dropout != 0 and self.lora_target is not None:

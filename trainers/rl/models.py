@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,10 @@ import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.rollout.hf import no_progress_bars
+from agentgym_bench.rollout.vllm_backend import INSTALL_HINT
 from trainers.rl.config import TrainConfig
 from trainers.runtime import fsdp, lora
+from trainers.runtime.config_loading import ConfigError
 from trainers.runtime.distributed import Dist
 from trainers.runtime.schedule import iteration_schedule
 
@@ -66,11 +69,24 @@ def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None)
         return _load_models(config, dist, checkpoint, pretrain)
 
 
+def require_backend(config: TrainConfig, device: torch.device) -> None:
+    """A one-line :class:`ConfigError` before any model loads where ``generation_backend: vllm`` cannot run: no vLLM,
+    or no GPU (``device: auto`` on a machine without one)."""
+    if config.generation_backend != "vllm":
+        return
+    if importlib.util.find_spec("vllm") is None:
+        raise ConfigError(f"generation_backend: vllm: {INSTALL_HINT}; or set generation_backend: hf")
+    if device.type != "cuda":
+        raise ConfigError(f"generation_backend: vllm generates on a GPU, and this run's device is {device}: set "
+                          "generation_backend: hf")
+
+
 def _load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None, pretrain: str) -> Models:
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
     if config.lora:
         lora.require_peft()
+    require_backend(config, dist.device)
     full_weights = checkpoint if checkpoint is not None and not config.lora else None  # else pretrain (+ adapters)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint / "actor" if checkpoint else pretrain)
     actor = AutoModelForCausalLM.from_pretrained(full_weights / "actor" if full_weights else pretrain,

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import torch  # noqa: TID253 - trainers/ runs on torch
 import torch.distributed as dist  # noqa: TID253 - trainers/ runs on torch
 
+from agentgym_bench.rollout.hf import check_device
 from trainers.runtime import compute_dtype
 
 T = TypeVar("T")
@@ -67,12 +68,13 @@ def autocast(config: Any, job: Dist) -> contextlib.AbstractContextManager:
 
 
 def resolve_device(device: str, local_rank: int = 0) -> torch.device:
-    """``auto`` -> ``cuda`` if available else ``cpu``; a bare ``cuda`` under torchrun -> ``cuda:LOCAL_RANK``."""
+    """``auto`` -> ``cuda`` if available else ``cpu``; a bare ``cuda`` under torchrun -> ``cuda:LOCAL_RANK``; a name
+    that is no device, or CUDA without a GPU: a one-line error (:func:`~agentgym_bench.rollout.hf.check_device`)."""
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda":
         device = f"cuda:{local_rank}"
-    return torch.device(device)
+    return check_device(device)
 
 
 def init_distributed(device: str, join_single: bool = False) -> Dist:
