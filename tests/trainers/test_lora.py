@@ -5,7 +5,9 @@ actor folder is the merged plain model that ``hf:RUN_FOLDER`` evaluates; a LoRA 
 The tests that need peft skip without it (``pip install -e '.[lora]'``)."""
 
 import copy
+import json
 import math
+import shutil
 import sys
 
 import pytest
@@ -120,3 +122,20 @@ def test_a_lora_run_resumes_to_the_same_result(tiny_model, tmp_path):
     a = AutoModelForCausalLM.from_pretrained(tmp_path / "resumed" / "checkpoint-2" / "actor").state_dict()
     b = AutoModelForCausalLM.from_pretrained(tmp_path / "straight" / "checkpoint-2" / "actor").state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_run_whose_start_model_changed_is_not_resumed_onto_the_new_one(tiny_model, tmp_path):
+    """``models/warmstart`` is rebuilt in place by the warm start's stages: a LoRA run resumed after that would put its
+    adapters on the new base (and any run's KL reference would be the new model) without a word."""
+    start = tmp_path / "start"
+    shutil.copytree(tiny_model, start)
+    config = config_from_dict(tiny_config_dict(start, tmp_path / "run", "starpo", max_steps=1, save_steps=1,
+                                               lora_target="all"))
+    main(config)
+    assert json.loads((tmp_path / "run" / "start.json").read_text())["pretrain"] == str(start)
+    weights = next(start.glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:-1] + b"\x01")  # another model at the same path
+    longer = config_from_dict({**config.to_dict(), "max_steps": 2, "resume_from_checkpoint": "auto"})
+    with pytest.raises(ConfigError, match="holds other weights than the run .* started from"):
+        main(longer)
+    assert not (tmp_path / "run" / "checkpoint-2").exists()

@@ -349,6 +349,7 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
     resume = ckpt.find_checkpoint(out, config.resume_from_checkpoint)
     if resume is not None:
         ckpt.check_resumable(resume, config.to_dict())
+    ckpt.check_start(out, resolve_model(config.pretrain), resume is not None, dist.is_main)
     # dtype auto: chosen now on CUDA, read back when resuming, or left for the probe once the actor is loaded
     config = _with_dtype(config, dist, out, None, resume is not None)
     models = load_models(config, dist, resume)

@@ -38,6 +38,7 @@ Only the latest is kept, and a checkpoint of other settings (its key) is not tak
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ import torch  # noqa: TID253 - trainers/ runs on torch
 from agentgym_bench import run_folder
 from agentgym_bench.benchmark.resume import flat
 from agentgym_bench.paths import write_atomic
+from agentgym_bench.rollout.specs import model_sha256
 from trainers.runtime import fsdp, lora
 from trainers.runtime.config_loading import ConfigError
 
@@ -109,6 +111,33 @@ def check_resumable(checkpoint: Path, config: dict[str, Any]) -> None:
                           "A resumed run continues the run as it started (its optimiser, schedule and streams): give "
                           f"the settings it was started with, or start a new run from its weights (pretrain="
                           f"{checkpoint / 'actor'} and another output_dir)")
+
+
+START = "start.json"
+"""A run folder's record of the model it started from: ``{"pretrain": ..., "sha256": ...}`` (:func:`check_start`)."""
+
+
+def check_start(output_dir: Path, pretrain: str, resumed: bool, is_main: bool) -> None:
+    """Record the weights a fresh run starts from (``pretrain``, a local folder: its :func:`model_sha256`), or refuse
+    to resume a run whose ``pretrain`` now holds other weights: a LoRA run's adapters would sit on another base, and
+    every run's KL reference would be another model, without a word (``models/warmstart`` is rebuilt in place by
+    the warm start's stages). Runs recorded before this file existed are not checked.
+
+    Raises:
+        ConfigError: the weights at ``pretrain`` differ from those the run started from.
+    """
+    digest = model_sha256(pretrain)
+    record = output_dir / START
+    if not resumed:
+        if is_main and digest is not None:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            write_atomic(record, json.dumps({"pretrain": str(pretrain), "sha256": digest}).encode())
+        return
+    if record.is_file() and json.loads(record.read_text())["sha256"] != digest:
+        raise ConfigError(f"pretrain {pretrain} holds other weights than the run in {output_dir} started from "
+                          f"(sha256 {json.loads(record.read_text())['sha256'][:12]}..., now "
+                          f"{(digest or 'no weights')[:12]}...): a resumed run would continue on another base model. "
+                          "Point pretrain at the weights it started from, or start a new run")
 
 
 def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], schedulers: dict[str, Any],
