@@ -361,10 +361,7 @@ class HFPolicy:
             generators = [torch.Generator(device=self.device).manual_seed(seed) for seed in seeds]
         length = max(len(row) for row in prompts)
         if self.max_positions is not None and length + self.max_new_tokens > self.max_positions:
-            raise ValueError(f"prompt of {length} tokens + max_new_tokens={self.max_new_tokens} exceeds the "
-                             f"model's {self.max_positions} positions; shorten the prompt (prompt='compact', a "
-                             "history window), lower max_new_tokens, or build the policy with overlong='empty' to "
-                             "answer such a prompt with an empty reply (an invalid turn) and go on")
+            raise PromptTooLong(length, self.max_new_tokens, self.max_positions)
         input_ids = torch.tensor([[self.pad_id] * (length - len(row)) + row for row in prompts], dtype=torch.long)
         attention_mask = torch.tensor([[0] * (length - len(row)) + [1] * len(row) for row in prompts],
                                       dtype=torch.long)
@@ -544,6 +541,17 @@ def no_progress_bars() -> Iterator[None]:
     finally:
         if enabled:
             hf_logging.enable_progress_bar()
+
+
+class PromptTooLong(ValueError):
+    """A prompt whose reply budget does not fit in the model's positions (``HFPolicy`` with ``overlong="error"``)."""
+
+    def __init__(self, length: int, max_new_tokens: int, max_positions: int):
+        self.length, self.max_new_tokens, self.max_positions = length, max_new_tokens, max_positions
+        super().__init__(f"prompt of {length} tokens + max_new_tokens={max_new_tokens} exceeds the model's "
+                         f"{max_positions} positions; shorten the prompt (prompt='compact', a history window), lower "
+                         "max_new_tokens, or build the policy with overlong='empty' to answer such a prompt with an "
+                         "empty reply (an invalid turn) and go on")
 
 
 def check_device(device: Any) -> torch.device:

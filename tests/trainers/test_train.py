@@ -316,3 +316,12 @@ def test_a_device_or_backend_this_machine_lacks_is_one_line_before_anything_load
                                                          generation_backend="vllm"))
         with pytest.raises(ConfigError, match=r"vLLM is not installed.*or set generation_backend: hf"):
             require_backend(vllm_on_cuda, torch.device("cuda"))
+
+
+def test_a_prompt_that_outgrows_the_model_names_the_trainer_s_own_fix(tiny_model, tmp_path):
+    """The policy's advice (``overlong='empty'``) is no config key; the trainer's is ``sequence_length``."""
+    positions = json.loads((tiny_model / "config.json").read_text())["n_positions"]
+    config = config_from_dict(tiny_config_dict(tiny_model, tmp_path / "run", "starpo", max_new_tokens=positions - 4))
+    with pytest.raises(ConfigError, match=rf"outgrows the model's {positions} positions: set sequence_length: "
+                                          rf"{positions}"):
+        main(config)

@@ -23,7 +23,7 @@ import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench.benchmark.episodes import Played, play_episodes
 from agentgym_bench.rollout.engine import EnvGroups, even_partition
-from agentgym_bench.rollout.hf import HFPolicy
+from agentgym_bench.rollout.hf import HFPolicy, PromptTooLong
 from agentgym_bench.rollout.tokens import TokenInTokenOut, encode, render
 from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.rollout.vllm_backend import VLLMPolicy
@@ -154,8 +154,18 @@ def prompt_fits(config: TrainConfig, tokenizer: Any) -> Callable[[list[dict[str,
 
 def play(groups: EnvGroups, policy: Any, history: int | None, dist: Dist,
          prompt_fits: Any = None) -> list[Trajectory]:
-    """Roll out this rank's groups and gather every rank's trajectories (global order)."""
-    return play_episodes(groups, policy, history=history, prompt_fits=prompt_fits, gather=dist.gather).trajectories
+    """Roll out this rank's groups and gather every rank's trajectories (global order).
+
+    Raises:
+        ConfigError: a prompt and the reply budget outgrow the model's positions (no ``sequence_length`` cap)."""
+    try:
+        return play_episodes(groups, policy, history=history, prompt_fits=prompt_fits,
+                             gather=dist.gather).trajectories
+    except PromptTooLong as error:
+        raise ConfigError(f"a prompt of {error.length} tokens + max_new_tokens={error.max_new_tokens} outgrows the "
+                          f"model's {error.max_positions} positions: set sequence_length: {error.max_positions} (an "
+                          "episode whose next prompt would not fit ends there, as ROLL's), or lower max_new_tokens, "
+                          "or shorten the prompts (history_length, prompt: compact)") from None
 
 
 def rollout_metrics(trajectories: list[Trajectory], prefix: str, *, turn_prefix: str | None = None
