@@ -9,10 +9,13 @@
 #                                           Needs git only: the workflow runs main's copy of this script before
 #                                           installing anything from the pull request.
 #   leaderboard_ci.sh check LIST            `agentgym-bench submit --check` on every file listed; every file is
-#                                           checked, and the step fails if any is refused.
+#                                           checked, and the step fails if any is refused, or if two files of the
+#                                           list name one entry or hold the same bytes.
 #   leaderboard_ci.sh render OUT            submit every incoming file onto its board (removing it from incoming/)
 #                                           and re-render every board; a file that is refused is skipped, named in
-#                                           OUT, and left in incoming/, so one bad file never blocks the others.
+#                                           OUT, and left in incoming/, so one bad file never blocks the others; a
+#                                           board that does not re-render is restored as main has it (its incoming
+#                                           files too) and named in OUT with them.
 #   leaderboard_ci.sh publish BRANCH OUT    render, commit and push to origin BRANCH; if the push is refused (another
 #                                           run pushed first), start again from origin's tip, up to 5 times.
 #                                           GIT_AUTH_HEADER, if set, is sent as git's http.extraheader for the
@@ -60,6 +63,28 @@ guard() {
 
 check() {
   local list=$1 failed=0 file
+  # files of one pull request against each other (each is checked against the board alone below): two whose names
+  # are one entry's, or two with the same bytes, would pass here and be refused after the merge
+  if ! python - "$list" <<'PY'
+import hashlib, sys
+from collections import defaultdict
+from pathlib import Path
+from agentgym_bench.leaderboard.board import slugify
+files = [line for line in Path(sys.argv[1]).read_text().splitlines() if line]
+name = lambda f: Path(f).name.removesuffix(".gz").removesuffix(".json")
+groups = defaultdict(list)
+for f in files:
+    groups[("name", Path(f).parent, slugify(name(f)))].append(f)
+    groups[("bytes", hashlib.sha256(Path(f).read_bytes()).hexdigest())].append(f)
+clash = [g for g in groups.values() if len(g) > 1]
+for (kind, *_), g in ((k, v) for k, v in groups.items() if len(v) > 1):
+    why = "name one entry on the board" if kind == "name" else "hold the same bytes (one is a copy)"
+    print(f"::error::{' and '.join(g)}: these files of one pull request {why}; keep one")
+sys.exit(1 if clash else 0)
+PY
+  then
+    exit 1
+  fi
   while IFS= read -r file; do
     echo "::group::$file (name '$(name_of "$file")')"
     if ! agentgym-bench submit "$file" --name "$(name_of "$file")" --board "$(dirname "$(dirname "$file")")" --check
@@ -73,7 +98,7 @@ check() {
 }
 
 render() {
-  local out=$1 file index
+  local out=$1 file index board accepted=()
   : > "$out"
   shopt -s nullglob
   for file in leaderboards/*/incoming/*.json.gz leaderboards/*/incoming/*.json; do
@@ -82,16 +107,24 @@ render() {
     fi
     if agentgym-bench submit "$file" --name "$(name_of "$file")" --board "$(dirname "$(dirname "$file")")"; then
       git rm -q -- "$file"
+      accepted+=("$file")
     else
       echo "::error file=$file::refused on main (the line above says why); skipped, left in incoming/"
       echo "$file" >> "$out"
     fi
   done
   for index in leaderboards/*/board.json; do
-    if ! agentgym-bench board --board "$(dirname "$index")"; then
-      echo "::error file=$index::the board does not re-render; left as it was"
-      git checkout -q -- "$(dirname "$index")"
-      echo "$(dirname "$index")" >> "$out"
+    board=$(dirname "$index")
+    if ! agentgym-bench board --board "$board"; then
+      # the whole board as main has it, its incoming files included: what was accepted above waits for the next
+      # run instead of being lost with the failed render
+      echo "::error file=$index::the board does not re-render; left as it was, its incoming files kept"
+      git checkout -q HEAD -- "$board"
+      git clean -fdq -- "$board"
+      echo "$board" >> "$out"
+      for file in "${accepted[@]}"; do
+        if [[ "$file" == "$board"/incoming/* ]]; then echo "$file" >> "$out"; fi
+      done
     fi
   done
 }

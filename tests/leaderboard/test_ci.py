@@ -184,3 +184,44 @@ def test_the_check_reproduces_a_published_models_file_and_refuses_its_forgery(re
     assert errors == [f"::error file={INCOMING}/Forged.json.gz::refused (the line above says why)"], result.stdout
     assert "seed 1000000002, turn 1: the reply text is not the decoding of its token_ids" in result.stderr
     assert "reproduced (all 20 episodes re-generated token for token" in result.stdout
+
+
+@pytest.mark.parametrize("names, same_bytes, message", [
+    (["Team Y", "team-y"], False, "name one entry on the board"),
+    (["copy one", "copy two"], True, "hold the same bytes (one is a copy)"),
+])
+def test_the_check_refuses_two_files_of_one_pull_request_that_the_render_would_refuse(
+        repo, random_bytes, tmp_path, names, same_bytes, message):
+    """Each file passes against the board alone; together, the second would be refused after the merge."""
+    other = edit(random_bytes, lambda d: d["metadata"].update(note="another file"))
+
+    def add(r: Path) -> None:
+        for name, data in zip(names, [random_bytes, random_bytes if same_bytes else other], strict=True):
+            (r / INCOMING / f"{name}.json.gz").write_bytes(data)
+
+    base, head = pull_request(repo, add)
+    assert ci(repo, "guard", base, head, str(tmp_path / "added.txt")).returncode == 0
+    result = ci(repo, "check", str(tmp_path / "added.txt"))
+    assert result.returncode == 1 and message in result.stdout, result.stdout + result.stderr
+
+
+def test_a_board_that_does_not_re_render_keeps_what_was_accepted_for_the_next_run(repo, random_bytes, tmp_path):
+    """The submission was accepted, its incoming file removed, then the board's render failed: the board goes back
+    to main's, incoming file included (it was lost before: staged as deleted, its stored copy left untracked)."""
+    real = Path(sys.executable).parent / "agentgym-bench"
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "agentgym-bench").write_text(f'#!/usr/bin/env bash\nif [ "$1" = board ]; then exit 2; fi\n'
+                                          f'exec {real} "$@"\n')
+    (tools / "agentgym-bench").chmod(0o755)
+    (repo / INCOMING / "Team Z.json.gz").write_bytes(random_bytes)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "merged")
+    result = subprocess.run(["bash", str(SCRIPT), "render", str(tmp_path / "skipped.txt")], cwd=repo,
+                            env={**ENV, "PATH": f"{tools}:{ENV['PATH']}"}, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "accepted 'Team Z'" in result.stdout and "does not re-render" in result.stdout
+    assert (tmp_path / "skipped.txt").read_text().splitlines() == ["leaderboards/tiny", f"{INCOMING}/Team Z.json.gz"]
+    assert git(repo, "status", "--porcelain") == ""  # nothing half-written left to publish
+    assert (repo / INCOMING / "Team Z.json.gz").read_bytes() == random_bytes
