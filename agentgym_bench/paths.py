@@ -74,6 +74,15 @@ def default_board(suite_name: str, start: str | os.PathLike = ".") -> Path:
     return board.relative_to(Path(start).resolve()) if root == Path(start).resolve() else board
 
 
+def enclosing_board(folder: str | os.PathLike) -> Path | None:
+    """The board a folder lies inside (a folder above it holding ``board.json``), or ``None``: ``--board
+    leaderboards/X/submissions`` would otherwise start a second board inside the first."""
+    for parent in Path(folder).resolve().parents:
+        if (parent / "board.json").is_file():
+            return parent
+    return None
+
+
 def published_board(folder: str | os.PathLike) -> bool:
     """Whether a board folder is a repository's published board: it sits in a ``leaderboards/`` folder."""
     return Path(folder).resolve().parent.name == "leaderboards"

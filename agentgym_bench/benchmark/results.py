@@ -307,7 +307,10 @@ def read_results(path: str | os.PathLike) -> Results:
         raise ResultsError(f"results file {p} does not exist")
     if p.stat().st_size > MAX_FILE_BYTES:
         raise ResultsError(f"results file {p} is {p.stat().st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
-    return loads(p.read_bytes())
+    try:
+        return loads(p.read_bytes())
+    except ResultsError as error:  # which file, where a command reads several
+        raise ResultsError(f"{p}: {error}") from None
 
 
 def dumps(results: Results) -> bytes:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_bench.benchmark.kinds import check_entries, kind_of, replay_entry
-from agentgym_bench.benchmark.results import Results, ResultsError, read_results
+from agentgym_bench.benchmark.results import Results, ResultsError, loads
 from agentgym_bench.benchmark.suites import Suite, quick_text
 from agentgym_bench.errors import UserError
 
@@ -44,7 +44,7 @@ def resumed(partial: Path, suite: Suite, metadata: dict[str, Any], prompts: dict
     if not partial.is_file():
         return None
     try:
-        done = read_results(partial)
+        done = loads(partial.read_bytes())  # the message names the file once
     except (ResultsError, OSError) as err:
         raise UserError(f"{partial} cannot be resumed, it is damaged ({one_line(err)}): "
                         f"{start_again(partial)}") from None

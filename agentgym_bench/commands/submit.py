@@ -24,13 +24,15 @@ import functools
 import math
 from pathlib import Path
 
+from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.benchmark.scores import format_summary, summarize
 from agentgym_bench.benchmark.suites import load_suite, parse_suite
+from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard import board as boards
 from agentgym_bench.leaderboard.board import check_free, check_open, read_index, slugify, submit
 from agentgym_bench.leaderboard.regenerate import REGENERATION_CAP
 from agentgym_bench.leaderboard.verify import check_name, verify
-from agentgym_bench.paths import default_board, repository_root
+from agentgym_bench.paths import default_board, enclosing_board, repository_root
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -69,24 +71,31 @@ def _flops(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     name = check_name(args.name)
     suite = load_suite(args.suite) if args.suite else None
-    index = read_index(Path(args.board)) if args.board else None
-    if index is not None:
-        suite = suite or parse_suite(index["suite"])  # a board holds one suite: check against it
-        check_free(index, name, suite, args.replace)  # cheap refusals (a taken name, another suite, an archived
-        check_open(index, name, suite)                # board's new name) come first
     if args.board is None and not args.check:
         default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made
     root = repository_root(args.board or Path.cwd())
-    board_of = (lambda _: Path(args.board)) if args.board else (lambda s: default_board(s.name) if root else None)
-    screen = None if index is None else functools.partial(boards.screen, args.board, index, name)  # in seconds
+    named = lambda: read_results(args.results).suite_name  # noqa: E731 - the file's suite, read without a replay
+    board = Path(args.board) if args.board else default_board(suite.name if suite else named()) if root else None
+    index = read_index(board) if board is not None else None
+    if board is not None and index is None and enclosing_board(board) is not None:
+        raise UserError(f"--board {board} lies inside the board {enclosing_board(board)}: give that board's folder")
+    if index is not None:  # cheap refusals first (an archived board's new name, another suite, a taken name)
+        check_open(index, name, parse_suite(index["suite"]))
+        if (file_suite := named()) != index["suite"]["name"]:  # before the board's suite stands in for the file's
+            raise UserError(f"{args.results} holds results of suite {file_suite!r}; the board {board} is for "
+                            f"suite {index['suite']['name']!r}")
+        suite = suite or parse_suite(index["suite"])  # a board holds one suite: check against it
+        check_free(index, name, suite, args.replace)
+    elif board is not None and not args.check:
+        print(f"no board in {board} yet: this submission starts one, for suite {suite.name if suite else named()}")
+    screen = None if index is None else functools.partial(boards.screen, board, index, name)  # in seconds
     verified = verify(args.results, suite, regenerate=not args.no_regenerate, progress=True, root=root,
-                      board=board_of, regeneration_cap=args.regeneration_cap, screen=screen)
+                      board=lambda _: board, regeneration_cap=args.regeneration_cap, screen=screen)
     print(f"{args.results}: {verified.episodes} episodes replayed; {verified.mark} ({verified.regeneration})")
     for note in verified.notes:
         print(f"note: {note}")
     summary = summarize(verified.results, verified.suite)
     print(format_summary(summary))
-    board = board_of(verified.suite)
     if board is None:
         print("check passed: verified; nothing written (no board here: give --board to check the name on one)")
         return 0

@@ -329,9 +329,9 @@ def check_free(index: dict[str, Any] | None, name: str, suite: Suite, replace: b
     """Refuse a taken name (unless ``replace``) and a suite other than the board's."""
     if index is None:
         return
-    if index["suite"] != suite_to_dict(suite):
-        raise UserError(f"this board is for suite {index['suite']['name']} v{index['suite']['version']}; "
-                        f"the results are for {suite.name} v{suite.version}")
+    if index["suite"] != (mine := suite_to_dict(suite)):  # the fields named: an edited description reads alike
+        raise UserError(f"this board is for suite {index['suite']['name']} v{index['suite']['version']}; the results' "
+                        f"suite differs in {', '.join(k for k in sorted(mine) if index['suite'].get(k) != mine[k])}")
     taken = next((r for r in index["submissions"] if r["slug"] == slugify(name)), None)
     if taken is not None and not replace:
         raise UserError(f"the name {name!r} is taken on this board (by {taken['name']!r}); choose another name or "

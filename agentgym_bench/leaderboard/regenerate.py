@@ -108,7 +108,8 @@ def published_model_roots(models: str | os.PathLike) -> list[Path]:
     boards of one ``leaderboards/`` folder, this one's first), resolved: where a published board's files may name a
     model, and whose weights no other file may claim."""
     inside = Path(models).resolve()
-    siblings = sorted(b / "models" for b in inside.parent.parent.iterdir() if (b / "models").is_dir())
+    boards = inside.parent.parent  # leaderboards/, not there yet when the first board in it is being made
+    siblings = sorted(b / "models" for b in boards.iterdir() if (b / "models").is_dir()) if boards.is_dir() else []
     return [inside, *(m.resolve() for m in siblings if m.resolve() != inside)]
 
 

@@ -550,13 +550,11 @@ class PromptTooLong(ValueError):
         self.length, self.max_new_tokens, self.max_positions = length, max_new_tokens, max_positions
         super().__init__(f"prompt of {length} tokens + max_new_tokens={max_new_tokens} exceeds the model's "
                          f"{max_positions} positions; shorten the prompt (prompt='compact', a history window), lower "
-                         "max_new_tokens, or build the policy with overlong='empty' to answer such a prompt with an "
-                         "empty reply (an invalid turn) and go on")
+                         "max_new_tokens, or build the policy with overlong='empty' (an empty reply: an invalid turn)")
 
 
 def check_device(device: Any) -> torch.device:
-    """``device`` as a ``torch.device``, or a one-line :class:`UserError`: not a device name, or CUDA asked of a torch
-    that has no GPU (a CPU build, or no GPU visible)."""
+    """``device`` as a ``torch.device``; a one-line :class:`UserError` for a name that is none or CUDA without GPU."""
     try:
         resolved = torch.device(device)
     except (RuntimeError, TypeError):
