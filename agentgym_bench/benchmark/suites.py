@@ -283,6 +283,18 @@ def oracle_success(entry: SuiteEntry) -> float:
         return float(np.mean([t.success for t in groups.rollout(OraclePolicy())]))
 
 
+
+def check_ceilings(suite: Suite, tolerance: float = 5e-7) -> None:
+    """Refuse a suite whose stated ``oracle_success`` is not the oracle's success on its episodes
+    (:func:`oracle_success`, recomputed; a second or so per hundred episodes): a board normalises every score by
+    it, so a ceiling stated low lifts every score (above 1 for the oracle). The bundled suites are checked by the
+    tests; this is for a suite file that starts a board."""
+    wrong = [f"{e.name}: stated {e.oracle_success}, the oracle's is {actual:.6f}" for e in suite.entries
+             if e.oracle_success is not None and abs((actual := oracle_success(e)) - e.oracle_success) > tolerance]
+    if wrong:
+        raise SuiteError(f"suite {suite.name}: oracle_success is not the oracle's success on the entry's episodes "
+                         f"({'; '.join(wrong)}); put the computed values in the suite file")
+
 def match_ceiling(entry: SuiteEntry) -> float | None:
     """For a Bargain entry against the random opponent, the most mean payoff over its matches that a policy seeing
     only its own values can expect (exact: :meth:`~agentgym_bench.multiagent.bargain.BargainEnv.value_against_random`

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from agentgym_bench.benchmark.results import read_results
 from agentgym_bench.benchmark.scores import format_summary, summarize
-from agentgym_bench.benchmark.suites import load_suite, parse_suite
+from agentgym_bench.benchmark.suites import available_suites, check_ceilings, load_suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard import board as boards
 from agentgym_bench.leaderboard.board import check_free, check_open, read_index, slugify, submit
@@ -88,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         check_free(index, name, suite, args.replace)
     elif board is not None and not args.check:
         print(f"no board in {board} yet: this submission starts one, for suite {suite.name if suite else named()}")
+        if suite is not None and suite.name not in available_suites():
+            check_ceilings(suite)  # a suite file's ceilings, which every score on the board is divided by
     screen = None if index is None else functools.partial(boards.screen, board, index, name)  # in seconds
     verified = verify(args.results, suite, regenerate=not args.no_regenerate, progress=True, root=root,
                       board=lambda _: board, regeneration_cap=args.regeneration_cap, screen=screen)

@@ -29,7 +29,7 @@ def test_eval_against_a_local_openai_compatible_server(model_and_tokenizer, tmp_
     generated = results.metadata["compute"]["generated_tokens"]
     assert generated is not None and generated > 0  # what the endpoint reported in usage
     printed = capsys.readouterr().out
-    assert "wrote" in printed
+    assert "wrote" in printed and f"--name NAME --board BOARD --suite {suite_file}" in printed  # a file's suite
     budget = re.search(r"the endpoint: at most ([\d,]+) requests .* and ([\d,]+) reply tokens; first prompts "
                        r"(\d+)-(\d+) tokens", printed)
     assert budget is not None, printed  # what the run may ask of the endpoint, said before it is asked

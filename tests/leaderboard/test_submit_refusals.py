@@ -74,3 +74,19 @@ def test_without_board_the_default_board_s_refusals_come_before_any_replay(tmp_p
     assert main(["submit", str(results), "--name", "Oracle", "--no-regenerate"]) == 2
     captured = capsys.readouterr()
     assert "the name 'Oracle' is taken on this board" in captured.err and "replayed" not in captured.out
+
+
+def test_a_suite_file_whose_ceiling_is_not_the_oracle_s_cannot_start_a_board(tmp_path, oracle_bytes, suite_file,
+                                                                             capsys):
+    """Every score on a board is divided by its entries' ``oracle_success``: stated low, the oracle scored 1.271."""
+    wrong = tmp_path / "wrong-ceiling.json"
+    data = json.loads(suite_file.read_text())
+    entry = next(e for e in data["entries"] if e.get("oracle_success") not in (None, 0))
+    entry["oracle_success"] = round(entry["oracle_success"] * 0.6, 6)
+    wrong.write_text(json.dumps(data))
+    results = tmp_path / "oracle.json.gz"
+    results.write_bytes(oracle_bytes)
+    assert main(["submit", str(results), "--name", "oracle", "--board", str(tmp_path / "board"), "--suite",
+                 str(wrong)]) == 2
+    assert f"{entry['name']}: stated {entry['oracle_success']}, the oracle's is" in capsys.readouterr().err
+    assert not (tmp_path / "board").exists()
