@@ -223,3 +223,20 @@ def test_play_reads_arg_values_as_python_or_yaml():
     assert parse_kwargs(["a=true", "b=False", "c=null", "d=None", "e=compact", "f=[x, y]", "g=2", "h=search[red mug]"]
                         ) == {"a": True, "b": False, "c": None, "d": None, "e": "compact", "f": ["x", "y"], "g": 2,
                               "h": "search[red mug]"}
+
+
+@pytest.mark.parametrize("args, words", [
+    (["play", "AgentWebShop-v0", "--arg", "split=test"], "the test goals are held out"),
+    (["play", "AgentWebShop-v0", "--arg", "backend=http", "--arg", "base_url=http://127.0.0.1:1"],
+     "is the WebShop server running?"),
+])
+def test_a_mistake_found_at_reset_is_one_line(args, words):
+    out = cli(*args, stdin="x\n")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and words in out.stderr, out.stderr
+
+
+def test_webshop_serve_names_a_file_that_is_no_catalog(tmp_path):
+    plain = tmp_path / "catalog.json"
+    plain.write_text("{}")
+    out = cli("webshop-serve", "--catalog", str(plain), "--port", "0")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "not a catalog file" in out.stderr, out.stderr

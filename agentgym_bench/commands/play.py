@@ -100,7 +100,10 @@ def run(args: argparse.Namespace) -> int:
     except (gym.error.Error, TypeError, ValueError) as err:
         raise UserError(f"play {env_id}: {err}") from err
     agent: LLMAgentEnv = env.unwrapped
-    obs, info = env.reset(seed=args.seed)
+    try:
+        obs, info = env.reset(seed=args.seed)
+    except (ValueError, RuntimeError, OSError) as err:  # e.g. a held-out split without a test seed, a server gone
+        raise UserError(f"play {env_id}: {str(err).splitlines()[0]}") from err
     print(obs if args.show_prompt else f"{agent.instructions}\n{agent.legend}\n\n{env.render()}")
     if agent.valid_actions:
         bare = f"bare actions ({' '.join(agent.valid_actions[:2])!r}; several separated by spaces or '||')"

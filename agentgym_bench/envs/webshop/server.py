@@ -296,7 +296,12 @@ def run(args: argparse.Namespace) -> int:
     limits = LIMITS.with_flags(max_connections=args.max_connections, max_requests=args.max_requests)
     if not args.env_ttl > 0:
         raise UserError(f"--env-ttl {args.env_ttl} must be a positive number of seconds")
-    catalog = load_catalog(args.catalog)
+    try:
+        catalog = load_catalog(args.catalog)
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as err:  # not gzip, not JSON, not a catalog
+        why = str(err).splitlines()[0]
+        raise UserError(f"--catalog {args.catalog}: not a catalog file (gzip-compressed JSON, as "
+                        f"`python -m agentgym_bench.envs.webshop.catalog` writes): {why}") from None
     http_body.raise_open_files_limit(limits.max_connections + 256)
     try:
         server = make_server(args.host, args.port, catalog=catalog, max_envs=args.max_envs, seed=args.seed,
