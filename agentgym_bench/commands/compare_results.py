@@ -4,7 +4,8 @@ Each later file against the first: per entry the difference of success (a match 
 paired bootstrap interval and McNemar's exact p, and the difference of the suite score with a bootstrap interval
 stratified by entry — the comparison a leaderboard shows between two of its submissions
 (``agentgym_bench.leaderboard.render.compare``), without putting either on a board. Single-agent entries also show
-the mean return and its paired difference (WebShop's graded purchase score, which success only counts at 1). The
+the mean return and its paired difference (WebShop's graded purchase reward, which success only counts at 1, less
+0.1 for each reply that broke the format). The
 files are checked as a board checks them (suite name and version, entries, one episode per seed) but not replayed:
 ``agentgym-bench submit`` verifies. Quick checks (``eval --episodes`` / ``--entries``) are compared too, on the
 episodes they played: with a base that played the same ones (e.g. a model through ``serve`` against the same model

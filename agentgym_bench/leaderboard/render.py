@@ -160,8 +160,9 @@ def score_legend(suite: Suite) -> str:
                 "interval: a win is a payoff above the opponent's) and the share of matches that ended in a deal.")
     graded = [e.name for e in suite.entries if e.graded]
     return (f"Score: {score}, with a 95% stratified bootstrap interval. Entries: success rate with its "
-            "95% Wilson interval" + (f"; {', '.join(graded)}: also the mean return (95% normal interval), the "
-                                     "graded reward that success counts only at 1" if graded else "") + ". "
+            "95% Wilson interval" + (f"; {', '.join(graded)}: also the mean return (95% normal interval): the "
+                                     "graded purchase reward that success counts only at 1, less 0.1 for each "
+                                     "reply that broke the format" if graded else "") + ". "
             + ceiling_legend(suite))
 
 
