@@ -240,3 +240,13 @@ def test_webshop_serve_names_a_file_that_is_no_catalog(tmp_path):
     plain.write_text("{}")
     out = cli("webshop-serve", "--catalog", str(plain), "--port", "0")
     assert out.returncode == 2 and "Traceback" not in out.stderr and "not a catalog file" in out.stderr, out.stderr
+
+
+def test_warmstart_help_lists_every_key_of_its_config():
+    import dataclasses
+
+    from trainers.sft.sft_config import SFTConfig
+
+    text = " ".join(cli("warmstart", "--help").stdout.split())
+    listed = text.split("keys (trainers/sft/sft_config.py, docs/trainers.md): ")[1].split(".")[0].split(", ")
+    assert sorted(listed) == sorted(f.name for f in dataclasses.fields(SFTConfig))

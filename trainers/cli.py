@@ -117,7 +117,7 @@ WARMSTART_EPILOG = """examples:
 
 keys (trainers/sft/sft_config.py, docs/trainers.md): model, output, envs, prompt, history, epsilon, oracle_actions,
 demonstrators, copy_augment, episodes, epochs, batch_size, group_by_length, lr, warmup, eval_episodes, temperature,
-max_new_tokens, seed, env_kwargs, processes, num_threads, save_steps.
+max_new_tokens, seed, env_kwargs, processes, num_threads, save_steps, dtype.
 
 The run folder (output, default $AGENTGYM_BENCH_HOME/models/warmstart) holds config.yaml, metrics.jsonl and
 checkpoint-N/ while it trains (a stopped run started again continues from its last checkpoint), then the model and
