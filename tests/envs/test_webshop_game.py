@@ -295,3 +295,25 @@ def test_first_hit_shopper_needs_the_local_backend():
     g = WebShopGame(backend="http", base_url="http://127.0.0.1:9")
     with pytest.raises(NotImplementedError, match="first-hit reads the goal"):
         g.first_hit_turn(9, 9, 1)
+
+
+def test_the_first_hit_shopper_buys_within_the_turns_when_a_turn_allows_several_actions():
+    """It acts once a turn, so its budget is the turns left, not turns x actions: with 3 turns of 2 actions it
+    searched, opened a product and selected an option, and the turns ran out before it bought (return 0.016)."""
+    import gymnasium as gym
+
+    from agentgym_bench.agent import format_reply
+
+    env = gym.make("AgentWebShop-v0", max_turns=3, max_actions_per_turn=2, max_actions_per_episode=6)
+    returns = []
+    for seed in range(2_000_000_000, 2_000_000_020):
+        env.reset(seed=seed)
+        total, done = 0.0, False
+        while not done:
+            agent = env.unwrapped
+            _, reward, terminated, truncated, info = env.step(format_reply(agent.game.first_hit_turn(
+                agent.turns_left, agent.actions_left, 2)))
+            total, done = total + reward, terminated or truncated
+        returns.append(total)
+        assert info["page"] == "done", seed  # bought
+    assert sum(returns) / len(returns) > 0.5

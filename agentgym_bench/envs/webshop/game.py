@@ -392,5 +392,6 @@ class WebShopGame(gym.Env):
         if planner not in self._planners:
             shopper = OracleShopper if planner == "oracle" else FirstHitShopper
             self._planners[planner] = shopper(self.backend.session)
-        budget = min(actions_left, turns_left * max_actions_per_turn)
+        per_turn = max_actions_per_turn if planner == "oracle" else 1  # the first-hit shopper acts once a turn
+        budget = min(actions_left, turns_left * per_turn)
         return self._planners[planner].next_actions(budget, min(max_actions_per_turn, actions_left))
