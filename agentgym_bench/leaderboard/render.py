@@ -36,6 +36,7 @@ import html as html_text
 import json
 import re
 import unicodedata
+from decimal import ROUND_HALF_UP, Decimal
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -117,7 +118,7 @@ def comparisons(suite: Suite, records: list[dict[str, Any]], stored: dict[str, R
 
 
 def _interval(rate: float, low: float, high: float) -> str:
-    return f"{rate:.3f} [{low:.3f}, {high:.3f}]"
+    return f"{fixed(rate)} [{fixed(low)}, {fixed(high)}]"
 
 
 def _count(value: Any) -> str:
@@ -129,8 +130,9 @@ def _mean_return(e: dict[str, Any]) -> str:
 
 
 def _win_draw_loss(e: dict[str, Any]) -> str:
-    deal = "" if e["deal"] is None else f" (deal {e['deal']['rate']:.3f})"
-    return f"{_interval(e['rate'], e['low'], e['high'])} / {e['draw']['rate']:.3f} / {e['loss']['rate']:.3f}{deal}"
+    deal = "" if e["deal"] is None else f" (deal {fixed(e['deal']['rate'])})"
+    draw, loss = fixed(e["draw"]["rate"]), fixed(e["loss"]["rate"])
+    return f"{_interval(e['rate'], e['low'], e['high'])} / {draw} / {loss}{deal}"
 
 
 def entry_columns(suite: Suite) -> list[tuple[str, str, Any]]:
@@ -193,7 +195,7 @@ def mark_legend(records: list[dict[str, Any]]) -> str:
 def ceiling_legend(suite: Suite) -> str:
     """Why a score can exceed 1: the ceilings are exact (the suite's ``oracle_success``), the played successes are
     not."""
-    below = [f"{e.name} {e.oracle_success:.3f}" for e in suite.entries if e.ceiling < 1]
+    below = [f"{e.name} {fixed(e.oracle_success)}" for e in suite.entries if e.ceiling < 1]
     return ("Oracle success, the ceiling of each entry, is exact: the oracle's success on these very episodes, on a "
             "random game (slippery ice) its success probability computed over them, not a played run"
             + (f" ({', '.join(below)}; the others 1)" if below else "") + ". Played successes, the oracle's own "
@@ -376,6 +378,13 @@ def _script_json(value: Any) -> str:
     """JSON safe inside a ``<script>`` element (no ``<``, ``>`` or ``&`` characters, no line separators)."""
     text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def fixed(x: float, digits: int = 3) -> str:
+    """``x`` with ``digits`` decimals as the page's JavaScript ``toFixed`` writes it: the exact binary value, a tie
+    rounded away from zero (Python's ``f"{x:.3f}"`` rounds a tie to even: 0.8125 read 0.812 here, 0.813 on the
+    page)."""
+    return f"{Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):f}"
 
 
 def _finite(value: float) -> float | None:

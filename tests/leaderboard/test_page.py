@@ -182,3 +182,12 @@ def test_a_two_player_board_shows_payoffs_outcomes_and_both_seats(tmp_path):
     assert "player_0 (evaluated policy)" in log["turn_titles"][0] and "player_1 (opponent)" in log["turn_titles"][1]
     assert "A: random" in log["compare"][0] and "B: scripted" in log["compare"][0]
     assert len(log["compare"]) == 5 and "suite score" in log["compare"][1]
+
+
+def test_the_readme_writes_numbers_as_the_page_does():
+    """The page's ``toFixed`` rounds an exact tie away from zero, Python's format to even: agentgym-ma-v2's random
+    deal rate 0.8125 read 0.812 in README.md and 0.813 in index.html. Expected values: ECMAScript's toFixed."""
+    from agentgym_bench.leaderboard.render import fixed
+
+    assert [fixed(x) for x in (0.8125, 0.3125, 0.0005, -0.0125, 0.1, 1.0)] == [
+        "0.813", "0.313", "0.001", "-0.013", "0.100", "1.000"]

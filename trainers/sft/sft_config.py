@@ -99,9 +99,9 @@ class SFTConfig:
     dtype: str = "float32"
     """Compute dtype of the fine-tuning: ``float32``; ``bfloat16`` autocast (weights, gradients and optimiser states
     stay float32); or ``auto``: whichever a short forward + backward probe shows faster on this machine (the warm
-    start runs on the CPU: it has no ``device``), recorded in the run folder's ``compute_dtype.json`` and kept when the run resumes
-    (:mod:`trainers.runtime.compute_dtype`). The evaluation at the end generates in float32 either way. The bundled
-    stages keep ``float32``, so that they make the published models."""
+    start runs on the CPU: it has no ``device``), recorded in the run folder's ``compute_dtype.json`` and kept when
+    the run resumes (:mod:`trainers.runtime.compute_dtype`). The evaluation at the end generates in float32 either
+    way. The bundled stages keep ``float32``, so that they make the published models."""
     eval_episodes: int = 500
     """Validation episodes per env (seeds ``0 .. eval_episodes-1``)."""
     temperature: float = 1.0
