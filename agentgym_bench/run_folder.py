@@ -13,6 +13,7 @@ Layout::
     compute_dtype.json   with ``dtype: auto``: the dtype chosen at the start and the probe's timings
     start.json           the RL trainer's record of the weights it started from (``pretrain`` and their SHA-256),
                          checked when the run is resumed
+    .lock                held by the RL trainer's process while it trains (``flock``): a second process is refused
     summary.json         once finished: validation success before and after, wall time (:data:`SUMMARY`)
     checkpoint-N/        after iteration N (``trainers/runtime/checkpoint.py`` describes what it holds): ``actor/``, a
                          Hugging Face folder, ``trainer_state.pt`` (:data:`STATE`), ...

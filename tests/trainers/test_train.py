@@ -325,3 +325,18 @@ def test_a_prompt_that_outgrows_the_model_names_the_trainer_s_own_fix(tiny_model
     with pytest.raises(ConfigError, match=rf"outgrows the model's {positions} positions: set sequence_length: "
                                           rf"{positions}"):
         main(config)
+
+
+def test_a_run_folder_in_use_by_a_live_process_is_refused(tiny_model, tmp_path):
+    """A requeued job while the old one still runs: the second took a checkpoint the first was pruning, and crashed
+    in transformers' loading. The lock goes with its process, however that ends."""
+    import os
+
+    from trainers.runtime.checkpoint import hold
+
+    config = config_from_dict(tiny_config_dict(tiny_model, tmp_path / "run", "starpo", max_steps=1))
+    held = hold(tmp_path / "run")  # as a live training process holds it
+    with pytest.raises(ConfigError, match=rf"in use by a training process \(pid {os.getpid()}\) still running"):
+        main(config)
+    held.close()
+    assert main(config).records[-1]["step"] == 1

@@ -522,7 +522,7 @@ def main(config: TrainConfig) -> TrainResult:
         torch.set_num_threads(config.num_threads)
     joined = not torch.distributed.is_initialized()
     dist = init_distributed(config.device, join_single=config.strategy == "fsdp2")
-    run = None
+    run, lock = None, ckpt.hold(Path(config.output_dir)) if dist.is_main else None
     try:
         run = start_run(config, dist, started)
         if config.async_rollout.max_staleness > 0:
@@ -556,6 +556,8 @@ def main(config: TrainConfig) -> TrainResult:
             run.val_groups.close()
         if joined:
             shutdown_distributed()
+        if lock is not None:
+            lock.close()
 
 
 def _finish(run: Run) -> None:

@@ -37,8 +37,10 @@ Only the latest is kept, and a checkpoint of other settings (its key) is not tak
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -111,6 +113,36 @@ def check_resumable(checkpoint: Path, config: dict[str, Any]) -> None:
                           "A resumed run continues the run as it started (its optimiser, schedule and streams): give "
                           f"the settings it was started with, or start a new run from its weights (pretrain="
                           f"{checkpoint / 'actor'} and another output_dir)")
+
+
+LOCK = ".lock"
+"""A run folder's lock file: held (``flock``) by the process that trains in it, released when that process ends,
+however it ends."""
+
+
+def hold(output_dir: Path) -> Any:
+    """Lock ``output_dir`` for this process (the open lock file: closing it releases the lock), or a one-line
+    :class:`ConfigError` naming the process that holds it: two runs in one folder would take each other's
+    checkpoints (one removes what the other is loading) and interleave their metrics.
+
+    Raises:
+        ConfigError: another live process holds the folder.
+    """
+    output_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(output_dir / LOCK, "a+")  # noqa: SIM115 - held open for the run, closed by the caller
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise ConfigError(f"{output_dir} is in use by a training process ({holder}) still running: wait for it to "
+                          "end (or stop it), or give another output_dir") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle
 
 
 START = "start.json"
