@@ -97,8 +97,9 @@ def _train(args: argparse.Namespace) -> int:
     print(f"run folder: {result.output_dir}  (metrics.jsonl, curves.png, summary.json, checkpoint-*/)")
     gain = success_gain(result.first_eval, result.last_eval) if result.first_eval and result.last_eval else None
     if gain is None and (summary := run_folder.read_summary(result.output_dir)) and summary.get("val"):
-        print(f"nothing to train: the run had already finished its max_steps={config.max_steps} iterations; what it "
-              f"recorded (summary.json):")
+        done = max((r["step"] for r in result.records), default=config.max_steps)
+        print(f"nothing to train: the run had already trained {done} iterations (max_steps={config.max_steps}); what "
+              f"it recorded (summary.json):")
         gain = summary["val"]
     if gain:
         print(f"validation success {gain['before']:.3f} -> {gain['after']:.3f} over {gain['n_after']} episodes: "

@@ -142,7 +142,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_p
 
     assert cli_main(["train", str(tmp_path / "run.yaml"), "resume_from_checkpoint=auto", "progress=false"]) == 0
     out = capsys.readouterr().out
-    assert "nothing to train: the run had already finished its max_steps=6 iterations" in out
+    assert "nothing to train: the run had already trained 6 iterations (max_steps=6)" in out
     assert f"validation success {summary(killed)['val']['before']:.3f} -> " in out
     # resumed with settings that train otherwise: refused before anything is loaded, the run's record unchanged
     record = (killed / "config.yaml").read_text()

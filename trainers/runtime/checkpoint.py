@@ -104,15 +104,15 @@ def check_resumable(checkpoint: Path, config: dict[str, Any]) -> None:
     differ = [f"{k} {saved[k]!r} -> {now.get(k)!r}" for k in saved
               if k.split(".")[0] not in RESUME_MAY_CHANGE and now.get(k) != saved[k]
               and not (k == "dtype" and now.get(k) == "auto")]
-    if saved.get("max_steps") != now.get("max_steps"):
-        print(f"resuming {checkpoint.name} of a run of max_steps={saved.get('max_steps')} with max_steps="
-              f"{now.get('max_steps')}: from here the learning-rate schedule ({now.get('lr_scheduler_type')}) follows "
-              "the new length", file=sys.stderr)
     if differ:
         raise ConfigError(f"{checkpoint} was trained with other settings than this command's: {'; '.join(differ)}. "
                           "A resumed run continues the run as it started (its optimiser, schedule and streams): give "
                           f"the settings it was started with, or start a new run from its weights (pretrain="
                           f"{checkpoint / 'actor'} and another output_dir)")
+    if saved.get("max_steps") != now.get("max_steps"):  # said once the resume is taken up, not before a refusal
+        print(f"resuming {checkpoint.name} of a run of max_steps={saved.get('max_steps')} with max_steps="
+              f"{now.get('max_steps')}: from here the learning-rate schedule ({now.get('lr_scheduler_type')}) follows "
+              "the new length", file=sys.stderr)
 
 
 LOCK = ".lock"
