@@ -3,7 +3,7 @@
 # tested locally (tests/leaderboard/test_ci.py). Run from the repository root.
 #
 #   leaderboard_ci.sh guard BASE HEAD OUT   a submission pull request may only add regular files
-#                                           leaderboards/<board>/incoming/<NAME>.json[.gz] to an existing board:
+#                                           leaderboards/<board>/incoming/<NAME>.json.gz to an existing board:
 #                                           anything else (another changed file, a symbolic link, a submodule, a
 #                                           nested path, a new board) fails; the added files are listed in OUT.
 #                                           Needs git only: the workflow runs main's copy of this script before
@@ -22,7 +22,7 @@
 #                                           push only (the checkout keeps no credentials).
 set -euo pipefail
 
-INCOMING='^leaderboards/[A-Za-z0-9._-]+/incoming/[A-Za-z0-9 ._+-]+\.json(\.gz)?$'
+INCOMING='^leaderboards/[A-Za-z0-9._-]+/incoming/[A-Za-z0-9 ._+-]+\.json\.gz$'
 
 name_of() {  # leaderboards/<board>/incoming/<NAME>.json.gz -> NAME
   local name

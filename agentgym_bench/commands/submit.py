@@ -70,6 +70,9 @@ def _flops(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     name = check_name(args.name)
+    if Path(args.results).is_file() and Path(args.results).read_bytes()[:2] != b"\x1f\x8b":
+        raise UserError(f"{args.results} is not gzip-compressed: a board stores a results file as submitted, as eval "
+                        f"writes it (.json.gz); compress it first: gzip -n {args.results}")
     suite = load_suite(args.suite) if args.suite else None
     if args.board is None and not args.check:
         default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made

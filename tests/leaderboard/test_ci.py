@@ -107,6 +107,7 @@ def _symlink(r: Path) -> None:
         r / "leaderboards" / "mine" / "incoming" / "x.json.gz").write_bytes(b"x"), "leaderboards/mine is not a board"),
     ("a removed file", lambda r: (r / INCOMING / "README.md").unlink(), "README.md: a submission may only add files"),
     ("nothing", lambda r: (r / INCOMING / "notes.txt").write_text("x"), "may only add leaderboards/"),
+    ("plain JSON", lambda r: (r / INCOMING / "plain.json").write_text("{}"), "may only add leaderboards/"),
 ])
 def test_the_guard_refuses_anything_but_added_results_files(repo, tmp_path, what, change, message):
     base, head = pull_request(repo, change)

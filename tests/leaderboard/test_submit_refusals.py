@@ -90,3 +90,12 @@ def test_a_suite_file_whose_ceiling_is_not_the_oracle_s_cannot_start_a_board(tmp
                  str(wrong)]) == 2
     assert f"{entry['name']}: stated {entry['oracle_success']}, the oracle's is" in capsys.readouterr().err
     assert not (tmp_path / "board").exists()
+
+
+def test_a_plain_json_file_is_refused_before_anything_is_stored(tmp_path, oracle_bytes, suite_file, capsys):
+    """A board stores a file byte for byte under ``<slug>.json.gz``: plain JSON stored so was not gzip."""
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(gzip.decompress(oracle_bytes))
+    assert main(["submit", str(plain), "--name", "plain", "--board", str(tmp_path / "board"), "--suite",
+                 str(suite_file)]) == 2
+    assert "is not gzip-compressed" in capsys.readouterr().err and not (tmp_path / "board").exists()
