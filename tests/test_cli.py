@@ -250,3 +250,21 @@ def test_warmstart_help_lists_every_key_of_its_config():
     text = " ".join(cli("warmstart", "--help").stdout.split())
     listed = text.split("keys (trainers/sft/sft_config.py, docs/trainers.md): ")[1].split(".")[0].split(", ")
     assert sorted(listed) == sorted(f.name for f in dataclasses.fields(SFTConfig))
+
+
+def test_eval_names_an_entry_that_cannot_start_before_playing(tmp_path):
+    """A suite file's WebShop entry naming a server that is not running: one line, nothing played (a traceback)."""
+    import json
+
+    from agentgym_bench.benchmark.suites import load_suite
+    from agentgym_bench.leaderboard.board import suite_to_dict
+
+    data = suite_to_dict(load_suite("agentgym-v2"))
+    data["name"], data["entries"] = "mine", [e for e in data["entries"] if e["name"] == "webshop"]
+    data["entries"][0]["env_kwargs"] = {"backend": "http", "base_url": "http://127.0.0.1:1"}
+    (tmp_path / "suite.json").write_text(json.dumps(data))
+    out = cli("eval", "--suite", str(tmp_path / "suite.json"), "--policy", "oracle", "--out",
+              str(tmp_path / "r.json.gz"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "entry webshop cannot start" in out.stderr and "is the WebShop server running?" in out.stderr
+    assert not (tmp_path / "r.json.gz").exists() and not (tmp_path / "r.json.gz.partial").exists()

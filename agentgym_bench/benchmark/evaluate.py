@@ -152,6 +152,24 @@ def hardware() -> dict[str, Any]:
             "torch": version, "gpu": gpu}
 
 
+def check_entries_start(suite: Suite, prompts: dict[str, str], action_format: str | None = None) -> None:
+    """Make each single-agent entry's env and reset its first seed before anything is played: an entry that cannot
+    start (a custom suite's ``env_kwargs`` naming a WebShop server that is not running, a held-out split under
+    another seed's range) is one line naming it, not a traceback from inside the run."""
+    for entry in suite.entries:
+        if entry.name not in prompts:
+            continue
+        try:
+            env = gym.make(entry.env_id, **entry.make_kwargs(prompts[entry.name], action_format))
+            try:
+                env.reset(seed=entry.seed_start)
+            finally:
+                env.close()
+        except (ValueError, TypeError, RuntimeError, OSError) as err:
+            raise UserError(f"entry {entry.name} cannot start ({entry.env_id}, seed {entry.seed_start}): "
+                            f"{str(err).splitlines()[0]}; nothing was played") from None
+
+
 def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], action_format: str | None = None, *,
                         context: int | None = None, max_new_tokens: int | None = None) -> dict[str, tuple[int, int]]:
     """Before playing, send each entry's first prompt (its first seed) to the endpoint once, with the run's reply

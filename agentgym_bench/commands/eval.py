@@ -45,7 +45,12 @@ import sys
 from pathlib import Path
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
-from agentgym_bench.benchmark.evaluate import evaluate_by_entry, probe_first_prompts, request_budget
+from agentgym_bench.benchmark.evaluate import (
+    check_entries_start,
+    evaluate_by_entry,
+    probe_first_prompts,
+    request_budget,
+)
 from agentgym_bench.benchmark.kinds import kind_of, suite_policy
 from agentgym_bench.benchmark.provenance import settings_note, training_record, with_start
 from agentgym_bench.benchmark.results import Results, read_results, write_results
@@ -162,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
         trainer["selection"] = args.selection
     out = Path(args.out)
     check_out(out, args.overwrite)  # before a model is loaded
+    prompts = kind.prompts(suite, args.prompt)
+    check_entries_start(suite, prompts, args.action_format)
     sampling = Sampling(args.temperature, args.top_p, args.max_new_tokens, args.seed)
     policy, record = suite_policy(args.policy, suite, sampling, device=args.device, timeout=args.timeout,
                                   max_concurrency=args.max_concurrency, api_key_env=args.api_key_env)
@@ -170,7 +177,6 @@ def run(args: argparse.Namespace) -> int:
         url = endpoint_parts(parse_spec(args.policy)[1] or "")[1]
         context = check_model(url, record["model"], timeout=min(args.timeout, 10.0), api_key_env=args.api_key_env)
     partial = partial_path(out)
-    prompts = kind.prompts(suite, args.prompt)
     note = settings_note(args.policy, prompts, args.history, args.max_new_tokens)
     if note:
         print(note)
