@@ -73,6 +73,11 @@ def plain_text(doc: str | None) -> str | None:
     return re.sub(r"\s*::$", ":", text, flags=re.M)
 
 
+RESUME_HINTS = {"train": "; the same command with resume_from_checkpoint=auto goes on from the last checkpoint",
+                "warmstart": "; the same command again goes on from the last checkpoint"}
+"""What a stopped command that keeps checkpoints says about going on."""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = os.environ.get("AGENTGYM_BENCH_DEBUG", "") not in ("", "0")
@@ -103,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if debug:
             raise
-        print("agentgym-bench: interrupted", file=sys.stderr)
+        print(f"agentgym-bench: interrupted{RESUME_HINTS.get(name, '')}", file=sys.stderr)
         return 130
 
 
