@@ -120,29 +120,43 @@ LOCK = ".lock"
 however it ends."""
 
 
-def hold(output_dir: Path) -> Any:
-    """Lock ``output_dir`` for this process (the open lock file: closing it releases the lock), or a one-line
-    :class:`ConfigError` naming the process that holds it: two runs in one folder would take each other's
-    checkpoints (one removes what the other is loading) and interleave their metrics.
+class FolderLock:
+    """``output_dir`` locked for this process (:func:`hold`); :meth:`close` releases it, and removes the folder again
+    if this lock made it and nothing else was written there (a run refused before it started leaves nothing)."""
+
+    def __init__(self, output_dir: Path):
+        self.folder, self.made = output_dir, not output_dir.exists()
+        output_dir.mkdir(parents=True, exist_ok=True)
+        self.handle = open(output_dir / LOCK, "a+")  # noqa: SIM115 - held open for the run, closed by close()
+
+    def close(self) -> None:
+        self.handle.close()
+        if self.made and [p.name for p in self.folder.iterdir()] == [LOCK]:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def hold(output_dir: Path) -> FolderLock:
+    """Lock ``output_dir`` for this process, or a one-line :class:`ConfigError` naming the process that holds it: two
+    runs in one folder would take each other's checkpoints (one removes what the other is loading) and interleave
+    their metrics. The lock (``flock``) goes with the process, however it ends.
 
     Raises:
         ConfigError: another live process holds the folder.
     """
-    output_dir.mkdir(parents=True, exist_ok=True)
-    handle = open(output_dir / LOCK, "a+")  # noqa: SIM115 - held open for the run, closed by the caller
+    lock = FolderLock(output_dir)
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(lock.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
+        lock.handle.seek(0)
+        holder = lock.handle.read().strip() or "another process"
+        lock.handle.close()
         raise ConfigError(f"{output_dir} is in use by a training process ({holder}) still running: wait for it to "
                           "end (or stop it), or give another output_dir") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()}")
-    handle.flush()
-    return handle
+    lock.handle.seek(0)
+    lock.handle.truncate()
+    lock.handle.write(f"pid {os.getpid()}")
+    lock.handle.flush()
+    return lock
 
 
 START = "start.json"
