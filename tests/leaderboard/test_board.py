@@ -89,8 +89,8 @@ def _bad_files(oracle_bytes: bytes) -> dict[str, bytes]:
         "duplicated seed": edit(oracle_bytes, lambda d: d["entries"][0]["episodes"][3].update(
             seed=d["entries"][0]["episodes"][2]["seed"])),
         "wrong suite version": edit(oracle_bytes, lambda d: d["suite"].update(version=1)),
-        "NaN": text.replace('"return":', '"return":NaN,"r":', 1).encode(),
-        "infinity": text.replace('"reward":', '"reward":-Infinity,"r":', 1).encode(),
+        "NaN": gzip.compress(text.replace('"return":', '"return":NaN,"r":', 1).encode()),
+        "infinity": gzip.compress(text.replace('"reward":', '"reward":-Infinity,"r":', 1).encode()),
         "other package version whose envs differ": edit(oracle_bytes, other_version_other_envs),
     }
 
