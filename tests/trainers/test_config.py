@@ -159,6 +159,10 @@ def test_a_config_with_a_base_is_its_base_updated_by_its_own_keys(tmp_path):
     assert config.train_env_manager.tags == base.train_env_manager.tags  # nested keys merged, not replaced
     assert dataclasses.replace(config, learning_rate=base.learning_rate,
                                train_env_manager=base.train_env_manager) == base
+    mine = tmp_path / "mine" / "qwen.yaml"  # a user's folder naming a bundled recipe by its name
+    mine.parent.mkdir()
+    mine.write_text("base: baseline-gigpo\nlearning_rate: 2.0e-4\n")
+    assert load_config(mine) == dataclasses.replace(base, learning_rate=2e-4)
     (tmp_path / "a.yaml").write_text("base: b.yaml\n")
     (tmp_path / "b.yaml").write_text("base: a.yaml\n")
     with pytest.raises(ConfigError, match="leads back to itself"):

@@ -218,8 +218,9 @@ def config_from_dict(config_type: type[C], data: Mapping[str, Any],
 
 
 BASE_KEY = "base"
-"""A config file's key naming another file (relative to its own folder) whose keys it starts from: a variant of a
-recipe holds only what it changes (``base: baseline-gigpo.yaml`` and ``learning_rate: 5.0e-5``)."""
+"""A config file's key naming another file (relative to its own folder, else a bundled config by its name) whose keys
+it starts from: a variant of a recipe holds only what it changes (``base: baseline-gigpo.yaml`` and
+``learning_rate: 5.0e-5``), in ``trainers/configs/`` or in a folder of the user's own."""
 
 
 def read_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
@@ -234,7 +235,10 @@ def read_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict[str
     if BASE_KEY not in data:
         return data
     here = Path(path).resolve()
-    base = here.parent / str(data.pop(BASE_KEY))
+    name = str(data.pop(BASE_KEY))
+    base = here.parent / name
+    if not base.is_file() and (CONFIG_DIR / f"{name.removesuffix('.yaml')}.yaml").is_file():
+        base = CONFIG_DIR / f"{name.removesuffix('.yaml')}.yaml"  # a bundled recipe, named from the user's folder
     if base.resolve() in (*_seen, here):
         raise ConfigError(f"{path}: its {BASE_KEY} {base.name} leads back to itself")
     return merge(read_yaml(base, (*_seen, here)), data)
