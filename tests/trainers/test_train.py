@@ -340,3 +340,13 @@ def test_a_run_folder_in_use_by_a_live_process_is_refused(tiny_model, tmp_path):
         main(config)
     held.close()
     assert main(config).records[-1]["step"] == 1
+
+
+def test_fsdp2_in_a_plain_launch_says_it_trains_unsharded(tiny_model, tmp_path, capsys, monkeypatch):
+    """``config.yaml`` records ``strategy: fsdp2`` either way; a one-process launch without torchrun shards nothing,
+    and says so."""
+    if torch.distributed.is_initialized():
+        pytest.skip("a process group is open in this process: the run would join it")
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    main(config_from_dict(tiny_config_dict(tiny_model, tmp_path / "run", "starpo", max_steps=1, strategy="fsdp2")))
+    assert "strategy fsdp2 in a plain launch: one process, unsharded" in capsys.readouterr().err

@@ -522,6 +522,8 @@ def main(config: TrainConfig) -> TrainResult:
         torch.set_num_threads(config.num_threads)
     joined = not torch.distributed.is_initialized()
     dist = init_distributed(config.device, join_single=config.strategy == "fsdp2")
+    if config.strategy == "fsdp2" and not dist.grouped:  # said: config.yaml records fsdp2 all the same
+        print("strategy fsdp2 in a plain launch: one process, unsharded (torchrun shards it)", file=sys.stderr)
     run, lock = None, ckpt.hold(Path(config.output_dir)) if dist.is_main else None
     try:
         run = start_run(config, dist, started)
