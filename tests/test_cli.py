@@ -268,3 +268,10 @@ def test_eval_names_an_entry_that_cannot_start_before_playing(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert "entry webshop cannot start" in out.stderr and "is the WebShop server running?" in out.stderr
     assert not (tmp_path / "r.json.gz").exists() and not (tmp_path / "r.json.gz.partial").exists()
+
+
+def test_eval_of_an_archived_suite_says_its_board_takes_nothing_new(tmp_path):
+    out = cli("eval", "--suite", "agentgym-v1", "--policy", "oracle", "--episodes", "1", "--entries", "bandit",
+              "--out", str(tmp_path / "r.json.gz"))
+    assert out.returncode == 0, out.stderr
+    assert "agentgym-v1 is archived (superseded by agentgym-v2): its board takes no new files" in out.stdout

@@ -156,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--seed {args.seed}: a sampling seed is 0 to 2**64 - 1 (what torch's generators take, "
                         "and what a results file may record)")
     suite, quick = quick_check(load_suite(args.suite), args.episodes, args.entries)
+    if suite.superseded_by:  # its board re-verifies what it holds and takes nothing new
+        print(f"note: {suite.name} is archived (superseded by {suite.superseded_by}): its board takes no new files")
     kind = kind_of(suite)
     kind.check_options(suite, args.prompt, args.action_format, "--action-format")  # before any work
     trainer, training = training_record(args.trained_by) if args.trained_by else (None, None)
