@@ -77,11 +77,11 @@ def run(args: argparse.Namespace) -> int:
     if args.board is None and not args.check:
         default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made
     root = repository_root(args.board or Path.cwd())
-    named = lambda: read_results(args.results).suite_name  # noqa: E731 - the file's suite, read without a replay
+    named = functools.cache(lambda: read_results(args.results).suite_name)  # the file's suite, read once, no replay
     board = Path(args.board) if args.board else default_board(suite.name if suite else named()) if root else None
     index = read_index(board) if board is not None else None
-    if board is not None and index is None and enclosing_board(board) is not None:
-        raise UserError(f"--board {board} lies inside the board {enclosing_board(board)}: give that board's folder")
+    if board is not None and index is None and (outer := enclosing_board(board)) is not None:
+        raise UserError(f"--board {board} lies inside the board {outer}: give that board's folder")
     if index is not None:  # cheap refusals first (an archived board's new name, another suite, a taken name)
         check_open(index, name, parse_suite(index["suite"]))
         if (file_suite := named()) != index["suite"]["name"]:  # before the board's suite stands in for the file's
