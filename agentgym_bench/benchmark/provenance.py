@@ -76,7 +76,8 @@ def _training_record(folder: str | Path) -> tuple[dict[str, Any], dict[str, Any]
         steps = config.get("max_steps")
         batch = config.get("rollout_batch_size")
         compute = {"steps": steps, "episodes": steps * batch if steps and batch else None,
-                   "wall_time_s": summary.get("wall_time_s")}
+                   "wall_time_s": summary.get("wall_time_s"),
+                   **{k: summary[k] for k in ("processes", "device") if k in summary}}
         trainer: dict[str, Any] = {"algorithm": str(algorithm), "config": config}
         if (path / run_folder.METRICS).is_file():
             trainer["curves"] = training_curves(path / run_folder.METRICS)

@@ -55,6 +55,7 @@ def test_each_algorithm_changes_the_parameters_and_keeps_losses_finite(tiny_mode
     assert (tmp_path / "summary.json").exists()
     trainer, compute = training_record(tmp_path)  # what `agentgym-bench eval --trained-by` records of this run
     assert trainer["algorithm"] == preset and compute["steps"] == 3
+    assert compute["processes"] == 1 and compute["device"] == "cpu"  # what it trained on, from summary.json
     assert trainer["curves"]["val/success"] == [[r["step"], r["val/success"]] for r in records if "val/success" in r]
     assert [step for step, _ in trainer["curves"]["reward/success"]] == [1, 2, 3]
 

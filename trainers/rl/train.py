@@ -574,7 +574,7 @@ def _finish(run: Run) -> None:
         run_folder.write_summary(out, {"val": success_gain(first, last),
                                        "val_episodes": {"before": [int(s) for s in first],
                                                         "after": [int(s) for s in last]},
-                                       "wall_time_s": time.perf_counter() - run.t0})
+                                       "wall_time_s": time.perf_counter() - run.t0, **run.dist.hardware()})
 
 
 def _warn(run: Run, step: int) -> None:

@@ -48,6 +48,12 @@ class Dist:
         per = n // self.world_size
         return range(self.rank * per, (self.rank + 1) * per)
 
+    def hardware(self) -> dict[str, Any]:
+        """What the run trained on, for its ``summary.json``: ``{"processes": N, "device": "cpu"}``, or the GPU's
+        name (``torch.cuda.get_device_name``) for a CUDA device."""
+        name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else self.device.type
+        return {"processes": self.world_size, "device": name}
+
     def gather(self, obj: T) -> list[T]:
         """Every rank's ``obj``, in rank order (``[obj]`` for one process)."""
         if not self.enabled:
