@@ -84,6 +84,25 @@ def is_graded(env_id: str) -> bool:
     return spec is not None and spec.graded
 
 
+def registered(env_id: str) -> bool:
+    """Whether ``env_id`` is a registered Gymnasium id. ``MODULE:ID`` (an env of the user's own) imports ``MODULE``
+    first and asks of ``ID``, as ``gym.make("MODULE:ID")`` does, so a trainer config, a suite file or a command may
+    name it that way and every process that makes the env imports ``MODULE`` itself. A ``MODULE`` that does not
+    import is a :class:`UserError` naming it."""
+    module, colon, name = str(env_id).rpartition(":")
+    if colon and module:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise UserError(f"env id {env_id!r}: cannot import {module!r} ({err}): is its folder on PYTHONPATH?"
+                            ) from None
+        env_id = name
+    return env_id in gym.registry
+
+
+OWN_ENV_HINT = "an env of your own: name it MODULE:ID, so that MODULE, which registers ID, is imported first"
+
+
 def check_env_id(env_id: str) -> str:
     """The agent env id ``env_id`` names, for the commands that take one (``play``, ``demo``, ``openenv-serve``): one
     of this package's (:data:`AGENT_ENVS`), a TextArena game's (``AgentTextArena/...``), or any registered id whose
@@ -92,14 +111,8 @@ def check_env_id(env_id: str) -> str:
     ours and listing them."""
     if env_id in AGENT_ENVS:
         return env_id
-    module, colon, name = str(env_id).rpartition(":")
-    if colon and module:
-        try:
-            importlib.import_module(module)
-        except ImportError as err:
-            raise UserError(f"env id {env_id!r}: cannot import {module!r} ({err})") from None
-        env_id = name
-    if env_id in gym.registry:
+    if registered(env_id):
+        env_id = str(env_id).rpartition(":")[2]
         try:
             env = gym.make(env_id)
         except Exception as err:  # noqa: BLE001 - a third party's constructor: any failure is the user's to see
@@ -111,16 +124,18 @@ def check_env_id(env_id: str) -> str:
             env.close()
         raise UserError(f"{env_id!r} is registered but is not an agent env (its env is "
                         f"{type(env.unwrapped).__name__}): wrap its game in LLMAgentEnv (docs/core-env-contract.md)")
+    env_id = str(env_id).rpartition(":")[2]
     known = list(AGENT_ENVS)
-    typed = str(env_id).lower()
+    typed = env_id.lower()
     cores = {k.lower().removeprefix("agent").split("-")[0]: k for k in known}  # "sokobanlarge": AgentSokobanLarge-v0
+    own = [k for k in gym.registry if k not in known and k.startswith("Agent")]  # a user's module, imported above
     close = ([k for k in known if typed in k.lower()]
-             or difflib.get_close_matches(str(env_id), known, n=1, cutoff=0.85)
+             or difflib.get_close_matches(env_id, known + own, n=1, cutoff=0.85)
              or [cores[c] for c in difflib.get_close_matches(typed.removeprefix("agent").split("-")[0], cores, n=2)])
     hint = (f"did you mean {close[0]}? " if len(close) == 1
             else f"did you mean one of {', '.join(close)}? " if close else "")
-    raise UserError(f"unknown env id {env_id!r}: {hint}`agentgym-bench envs` lists them ({', '.join(known)}); an "
-                    "env of your own: register it with gymnasium and give MODULE:ID to import MODULE first")
+    raise UserError(f"unknown env id {env_id!r}: {hint}`agentgym-bench envs` lists them ({', '.join(known)}); "
+                    f"{OWN_ENV_HINT}")
 
 
 def load_class(entry_point: str) -> type:

@@ -63,7 +63,7 @@ from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.envs.frozen_lake import FrozenLakeGame
 from agentgym_bench.errors import UserError
 from agentgym_bench.multiagent.selfplay import BARGAIN_IDS, MULTIAGENT_ENVS
-from agentgym_bench.registration import is_graded
+from agentgym_bench.registration import OWN_ENV_HINT, is_graded, registered
 from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.scripted import OraclePolicy
 from agentgym_bench.schema_check import violation
@@ -232,8 +232,12 @@ def parse_suite(data: Any) -> Suite:
             entries.append(_match_entry(label, raw, seed_start))
             continue
         where = f"{label}: entry {raw['name']}"
-        if raw["env_id"] not in gym.registry:
-            raise SuiteError(f"{where} names unknown env id {raw['env_id']}")
+        try:
+            known = registered(raw["env_id"])
+        except UserError as err:
+            raise SuiteError(f"{where}: {err}") from None
+        if not known:
+            raise SuiteError(f"{where} names unknown env id {raw['env_id']}; {OWN_ENV_HINT}")
         if "prompt" in raw.get("env_kwargs", {}):
             raise SuiteError(f"{where} fixes the prompt in env_kwargs; list it in prompts")
         entries.append(SuiteEntry(name=raw["name"], env_id=raw["env_id"], env_kwargs=dict(raw.get("env_kwargs", {})),

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import gymnasium as gym
 
 from agentgym_bench.progress import progress as progress_bar
+from agentgym_bench.registration import OWN_ENV_HINT, registered
 from agentgym_bench.rollout.policy import Policy
 from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, json_safe
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
@@ -104,9 +105,10 @@ class EnvGroups:
             raise ValueError(f"num_groups_partition={partition} must hold positive integers")
         if not isinstance(group_size, int) or group_size < 1:
             raise ValueError(f"group_size={group_size!r} must be a positive integer")
-        unknown = [t for t in tags if t not in gym.registry]
+        unknown = [t for t in tags if not registered(t)]
         if unknown:
-            raise ValueError(f"tags {unknown} are not registered env ids (did you `import agentgym_bench`?)")
+            raise ValueError(f"tags {unknown} are not registered env ids (did you `import agentgym_bench`? "
+                             f"{OWN_ENV_HINT})")
         unknown = sorted(set(tag_kwargs or {}) - set(tags))
         if unknown:
             raise ValueError(f"tag_kwargs names {unknown}, which are not in tags={tags}")

@@ -4,7 +4,9 @@ a game without an oracle says so in one line."""
 
 from __future__ import annotations
 
+import gzip
 import inspect
+import json
 import os
 import subprocess
 import sys
@@ -68,3 +70,26 @@ def test_textarena_ids_are_agent_ids_and_an_oracle_less_game_says_so():
     env.reset(seed=0)
     with pytest.raises(UserError, match=r"AgentTextArena/GuessTheNumber-v0: its game \(TextArenaGame\) has no oracle"):
         oracle_reply(env)
+
+
+def test_a_trainer_config_and_a_suite_name_an_env_of_ones_own_as_module_colon_id(guess, tmp_path):
+    """``MODULE:ID`` in a config's tags and a suite's ``env_id``: checked by importing MODULE, and every process that
+    makes the env imports it itself (here ``eval``, a fresh process, finds guess.py only by the id)."""
+    from trainers.rl.config import ConfigError, config_from_dict  # noqa: PLC0415 - brings the trainer's modules
+
+    own = "guess:AgentGuess-v0"
+    manager = {"tags": [own], "num_groups_partition": [1], "num_env_groups": 1, "group_size": 2}
+    sizes = {"rollout_batch_size": 2, "val_batch_size": 1, "ppo_mini_batch_size": 2, "micro_batch_size": 2}
+    config = config_from_dict({**sizes, "train_env_manager": manager, "val_env_manager": {**manager, "group_size": 1}})
+    assert config.train_env_manager.tags == [own]
+    with pytest.raises(ConfigError, match=r"'AgentGues-v0' is not a registered env id; .*name it MODULE:ID"):
+        config_from_dict({**sizes, "train_env_manager": {**manager, "tags": ["AgentGues-v0"]}})
+    with pytest.raises(ConfigError, match="cannot import 'nosuch'"):
+        config_from_dict({**sizes, "train_env_manager": {**manager, "tags": ["nosuch:AgentGuess-v0"]}})
+    suite = {"name": "guess-test", "version": 1, "split": "test", "seed_start": 2_000_000_000,
+             "entries": [{"name": "guess", "env_id": own, "prompts": ["compact"], "episodes": 3,
+                          "oracle_success": 1.0}]}
+    (tmp_path / "suite.json").write_text(json.dumps(suite))
+    played = command(tmp_path, "eval", "--policy", "oracle", "--suite", "suite.json", "--out", "r.json.gz")
+    assert played.returncode == 0, played.stderr
+    assert json.loads(gzip.decompress((tmp_path / "r.json.gz").read_bytes()))["entries"][0]["env_id"] == own

@@ -36,8 +36,10 @@ from typing import Any
 import gymnasium as gym
 
 import agentgym_bench  # noqa: F401 - registers the env ids
+from agentgym_bench.errors import UserError
 from agentgym_bench.multiagent.bargain import BARGAIN_IDS
 from agentgym_bench.multiagent.selfplay import MULTIAGENT_ENVS
+from agentgym_bench.registration import OWN_ENV_HINT, registered
 from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 from trainers.algos.advantages import NORM_METHODS
 from trainers.algos.losses import AGG_MODES, KL_ESTIMATORS
@@ -744,11 +746,16 @@ class TrainConfig:
 
 def _check_env_ids(prefix: str, tags: Sequence[str]) -> None:
     for tag in tags:
-        if tag not in gym.registry:
-            close = difflib.get_close_matches(tag, [k for k in gym.registry if k.startswith("Agent")], n=1)
+        try:
+            known = registered(tag)
+        except UserError as err:
+            raise ConfigError(f"{prefix}.tags: {err}") from None
+        if not known:
+            close = difflib.get_close_matches(tag, [k for k in gym.registry if k.startswith("Agent")], n=1,
+                                              cutoff=0.8)
             hint = f"did you mean {close[0]}? " if close else ""
             raise ConfigError(f"{prefix}.tags: {tag!r} is not a registered env id; {hint}`agentgym-bench envs` "
-                              "lists them")
+                              f"lists them; {OWN_ENV_HINT}")
 
 
 def _read_roll_keys(data: dict[str, Any]) -> dict[str, Any]:
