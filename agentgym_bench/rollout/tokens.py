@@ -108,6 +108,29 @@ def encode_many(tokenizer: Any, texts: Sequence[str]) -> dict[str, list[int]]:
     return {"": [], **{text: list(i) for text, i in zip(distinct, ids, strict=True)}}
 
 
+def unknown_words(tokenizer: Any, texts: Sequence[str], limit: int = 5000) -> list[str]:
+    """The pieces of ``texts`` (the first ``limit`` distinct ones) that ``tokenizer`` encodes as its unknown token
+    (the default model's ``<|unk|>``), each once, in the order met: words a model with this tokenizer can neither
+    read nor write. ``[]`` for a tokenizer without an unknown token or without offsets (a slow one)."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    distinct = list(dict.fromkeys(t for t in texts if t))[:limit]
+    if unk is None or not getattr(tokenizer, "is_fast", False) or not distinct:
+        return []
+    encoded = tokenizer(distinct, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    found = [text[a:b] for text, ids, offsets in zip(distinct, encoded["input_ids"], encoded["offset_mapping"],
+                                                      strict=True)
+             for i, (a, b) in zip(ids, offsets, strict=True) if i == unk]
+    return list(dict.fromkeys(w for w in found if w.strip()))
+
+
+def unknown_words_note(who: str, words: list[str], tokenizer: Any) -> str:
+    """One warning line for :func:`unknown_words`'s ``words`` found in ``who`` (e.g. "the demonstrations' replies")."""
+    shown = ", ".join(repr(w) for w in words[:8]) + (", ..." if len(words) > 8 else "")
+    return (f"warning: {who} hold {len(words)} word(s) the model's tokenizer does not know ({shown}): it reads each "
+            f"as {tokenizer.unk_token}, so the model cannot write them; a model built with `agentgym-bench init-model "
+            "--env MODULE:ID` has an env's words (docs/core-env-contract.md, 'A model that can write your actions')")
+
+
 def reply_token_ids(tokenizer: Any, turn: Turn, encoded: dict[str, list[int]] | None = None) -> list[int]:
     """The reply's generated ids, or for text-only replies the tokenised reply (from ``encoded`` where given) plus
     the eos token."""

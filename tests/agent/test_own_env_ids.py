@@ -19,13 +19,35 @@ from agentgym_bench.adapters.openenv import check_env_ids
 from agentgym_bench.agent.policies import oracle_reply
 from agentgym_bench.envs.contract import check_game
 from agentgym_bench.errors import UserError
+from agentgym_bench.paths import published_checkpoint
 from agentgym_bench.registration import check_env_id
+from agentgym_bench.rollout.tokens import unknown_words
 from tests.envs.test_contract import GuessGame
 
 GUESS = ("import gymnasium as gym\n\nfrom agentgym_bench.spaces import text_space\n\n\n" + inspect.getsource(GuessGame)
          + '\n\ngym.register("AgentGuess-v0", entry_point="agentgym_bench.registration:make_agent_env",\n'
          '             kwargs={"game": "guess:GuessGame", "max_turns": 6, "max_actions_per_turn": 1})\n')
 """The module ``guess.py`` of docs/core-env-contract.md's example: tests/envs/test_contract.py's game, registered."""
+
+WORDS = '''
+class WordGuessGame(GuessGame):
+    WORDS = ["uno", "dos", "tres", "cuatro", "cinco", "seis", "siete", "ocho"]  # words the default model lacks
+
+    def info(self):
+        return {**super().info(), "valid_actions": list(self.WORDS)}
+
+    def step(self, action):
+        word = str(action).strip().lower()
+        return super().step(str(self.WORDS.index(word) + 1) if word in self.WORDS else None)
+
+    def oracle_turn(self, turns_left, actions_left, max_actions_per_turn):
+        return [self.WORDS[self.secret - 1]]
+
+
+gym.register("AgentWordGuess-v0", entry_point="agentgym_bench.registration:make_agent_env",
+             kwargs={"game": "guess:WordGuessGame", "max_turns": 6, "max_actions_per_turn": 1})
+'''
+"""The same game with action words no model of ours was built with (appended to ``guess.py``)."""
 
 
 def command(tmp_path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
@@ -36,7 +58,7 @@ def command(tmp_path, *args: str, stdin: str = "") -> subprocess.CompletedProces
 
 @pytest.fixture
 def guess(tmp_path, monkeypatch):
-    (tmp_path / "guess.py").write_text(GUESS)
+    (tmp_path / "guess.py").write_text(GUESS + WORDS)
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
 
@@ -93,3 +115,33 @@ def test_a_trainer_config_and_a_suite_name_an_env_of_ones_own_as_module_colon_id
     played = command(tmp_path, "eval", "--policy", "oracle", "--suite", "suite.json", "--out", "r.json.gz")
     assert played.returncode == 0, played.stderr
     assert json.loads(gzip.decompress((tmp_path / "r.json.gz").read_bytes()))["entries"][0]["env_id"] == own
+
+
+def test_action_words_the_model_cannot_write_are_warned_of_and_init_model_env_adds_them(guess, tmp_path, capsys):
+    from transformers import AutoTokenizer  # noqa: PLC0415 - brings torch
+
+    from trainers.rl.config import config_from_dict  # noqa: PLC0415
+    from trainers.rl.models import warn_unwritable_actions  # noqa: PLC0415
+    from trainers.sft.sft_config import SFTConfig  # noqa: PLC0415
+    from trainers.sft.warmstart import demonstration_rows  # noqa: PLC0415
+
+    own = "guess:AgentWordGuess-v0"
+    check_game(gym.make(own))
+    published = AutoTokenizer.from_pretrained(published_checkpoint(os.path.dirname(__file__)))
+    manager = {"tags": [own], "num_groups_partition": [1], "num_env_groups": 1, "group_size": 2}
+    config = config_from_dict({"rollout_batch_size": 2, "val_batch_size": 1, "ppo_mini_batch_size": 2,
+                               "micro_batch_size": 2, "train_env_manager": manager,
+                               "val_env_manager": {**manager, "group_size": 1}})
+    warn_unwritable_actions(config, published)
+    assert ("train: warning: the training envs' actions hold 8 word(s) the model's tokenizer does not know ('uno', "
+            in capsys.readouterr().err)
+    sft = SFTConfig(output=str(tmp_path / "ws"), envs=(own,), episodes=4, history=0)
+    demonstration_rows(sft, published)
+    assert "warmstart: warning: the demonstrations' replies hold" in capsys.readouterr().err
+    built = command(guess, "init-model", "--path", "m", "--layers", "1", "--width", "32", "--heads", "2", "--env", own)
+    assert built.returncode == 0, built.stderr
+    mine = AutoTokenizer.from_pretrained(tmp_path / "m")
+    assert unknown_words(mine, ["<answer>uno</answer>", "ocho"]) == []
+    assert unknown_words(published, ["<answer>Uno</answer>", "ocho"]) == ["Uno", "ocho"]
+    warn_unwritable_actions(config, mine)
+    assert capsys.readouterr().err == ""

@@ -15,7 +15,32 @@ from agentgym_bench.spaces import text_space
 
 
 class GuessGame(gym.Env):
-    """Guess a number from 1 to 8, told higher or lower (a third party's game, written to the contract)."""
+    """Guess a number from 1 to 8, told higher or lower (a third party's game, written to the contract).
+
+    ## Description
+    A secret number from 1 to 8; each guess is told whether the secret is higher or lower.
+
+    ## Action Space
+    One of ``1`` .. ``8`` (surrounding whitespace ignored); anything else is invalid and changes nothing.
+
+    ## Observation Space
+    The last guess's verdict: ``last guess: higher``.
+
+    ## Rewards
+    1 for the right guess, else 0.
+
+    ## Episode End
+    Terminated by the right guess.
+
+    ## Arguments
+    - ``render_mode=None``: ``"ansi"`` returns the observation text.
+
+    ## Oracle
+    :meth:`oracle_turn` guesses the secret.
+
+    ## Version History
+    - v0: initial version.
+    """
 
     metadata = {"render_modes": ["ansi"]}
     observation_space = text_space(64)
@@ -90,13 +115,58 @@ class NoSuccess(GuessGame):
         return {k: v for k, v in super().info().items() if k != "success"}
 
 
+class NoSeed(GuessGame):
+    def reset(self):  # noqa: D102 - the newcomer's signature
+        return super().reset()
+
+
+class FourValues(GuessGame):
+    def step(self, action):
+        obs, reward, terminated, _, info = super().step(action)
+        return obs, reward, terminated, info
+
+
+class ObservationOnly(GuessGame):
+    def reset(self, *, seed=None, options=None):
+        return super().reset(seed=seed)[0]
+
+
+class ExactCase(GuessGame):
+    def step(self, action):  # only the exact spelling is taken: " 3 " is refused
+        return super().step(None if isinstance(action, str) and action != action.strip() else action)
+
+
+class ListsTooMuch(GuessGame):
+    def info(self):  # lists an action its step refuses
+        return {**super().info(), "valid_actions": [*self.ACTIONS, "9"]}
+
+
+class RendersOtherText(GuessGame):
+    def render(self):
+        return f"the game: {super().render()}"
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed)
+        return obs.removeprefix("the game: "), info
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return (obs.removeprefix("the game: "), *rest)
+
+
+class NoSections(GuessGame):
+    """A game."""
+
+
 @pytest.mark.parametrize("env_id", [*agentgym_bench.AGENT_ENVS])
 def test_every_game_of_the_package_keeps_the_contract(env_id):
     check_game(gym.make(env_id))
+    check_game(gym.make(env_id, render_mode="ansi"))  # render() is the observation
 
 
 def test_a_third_partys_game_written_to_the_contract_passes():
     check_game(GuessGame())
+    check_game(GuessGame(render_mode="ansi"))
 
 
 @pytest.mark.parametrize(("game", "rule"), [
@@ -106,8 +176,19 @@ def test_a_third_partys_game_written_to_the_contract_passes():
     (GlobalRandom, "never touch the random or np.random globals"),
     (NoSuccess, "info has success: bool"),
     (Drifting, "the same seed and actions give the same episode"),
+    (NoSeed, "run without raising on the game's own actions (seed 0: TypeError: "),
+    (FourValues, "step returns (obs, reward, terminated, truncated, info) (seed 0, step 1: it returned 4 values)"),
+    (ObservationOnly, "reset returns (str, dict) (seed 0, reset: it returned str)"),
+    (ExactCase, "an action is matched ignoring case and surrounding whitespace"),
+    (ListsTooMuch, "every action valid_actions lists is valid (seed 0, after reset: '9')"),
+    (NoSections, "the class docstring is the spec, with its sections (missing: Description, Action Space"),
 ])
 def test_each_broken_rule_is_named(game, rule):
     with pytest.raises(ContractError, match=r"breaks docs/core-env-contract\.md") as caught:
         check_game(game())
     assert rule in str(caught.value)
+
+
+def test_a_render_that_is_not_the_observation_is_named():
+    with pytest.raises(ContractError, match='render\\(\\) with render_mode "ansi" returns the observation text'):
+        check_game(RendersOtherText(render_mode="ansi"))

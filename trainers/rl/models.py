@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.rollout.hf import no_progress_bars
+from agentgym_bench.rollout.tokens import unknown_words, unknown_words_note
 from agentgym_bench.rollout.vllm_backend import INSTALL_HINT
 from trainers.rl.config import TrainConfig
 from trainers.runtime import fsdp, lora
@@ -66,7 +69,27 @@ def load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None = None)
     """
     pretrain = resolve_model(config.pretrain)
     with no_progress_bars() if Path(pretrain).is_dir() else contextlib.nullcontext():
-        return _load_models(config, dist, checkpoint, pretrain)
+        models = _load_models(config, dist, checkpoint, pretrain)
+    if dist.is_main:
+        warn_unwritable_actions(config, models.tokenizer)
+    return models
+
+
+def warn_unwritable_actions(config: TrainConfig, tokenizer: Any) -> None:
+    """A warning on stderr where a training env's actions (its ``valid_actions`` after a reset on the first training
+    seed) hold a word the tokenizer encodes as unknown: the model cannot write that action, so RL cannot teach it."""
+    manager = config.train_env_manager
+    actions: list[str] = []
+    for tag in manager.tags:
+        try:
+            env = gym.make(tag, **manager.env_kwargs)
+            actions += env.reset(seed=config.train_seed_start)[1].get("valid_actions") or []
+            env.close()
+        except Exception:  # noqa: BLE001 - a two-player env or one made otherwise: its actions are not checked here
+            continue
+    unknown = unknown_words(tokenizer, actions)
+    if unknown:
+        print("train: " + unknown_words_note("the training envs' actions", unknown, tokenizer), file=sys.stderr)
 
 
 def require_backend(config: TrainConfig, device: torch.device) -> None:

@@ -83,6 +83,7 @@ import argparse
 import os
 import re
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +98,7 @@ from agentgym_bench.errors import UserError
 from agentgym_bench.multiagent import bargain_rules as rules
 from agentgym_bench.multiagent.bargain import AGENTS, BargainEnv
 from agentgym_bench.paths import expand, model_dir
+from agentgym_bench.registration import check_env_id
 from agentgym_bench.spaces import CHARSET
 
 PAD, UNK, SYSTEM, USER, ASSISTANT, END = "<|pad|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"
@@ -151,11 +153,11 @@ class ModelSize:
     architecture: str = "gpt2"
 
 
-def env_words() -> tuple[list[str], list[str]]:
+def env_words(extra: Sequence[str] = ()) -> tuple[list[str], list[str]]:
     """Words of every registered agent env's first observation (both templates), instructions, legend and actions,
     of the prompt templates, of the bundled WebShop store (:func:`webshop_texts`) and of Bargain
-    (:func:`bargain_texts`). (Grid rows hold no words: a
-    word needs a lower-case letter.)
+    (:func:`bargain_texts`); ``extra``: more agent env ids read the same way (``MODULE:ID`` for an env of the user's
+    own, ``init-model --env``). (Grid rows hold no words: a word needs a lower-case letter.)
 
     Returns:
         ``(words, skipped)``: the words found (unsorted, may repeat) and the ids whose env could not be built (a
@@ -165,7 +167,7 @@ def env_words() -> tuple[list[str], list[str]]:
     for template in TEMPLATES.values():
         texts.extend(str(v) for v in vars(template).values())
     skipped = []
-    for env_id in sorted(agentgym_bench.AGENT_ENVS):
+    for env_id in [*sorted(agentgym_bench.AGENT_ENVS), *extra]:
         for prompt in ("compact", "ragen"):
             try:
                 env = gym.make(env_id, prompt=prompt)
@@ -327,6 +329,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--architecture", choices=ARCHITECTURES, default=ModelSize.architecture,
                         help="gpt2: learned absolute positions; llama: rotary positions, gated MLP of 4x the width, "
                         "RMS norm (default: %(default)s)")
+    parser.add_argument("--env", action="append", default=[], metavar="MODULE:ID",
+                        help="also put the words of this agent env (its first observation, instructions, legend and "
+                        "valid actions) in the vocabulary, e.g. an env of your own; repeatable. Without it a word "
+                        "only your env uses is <|unk|> to the model, which then cannot write it")
     parser.add_argument("--tokenizer", choices=TOKENIZERS, default="words",
                         help="words: a space is a token of its own; space-words: a space before a word is part of "
                         "the word's token (' shoes'), so a copied sentence is one token a word (default: %(default)s)")
@@ -339,7 +345,9 @@ def run(args: argparse.Namespace) -> int:
                      architecture=args.architecture)
     if size.n_embd % size.n_head:
         raise UserError(f"--width {size.n_embd} must be a multiple of --heads {size.n_head}")
-    words, skipped = env_words()
+    for env_id in args.env:
+        check_env_id(env_id)
+    words, skipped = env_words(args.env)
     if skipped:
         print(f"note: could not build {', '.join(skipped)}; their words are not in the vocabulary")
     path = build_default_model(args.path, seed=args.seed, size=size, words=words, tokenizer=args.tokenizer)

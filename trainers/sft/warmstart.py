@@ -70,7 +70,7 @@ from agentgym_bench.rollout.engine import EnvGroups
 from agentgym_bench.rollout.heads import logits_at
 from agentgym_bench.rollout.hf import HFPolicy, load_model, no_progress_bars
 from agentgym_bench.rollout.scripted import NoisyOraclePolicy, OraclePolicy, RandomPolicy
-from agentgym_bench.rollout.tokens import TokenView, collate, step_views
+from agentgym_bench.rollout.tokens import TokenView, collate, step_views, unknown_words, unknown_words_note
 from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
 from trainers.runtime import checkpoint as ckpt
@@ -450,6 +450,9 @@ def demonstration_rows(config: SFTConfig, tokenizer: Any, cache: Path | None = N
         print(f"warmstart: the demonstrations' rows read from {cache}", file=sys.stderr)
         return unpack_rows(saved["rows"]), saved["described"]
     demonstrations = collect_demonstrations(config, progress=progress)
+    unknown = unknown_words(tokenizer, [turn.reply for d in demonstrations for turn in d.turns])
+    if unknown:
+        print("warmstart: " + unknown_words_note("the demonstrations' replies", unknown, tokenizer), file=sys.stderr)
     variants = copy_augmented(demonstrations, config.copy_augment, config.seed)
     described = {"episodes": len(demonstrations), "turns": sum(len(t.turns) for t in demonstrations),
                  "success": sum(t.success for t in demonstrations) / len(demonstrations),
