@@ -119,7 +119,11 @@ def check_env_id(env_id: str) -> str:
             raise UserError(f"env id {env_id!r}: gym.make failed: {type(err).__name__}: {err}") from None
         try:
             if isinstance(env.unwrapped, LLMAgentEnv):
+                env.reset(seed=0)  # a game of the user's own that cannot start is one line, not a traceback later
                 return env_id
+        except Exception as err:  # noqa: BLE001 - as above
+            raise UserError(f"env id {env_id!r}: reset(seed=0) failed: {type(err).__name__}: {err} "
+                            "(agentgym_bench.envs.contract.check_game names what a game must do)") from None
         finally:
             env.close()
         raise UserError(f"{env_id!r} is registered but is not an agent env (its env is "

@@ -56,7 +56,16 @@ from agentgym_bench.benchmark.provenance import settings_note, training_record, 
 from agentgym_bench.benchmark.results import Results, read_results, write_results
 from agentgym_bench.benchmark.resume import partial_path, resumed
 from agentgym_bench.benchmark.scores import format_summary, summarize
-from agentgym_bench.benchmark.suites import DEFAULT_SUITE, available_suites, load_suite, quick_check, quick_text
+from agentgym_bench.benchmark.suites import (
+    DEFAULT_SUITE,
+    Suite,
+    SuiteError,
+    available_suites,
+    check_ceilings,
+    load_suite,
+    quick_check,
+    quick_text,
+)
 from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.endpoint import check_model, what_to_change
 from agentgym_bench.rollout.openai_compat import GenerationError
@@ -149,15 +158,32 @@ def failure(err: GenerationError, partial: Path) -> UserError:
     return UserError(f"{err}{f' — {hint}' if hint else ''}; {keep}")
 
 
+def suite_notes(suite: Suite, spec: str) -> None:
+    """Before anything is played: an archived suite says that its board takes nothing new; a suite file whose
+    ``oracle_success`` is not the oracle's on its episodes (:func:`check_ceilings`, the oracle played on them) is
+    warned of, since every entry's ``/oracle`` and the score are divided by it (``submit`` refuses such a suite)."""
+    if suite.superseded_by:  # its board re-verifies what it holds and takes nothing new
+        print(f"note: {suite.name} is archived (superseded by {suite.superseded_by}): its board takes no new files")
+    if spec in available_suites():  # the bundled suites' ceilings are the tests' to check
+        return
+    try:
+        check_ceilings(suite)
+    except SuiteError as err:
+        print(f"warning: {err}; until then this run's /oracle and score are divided by the stated values",
+              file=sys.stderr)
+    except UserError:  # an entry whose game has no oracle: it has no ceiling to check
+        pass
+
+
 def run(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
         raise UserError("need --max-new-tokens >= 1, --temperature >= 0 and 0 < --top-p <= 1")
     if not 0 <= args.seed < 2**64:
         raise UserError(f"--seed {args.seed}: a sampling seed is 0 to 2**64 - 1 (what torch's generators take, "
                         "and what a results file may record)")
-    suite, quick = quick_check(load_suite(args.suite), args.episodes, args.entries)
-    if suite.superseded_by:  # its board re-verifies what it holds and takes nothing new
-        print(f"note: {suite.name} is archived (superseded by {suite.superseded_by}): its board takes no new files")
+    full = load_suite(args.suite)
+    suite_notes(full, args.suite)
+    suite, quick = quick_check(full, args.episodes, args.entries)
     kind = kind_of(suite)
     kind.check_options(suite, args.prompt, args.action_format, "--action-format")  # before any work
     trainer, training = training_record(args.trained_by) if args.trained_by else (None, None)

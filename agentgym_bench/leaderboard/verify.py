@@ -311,7 +311,7 @@ def check_suite(results: Results, suite: Suite | None) -> Suite:
     if suite is None:
         if results.suite_name not in available_suites():
             raise ResultsError(f"results are for suite {results.suite_name!r}, which is not a bundled suite "
-                               f"({', '.join(available_suites())})")
+                               f"({', '.join(available_suites())}): give its suite file (--suite FILE)")
         suite = load_suite(results.suite_name)
     if results.suite_name != suite.name:
         raise ResultsError(f"results are for suite {results.suite_name!r}, not the suite {suite.name!r} they are "

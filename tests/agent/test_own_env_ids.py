@@ -76,10 +76,19 @@ def test_a_registered_game_of_ones_own_is_an_agent_env_the_commands_take(guess):
     assert any(line.split()[:3] == ["AgentGuess-v0", "oracle", "1.000"] for line in demo.stdout.splitlines())
 
 
+class NoSeedGuess(GuessGame):
+    def reset(self):  # the newcomer's signature
+        return super().reset()
+
+
 def test_wrong_ids_are_one_line(guess):
+    if "AgentNoSeedGuess-v0" not in gym.registry:
+        gym.register("AgentNoSeedGuess-v0", entry_point="agentgym_bench.registration:make_agent_env",
+                     kwargs={"game": f"{__name__}:NoSeedGuess", "max_turns": 6, "max_actions_per_turn": 1})
     for env_id, message in [("nosuchmodule:AgentGuess-v0", "cannot import 'nosuchmodule'"),
                             ("CartPole-v1", "is registered but is not an agent env"),
-                            ("guess:AgentGues-v0", "unknown env id 'AgentGues-v0'")]:
+                            ("guess:AgentGues-v0", "unknown env id 'AgentGues-v0': did you mean AgentGuess-v0?"),
+                            ("AgentNoSeedGuess-v0", r"reset\(seed=0\) failed: TypeError: .*check_game names")]:
         with pytest.raises(UserError, match=message):
             check_env_id(env_id)
 

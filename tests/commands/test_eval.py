@@ -225,3 +225,12 @@ def test_reproduce_replays_a_file_of_eval_in_its_entry_by_entry_batches(tmp_path
     assert "as reproduced" in capsys.readouterr().out
     assert main(["reproduce", "tiny", "--board", board]) == 0
     assert "(100.0%) identical" in capsys.readouterr().out
+
+
+def test_a_suite_file_whose_ceiling_is_not_the_oracles_is_warned_of_before_playing(tmp_path):
+    suite = {**SUITE, "entries": [{**SUITE["entries"][0], "oracle_success": 0.5}]}
+    (tmp_path / "mine.json").write_text(json.dumps(suite))
+    out = cli("eval", "--policy", "random", "--suite", "mine.json", "--out", "r.json.gz", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert ("warning: suite tiny-eval: oracle_success is not the oracle's success on the entry's episodes (bandit: "
+            "stated 0.5, the oracle's is 1.000000)") in out.stderr

@@ -148,7 +148,8 @@ class SFTConfig:
                 raise ConfigError(f"demonstrators={self.demonstrators}: each must name an env of {list(self.envs)} "
                                   f"and a demonstrator its game has (of {list(DEMONSTRATORS)}; first-hit: WebShop)")
         if isinstance(self.episodes, dict) and not set(self.envs) <= set(self.episodes):
-            raise ConfigError(f"episodes={self.episodes} must name every env of {list(self.envs)}")
+            raise ConfigError(f"episodes={self.episodes} must name every env of {list(self.envs)}: give one number "
+                              "for every env (episodes=N) or one for each (episodes={ID: N, ...})")
         for env_id in self.envs:
             if self.episodes_of(env_id) < 1:
                 raise ConfigError(f"episodes={self.episodes} must be >= 1 for every env")
