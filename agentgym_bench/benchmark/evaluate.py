@@ -26,7 +26,7 @@ from agentgym_bench.benchmark.kinds import kind_of
 from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.suites import Suite
 from agentgym_bench.errors import UserError
-from agentgym_bench.rollout.endpoint import CONTEXT_HINT, what_to_change
+from agentgym_bench.rollout.endpoint import what_to_change
 from agentgym_bench.rollout.openai_compat import GenerationError
 from agentgym_bench.rollout.policy import Policy
 from agentgym_bench.rollout.trajectory import build_messages
@@ -190,12 +190,7 @@ def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], acti
 
     probed = {}
     for entry in suite.entries:
-        env = gym.make(entry.env_id, **entry.make_kwargs(prompts[entry.name], action_format))
-        try:
-            observation, info = env.reset(seed=entry.seed_start)
-        finally:
-            env.close()
-        messages = build_messages(str(info.get("system_prompt", "")), [], [], observation, None)
+        messages, env = first_conversation(entry, prompts[entry.name], action_format)
         overlong, policy.overlong = policy.overlong, "error"  # a first prompt that cannot fit stops the run here
         try:
             generation = policy.generate([messages], [env.unwrapped])[0]
@@ -210,9 +205,47 @@ def probe_first_prompts(policy: Any, suite: Suite, prompts: dict[str, str], acti
         if context is not None and max_new_tokens is not None and used is not None and used + max_new_tokens > context:
             raise UserError(f"before playing, entry {entry.name}'s first prompt is {used} tokens, which with "
                             f"--max-new-tokens {max_new_tokens} exceeds the model's context of {context} tokens "
-                            f"(max_model_len at /models) — {CONTEXT_HINT}; nothing was played")
+                            f"(max_model_len at /models) — {fit_hint(entry, prompts[entry.name], used, context)}; "
+                            "nothing was played")
         probed[entry.name] = (int(env.unwrapped.max_turns), used if used is not None else -1)
     return probed
+
+
+def check_first_prompts_fit(policy: Any, suite: Suite, prompts: dict[str, str], action_format: str | None = None
+                            ) -> None:
+    """Before playing through a local model (``hf:``, whose ``max_positions`` is known): each entry's first prompt
+    (its first seed) and the reply budget must fit the model's positions, else the run ends here with one line.
+    Through the run such a prompt gets an empty reply (``overlong="empty"``), so a model whose window cannot hold
+    even the first prompt would score 0 on every episode, every reply empty, and its file would re-generate."""
+    window = getattr(policy, "max_positions", None)
+    if window is None or not hasattr(policy, "prompt_ids"):
+        return
+    for entry in suite.entries:
+        messages, env = first_conversation(entry, prompts[entry.name], action_format)
+        length = len(policy.prompt_ids([messages], [env.unwrapped])[0])
+        if length + policy.max_new_tokens > window:
+            raise UserError(f"before playing, entry {entry.name}'s first prompt is {length} tokens, which with "
+                            f"--max-new-tokens {policy.max_new_tokens} exceeds the model's {window} positions "
+                            f"(max_position_embeddings) — {fit_hint(entry, prompts[entry.name], length, window)}; "
+                            "nothing was played")
+
+
+def first_conversation(entry: Any, prompt: str, action_format: str | None) -> tuple[list[Any], gym.Env]:
+    """The messages of an entry's first turn on its first seed, and the (closed) env that wrote them."""
+    env = gym.make(entry.env_id, **entry.make_kwargs(prompt, action_format))
+    try:
+        observation, info = env.reset(seed=entry.seed_start)
+    finally:
+        env.close()
+    return build_messages(str(info.get("system_prompt", "")), [], [], observation, None), env
+
+
+def fit_hint(entry: Any, prompt: str, length: int, window: int) -> str:
+    """What would let a first prompt of ``length`` tokens (template ``prompt``) and its reply fit ``window``."""
+    ways = ["--prompt compact, a shorter prompt"] if prompt != "compact" and "compact" in entry.prompts else []
+    if length < window:
+        ways.append(f"--max-new-tokens {window - length} or less")
+    return "; or ".join([*ways, "a model with a longer context"])
 
 
 def request_budget(suite: Suite, probed: dict[str, tuple[int, int]], max_new_tokens: int) -> str:

@@ -47,6 +47,7 @@ from pathlib import Path
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.evaluate import (
     check_entries_start,
+    check_first_prompts_fit,
     evaluate_by_entry,
     probe_first_prompts,
     request_budget,
@@ -215,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
         probed = probe_first_prompts(policy, suite, prompts, args.action_format, context=context,
                                      max_new_tokens=args.max_new_tokens)
         print(f"the endpoint: {request_budget(suite, probed, args.max_new_tokens)}")
+    elif prompts:  # a local model: each first prompt against its positions
+        check_first_prompts_fit(policy, suite, prompts, args.action_format)
     if not out.parent.exists():
         out.parent.mkdir(parents=True)
         print(f"made the folder {out.parent} for --out {out}")

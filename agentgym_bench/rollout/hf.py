@@ -32,7 +32,7 @@ from agentgym_bench.agent.tools import offered_tools
 from agentgym_bench.errors import UserError
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
-from agentgym_bench.rollout.tokens import encode_many, render_many
+from agentgym_bench.rollout.tokens import check_model_files, encode_many, no_tokenizer_note, render_many
 
 
 def cache_argument(model: Any) -> str:
@@ -255,8 +255,7 @@ class HFPolicy:
             raise ValueError(f"top_logprobs={top_logprobs} must be >= 0")
         if not isinstance(share_prefill, bool):
             raise ValueError(f"share_prefill={share_prefill!r} must be True or False")
-        if tokenizer.chat_template is None:
-            raise ValueError("the tokenizer has no chat template")
+        check_model_files(model, tokenizer)
         self.model = model
         self.tokenizer = tokenizer
         self.temperature = float(temperature)
@@ -594,7 +593,6 @@ def load_model(path: str | os.PathLike = "default", *, device: str = "cpu", dtyp
             model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     except (OSError, ValueError) as err:  # transformers: no such repo / folder without a model / unknown architecture
         said = " ".join(str(err).split()) or type(err).__name__  # transformers' messages run over several lines
-        raise UserError(f"cannot load a model from {path!r}: {said[:400]}") from err
-    model = model.to(device)
-    model.eval()
-    return model, tokenizer
+        raise UserError(f"cannot load a model from {path!r}: {said[:400]}{no_tokenizer_note(path)}") from err
+    check_model_files(model, tokenizer, repr(path), path)
+    return model.to(device).eval(), tokenizer

@@ -37,11 +37,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from agentgym_bench.agent.tools import offered_tools
+from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.policy import Message
 from agentgym_bench.rollout.trajectory import Trajectory, Turn
 
@@ -106,6 +108,48 @@ def encode_many(tokenizer: Any, texts: Sequence[str]) -> dict[str, list[int]]:
     distinct = list(dict.fromkeys(t for t in texts if t))
     ids = tokenizer(distinct, add_special_tokens=False, verbose=False)["input_ids"] if distinct else []
     return {"": [], **{text: list(i) for text, i in zip(distinct, ids, strict=True)}}
+
+
+class ModelFilesError(UserError, ValueError):
+    """A model whose files cannot play a game (:func:`check_model_files`)."""
+
+
+def check_model_files(model: Any, tokenizer: Any, where: str = "the model", folder: Any = None) -> None:
+    """Raise :class:`ModelFilesError` (one line, naming the fix) where the model's ``folder`` holds no tokenizer
+    files (transformers may still build an empty tokenizer), ``where``'s tokenizer has no chat template (every turn
+    is rendered with ``apply_chat_template``), neither its ``generation_config`` nor its tokenizer names an eos token
+    (what ends a reply), or the tokenizer has more tokens than the model has embedding rows (an id past them fails
+    inside the model). docs/rollout.md, "Your own model"."""
+    fix = "(docs/rollout.md, 'Your own model')"
+    if folder is not None and no_tokenizer_note(folder):
+        raise ModelFilesError(f"cannot use {where}{no_tokenizer_note(folder)}")
+    if tokenizer.chat_template is None:
+        raise ModelFilesError(f"{where}'s tokenizer has no chat template, and every turn is rendered with "
+                              "tokenizer.apply_chat_template: set tokenizer.chat_template (e.g. the template of the "
+                              f"model's instruct version) and save_pretrained the tokenizer {fix}")
+    config_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if config_eos is None and tokenizer.eos_token_id is None:
+        raise ModelFilesError(f"neither {where}'s generation_config nor its tokenizer names an eos token, so no reply "
+                              f"would end: set tokenizer.eos_token (the token the model writes to stop) {fix}")
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    rows = getattr(embeddings, "num_embeddings", None)
+    if rows is not None and len(tokenizer) > rows:
+        raise ModelFilesError(f"{where}'s tokenizer has {len(tokenizer)} tokens and its embedding {rows} rows, so ids "
+                              f"from {rows} on would fail inside the model: resize_token_embeddings({len(tokenizer)}) "
+                              f"or use the model's own tokenizer {fix}")
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt")
+
+
+def no_tokenizer_note(path: Any) -> str:
+    """``" (the folder holds no tokenizer files ...)"`` for a local folder without any of :data:`TOKENIZER_FILES`
+    (transformers then blames sentencepiece or tiktoken), else ``""``."""
+    folder = Path(str(path))
+    if not folder.is_dir() or any((folder / name).is_file() for name in TOKENIZER_FILES):
+        return ""
+    return (f" (the folder holds no tokenizer files ({', '.join(TOKENIZER_FILES)}): save the model's tokenizer there "
+            "too, tokenizer.save_pretrained(folder))")
 
 
 def unknown_words(tokenizer: Any, texts: Sequence[str], limit: int = 5000) -> list[str]:

@@ -16,7 +16,7 @@ import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench.paths import resolve_model
 from agentgym_bench.rollout.hf import no_progress_bars
-from agentgym_bench.rollout.tokens import unknown_words, unknown_words_note
+from agentgym_bench.rollout.tokens import check_model_files, no_tokenizer_note, unknown_words, unknown_words_note
 from agentgym_bench.rollout.vllm_backend import INSTALL_HINT
 from trainers.rl.config import TrainConfig
 from trainers.runtime import fsdp, lora
@@ -111,9 +111,16 @@ def _load_models(config: TrainConfig, dist: Dist, checkpoint: Path | None, pretr
         lora.require_peft()
     require_backend(config, dist.device)
     full_weights = checkpoint if checkpoint is not None and not config.lora else None  # else pretrain (+ adapters)
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint / "actor" if checkpoint else pretrain)
+    source = checkpoint / "actor" if checkpoint else pretrain
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError) as err:  # transformers' own message runs over lines and blames sentencepiece
+        said = " ".join(str(err).split())[:300]
+        raise ConfigError(f"pretrain: cannot load a tokenizer from {str(source)!r}: {said}"
+                          f"{no_tokenizer_note(source)}") from None
     actor = AutoModelForCausalLM.from_pretrained(full_weights / "actor" if full_weights else pretrain,
                                                  dtype=torch.float32)
+    check_model_files(actor, tokenizer, f"pretrain {str(source)!r}", source)
     if config.lora:
         actor = lora.add_adapters(actor, config, "CAUSAL_LM", checkpoint / "actor_adapter" if checkpoint else None)
     actor = _own_memory(actor).to(dist.device).eval()

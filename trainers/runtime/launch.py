@@ -11,6 +11,8 @@ the trainer cannot tell the two apart. The RL loop is launched by ``torchrun`` i
 
 from __future__ import annotations
 
+import importlib
+import logging
 import os
 import socket
 from collections.abc import Callable
@@ -49,12 +51,31 @@ def launch(main: Callable[[C], R], config: C, processes: int, threads: int, name
         torch.set_num_threads(threads)
         return main(config)
     results = mp.get_context("spawn").SimpleQueue()
+    spawn_log = logging.getLogger("torch.multiprocessing.spawn")  # its "Terminating process N via signal SIGTERM"
+    level = spawn_log.level  # when one process failed and the others are stopped says nothing to the user
+    spawn_log.setLevel(logging.ERROR)
     try:
         mp.start_processes(_worker, args=(processes, free_port(), threads, main, config, results), nprocs=processes,
                            start_method="spawn")
     except mp.ProcessRaisedException as error:  # the process's own error, on one line
-        raise UserError(f"{name}: {str(error).strip().splitlines()[-1]}") from None
+        raise UserError(f"{name}: {error_line(str(error))}") from None
+    finally:
+        spawn_log.setLevel(level)
     return results.get()
+
+
+def error_line(traceback_text: str) -> str:
+    """The last line of a process's traceback, without the exception's class where it is a :class:`UserError`
+    (a message written for the user: ``agentgym_bench.errors.UserError: cannot load ...`` reads ``cannot load
+    ...``); any other error keeps its class (``IndexError: ...``), which says it is a bug."""
+    line = traceback_text.strip().splitlines()[-1]
+    kind, sep, message = line.partition(": ")
+    module, _, cls = kind.rpartition(".")
+    try:
+        user = bool(sep and module) and issubclass(getattr(importlib.import_module(module), cls), UserError)
+    except (ImportError, AttributeError, TypeError):
+        user = False
+    return message if user else line
 
 
 def free_port() -> int:

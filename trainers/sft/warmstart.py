@@ -75,6 +75,7 @@ from agentgym_bench.rollout.trajectory import Trajectory
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
 from trainers.runtime import checkpoint as ckpt
 from trainers.runtime import compute_dtype
+from trainers.runtime.config_loading import ConfigError
 from trainers.runtime.distributed import Dist
 from trainers.runtime.metrics import MetricsLog
 from trainers.runtime.schedule import warm_start_schedule
@@ -365,6 +366,7 @@ def warm_start(config: SFTConfig, *, progress: bool = False) -> dict[str, Any]:
     else:  # process 0 plays and tokenises the demonstrations; the others read its rows
         dist.barrier()
     views, described = demonstration_rows(config, tokenizer, output / DEMONSTRATIONS, progress=progress)
+    check_rows_fit(views, model, config)
     if rank == 0 and world > 1:
         dist.barrier()
     losses, resumed_seconds = fit(model, tokenizer, views, config, progress=progress, run=output)
@@ -403,6 +405,22 @@ def warm_start(config: SFTConfig, *, progress: bool = False) -> dict[str, Any]:
     ckpt.remove_checkpoints(output)
     (output / DEMONSTRATIONS).unlink(missing_ok=True)
     return report
+
+
+def check_rows_fit(views: list[TokenView], model: Any, config: SFTConfig) -> None:
+    """A :class:`ConfigError` before fine-tuning where a demonstration row (a prompt and its reply), or a prompt and
+    the evaluation's ``max_new_tokens``, outgrows the model's positions: a GPT-2 model fails inside its position
+    table there, a rotary one trains past what it was built for and fails at evaluation."""
+    positions = getattr(model.config, "max_position_embeddings", None)
+    if positions is None or not views:
+        return
+    row = max(len(v) for v in views)
+    prompt = max(v.spans[-1][0] for v in views)
+    if row > positions or prompt + config.max_new_tokens > positions:
+        raise ConfigError(f"the demonstrations' longest row is {row} tokens and their longest prompt {prompt} "
+                          f"(+ max_new_tokens={config.max_new_tokens} to reply at evaluation); the model has "
+                          f"{positions} positions: set prompt=compact or history=0, lower max_new_tokens, or start "
+                          "from a model with more positions")
 
 
 def main(config: SFTConfig) -> dict[str, Any]:
