@@ -185,6 +185,13 @@ def test_a_model_is_recorded_by_its_repository_relative_path_or_its_home_name(ho
     assert model_name(str(home / "bench" / "models" / "warmstart")) == "warmstart"
     assert model_name("warmstart") == "warmstart" and model_name("Qwen/Qwen2.5-0.5B") == "Qwen/Qwen2.5-0.5B"
     assert model_name(str(home / "loose")) == str(home / "loose")  # outside any repository: as given
+    run = repo / "runs" / "r"  # a trainer run: the checkpoint it plays now, which stays when the run goes on
+    for step in (1, 2):
+        (run / f"checkpoint-{step}" / "actor").mkdir(parents=True)
+        (run / f"checkpoint-{step}" / "actor" / "config.json").write_text("{}")
+    (run / "config.yaml").write_text("max_steps: 2\n")
+    assert model_name(str(run)) == "runs/r/checkpoint-2/actor"
+    assert model_name(str(run / "checkpoint-1")) == "runs/r/checkpoint-1/actor"
     assert locate_model("leaderboards/b/models/m", repo) == str(repo / "leaderboards" / "b" / "models" / "m")
     assert locate_model("leaderboards/b/models/m", home) is None  # only under the root given
     assert locate_model("warmstart", repo) == str(home / "bench" / "models" / "warmstart")

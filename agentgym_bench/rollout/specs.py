@@ -103,10 +103,14 @@ def sampling_of(policy: dict[str, Any]) -> Sampling:
 def model_name(target: str) -> str:
     """What a results file records as the model of ``hf:TARGET`` or ``vllm:TARGET`` (see the module docstring): a
     local folder inside a repository as its path relative to the repository root, one directly under the home's
-    ``models/`` as its name, anything else as given."""
+    ``models/`` as its name, anything else as given; a trainer run folder or checkpoint as the ``actor/`` folder it
+    plays (``runs/x/checkpoint-200/actor``), since the run folder's last checkpoint moves when the run goes on."""
     folder = expand(target)
     if not folder.is_dir():
         return target  # a name under the home or a hub id: portable as it is
+    played = Path(resolve_model(str(folder)))  # a trainer run: the checkpoint it plays now, which a resume won't move
+    if played != folder:
+        folder, target = played, str(played)
     folder = folder.resolve()
     root = repository_root(folder)
     if root is not None:
