@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -52,18 +53,20 @@ def add_adapters(model: torch.nn.Module, config: Any, task: str, saved: Path | N
     import the trainer). ``task``: ``CAUSAL_LM`` (actor) or ``TOKEN_CLS`` (critic: its value head is trained and saved
     whole)."""
     peft = require_peft()
-    if saved is not None:
-        return peft.PeftModel.from_pretrained(model, saved, is_trainable=True)
-    heads = VALUE_HEADS if task == "TOKEN_CLS" else None  # trained whole (modules_to_save), not adapted
-    lora = peft.LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha or 2 * config.lora_rank,
-                           lora_dropout=0.0, target_modules=target_modules(config.lora_target), task_type=task,
-                           exclude_modules=heads)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(config.seed)
-        try:
-            return peft.get_peft_model(model, lora)
-        except ValueError as error:  # peft: a target that matches no module
-            raise ConfigError(f"lora_target={config.lora_target!r}: {str(error).splitlines()[0]}") from None
+    with warnings.catch_warnings():  # peft reads transformers' deprecated is_gradient_checkpointing: says nothing
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        if saved is not None:
+            return peft.PeftModel.from_pretrained(model, saved, is_trainable=True)
+        heads = VALUE_HEADS if task == "TOKEN_CLS" else None  # trained whole (modules_to_save), not adapted
+        lora = peft.LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha or 2 * config.lora_rank,
+                               lora_dropout=0.0, target_modules=target_modules(config.lora_target), task_type=task,
+                               exclude_modules=heads)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(config.seed)
+            try:
+                return peft.get_peft_model(model, lora)
+            except ValueError as error:  # peft: a target that matches no module
+                raise ConfigError(f"lora_target={config.lora_target!r}: {str(error).splitlines()[0]}") from None
 
 
 def is_lora(model: Any) -> bool:
