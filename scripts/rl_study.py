@@ -2,10 +2,13 @@
 recipes' claims (docs/lab/2026-11-28-rl-three-seeds.md).
 
 ``run`` trains every (recipe, seed) in the order given, ``--jobs`` at a time, each from ``--pretrain`` for the
-recipe's iterations (``seed=N``, checkpoints every 50 iterations), then evaluates its final model on
-``agentgym-v2-validation`` with the main job's settings and ``eval --seed 0``. Everything goes under ``--out``:
-``NAME-sSEED/`` (the run folder), ``NAME-sSEED.log``, ``val/NAME-sSEED.json.gz``. Run it again after a kill, or to
-add seeds: a finished evaluation is kept, a run folder resumes from its last checkpoint.
+recipe's iterations (``seed=N``, checkpoints every 50 iterations: these set the recipe's ``pretrain``, ``seed``,
+``save_steps`` and ``output_dir`` whatever it says; give ``--pretrain`` for another start), then evaluates its
+final model on ``agentgym-v2-validation`` with the main job's settings and ``eval --seed 0``. Everything goes
+under ``--out``: ``NAME-sSEED/`` (the run folder), ``NAME-sSEED.log``, ``NAME-sSEED.made.json`` (the recipe, its
+file's hash, the start and the overrides), ``val/NAME-sSEED.json.gz``. Run it again after a kill, or to add
+seeds: a finished evaluation is kept, a run folder resumes from its last checkpoint; a run of that name made by
+another command (a recipe file of the same name elsewhere, other overrides) is refused.
 
 ``test`` reads the test suite (``agentgym-v2``) once for each finished run's final model as the board publishes it
 (weights rounded to bfloat16, ``publish-model``; into ``published/models/NAME-sSEED/``, or with ``--board-entry SEED
@@ -95,10 +98,41 @@ def say(line: str) -> None:
     sys.stdout.flush()
 
 
+def made_by(recipe: str, pretrain: str, overrides: list[str]) -> dict[str, object]:
+    """What makes a run what it is, recorded beside it (``NAME-sSEED.made.json``): the recipe as given, with its
+    file's SHA-256 where it is a file, the start model and the overrides."""
+    path = Path(recipe)
+    return {"recipe": recipe, "recipe_sha256": sha256(path) if path.is_file() else None, "pretrain": pretrain,
+            "overrides": list(overrides)}
+
+
+def check_made_by(out: Path, name: str, made: dict[str, object]) -> None:
+    """Record ``made`` for run ``name``, or refuse a command that would resume or skip a run made otherwise (two
+    recipe files of one name, other overrides or another start): the run's name alone cannot tell them apart."""
+    record = out / f"{name}.made.json"
+    if not record.exists():
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps(made, indent=1) + "\n")
+        return
+    earlier = json.loads(record.read_text())
+    differs = [f"{key} {earlier.get(key)!r} then, {value!r} now" for key, value in made.items()
+               if earlier.get(key) != value]
+    if differs:
+        raise UserError(f"{name} in {out} was made by another command ({'; '.join(differs)}): give this study its "
+                        "own --out")
+
+
+def failure_line(log: Path) -> str:
+    """The last line a failed command wrote to its log: its one-line error."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()] if log.exists() else []
+    return lines[-1] if lines else "(no output)"
+
+
 def run_one(args: argparse.Namespace, recipe: str, seed: int) -> None:
     """Train (or resume) one run, then evaluate its final model; a finished evaluation is not redone."""
     name = run_name(recipe, seed)
     out = Path(args.out)
+    check_made_by(out, name, made_by(recipe, args.pretrain, args.overrides))
     result = out / "val" / f"{name}.json.gz"
     if result.exists():
         say(f"{name}: evaluated already ({result})")
@@ -184,9 +218,13 @@ def run(args: argparse.Namespace) -> int:
                 recipe, seed = queue.pop(0)
             try:
                 run_one(args, recipe, seed)
-            except subprocess.CalledProcessError as error:
-                failed.append(f"{recipe} seed {seed}: {error}")
-                say(f"{recipe} seed {seed} failed ({error}); see its log under {args.out}")
+            except subprocess.CalledProcessError:
+                log = Path(args.out) / f"{run_name(recipe, seed)}.log"
+                failed.append(f"{recipe} seed {seed}")
+                say(f"{recipe} seed {seed} failed: {failure_line(log)} (the whole output: {log})")
+            except UserError as error:
+                failed.append(f"{recipe} seed {seed}")
+                say(f"{recipe} seed {seed}: {error}")
 
     threads = [threading.Thread(target=worker) for _ in range(args.jobs)]
     threading.Thread(target=monitor, daemon=True).start()
@@ -564,7 +602,8 @@ def main() -> int:
                             "from where --out lacks them, e.g. a control trained by an earlier study (repeatable)")
     run_parser = sub.choices["run"]
     run_parser.add_argument("--pretrain", default="leaderboards/agentgym-v2/models/default-model-sft",
-                            help="the start model (default: the published checkpoint)")
+                            help="the start model, in place of the recipe's pretrain (default: the published "
+                            "checkpoint)")
     run_parser.add_argument("--jobs", type=int, default=2, help="runs at a time, one thread each (default: 2)")
     run_parser.add_argument("--every", type=float, default=10,
                             help="minutes between progress lines of the runs in training (default: 10)")

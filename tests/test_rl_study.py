@@ -327,3 +327,22 @@ def test_a_kept_file_that_lacks_its_fields_is_refused_by_name(rl_study, tmp_path
         json.dump(kept, f)
     with pytest.raises(UserError, match="do not match the suite's episode counts"):
         rl_study.read_kept(path)
+
+
+def test_a_run_of_the_same_name_made_by_another_command_is_refused(rl_study, tmp_path):
+    """Two recipe files of one name (or other overrides) give one run name: the second command is refused rather
+    than skipping to, or resuming, the first one's run (whose results report would then read as its own)."""
+    first, second = tmp_path / "a" / "sfl.yaml", tmp_path / "b" / "sfl.yaml"
+    for path, rate in ((first, "1e-4"), (second, "5e-5")):
+        path.parent.mkdir()
+        path.write_text(f"base: starpo_s-frozenlake\nlearning_rate: {rate}\n")
+    out = tmp_path / "study"
+    rl_study.check_made_by(out, "sfl-s0", rl_study.made_by(str(first), "start", ["max_steps=4"]))
+    rl_study.check_made_by(out, "sfl-s0", rl_study.made_by(str(first), "start", ["max_steps=4"]))  # the same: fine
+    for made in (rl_study.made_by(str(second), "start", ["max_steps=4"]),
+                 rl_study.made_by(str(first), "start", ["max_steps=8"])):
+        with pytest.raises(rl_study.UserError, match="sfl-s0 in .* was made by another command .*its own --out"):
+            rl_study.check_made_by(out, "sfl-s0", made)
+    log = tmp_path / "x.log"
+    log.write_text("note: ...\nagentgym-bench train: error: no model folder at runs/nope\n\n")
+    assert rl_study.failure_line(log) == "agentgym-bench train: error: no model folder at runs/nope"
