@@ -206,3 +206,18 @@ def test_an_even_split_needs_a_group_for_every_tag():
     with pytest.raises(ConfigError, match="fewer than its 3 tags"):
         config_from_dict({"train_env_manager": {"num_env_groups": 2, "group_size": 2, "tags": tags},
                           "rollout_batch_size": 4})
+
+
+@pytest.mark.parametrize("override", ["train_env_manager=4", "echo_trap=5", "reward_normalization=mean"])
+def test_a_plain_value_where_a_section_belongs_is_one_config_error(override):
+    with pytest.raises(ConfigError, match=rf"^{override.split('=')[0]}=.* must be a section of keys \("):
+        config_from_dict({}, [override])
+
+
+def test_a_negative_seed_is_refused_before_anything_loads():
+    from trainers.sft.sft_config import sft_config_from_dict
+
+    with pytest.raises(ConfigError, match=r"seed=-1 must be an integer from 0"):
+        config_from_dict({}, ["seed=-1"])
+    with pytest.raises(ConfigError, match=r"seed=-1 must be an integer from 0"):
+        sft_config_from_dict({}, ["seed=-1"])

@@ -570,6 +570,9 @@ class TrainConfig:
                                   "or dynamic_sampling: {oversample: 1, max_refill_rounds: 0}")
 
     def _check_seeds(self) -> None:
+        if not 0 <= self.seed < 2**63:
+            raise ConfigError(f"seed={self.seed} must be an integer from 0 to 2**63 - 1 (it seeds the run's random "
+                              "streams)")
         train, val = self.train_seed_range, self.val_seed_range
         try:
             check_seeds_disjoint("training seeds", train, "validation seeds", val)

@@ -110,6 +110,10 @@ def nest(obj: Any) -> None:
                 if key not in {g.name for g in dataclasses.fields(cls)}:
                     raise unknown_key(type(obj), f"{f.name}.{key}")
             setattr(obj, f.name, cls(**value))
+        elif dataclasses.is_dataclass(cls) and not isinstance(value, cls):
+            keys = [g.name for g in dataclasses.fields(cls)]
+            raise ConfigError(f"{f.name}={value!r} must be a section of keys ({', '.join(keys)}): set one of them, "
+                              f"e.g. {f.name}.{keys[0]}=..., or give a mapping in the YAML file")
 
 
 class _Loader(yaml.SafeLoader):

@@ -157,6 +157,9 @@ class SFTConfig:
 
     def _check_seeds(self) -> None:
         """Demonstrations on training seeds, evaluation on validation seeds: apart, and apart from the test seeds."""
+        if not 0 <= self.seed < 2**63:
+            raise ConfigError(f"seed={self.seed} must be an integer from 0 to 2**63 - 1 (it seeds the shuffles and "
+                              "the evaluation's sampling)")
         try:
             for env_id in self.envs:
                 demonstrations = range(TRAIN_SEED_START, TRAIN_SEED_START + self.episodes_of(env_id))
