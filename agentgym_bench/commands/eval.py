@@ -252,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
     compute = results.metadata["compute"]
     print(f"wrote {path} ({compute['episodes']} {what}, {compute['env_steps']} turns, {compute['wall_time_s']:.0f}s); "
           + (f"a quick check ({quick_text(quick)}): not for a board" if quick
-             else f"submit it with: agentgym-bench submit {path} --name NAME"
+             else f"{suite.name} is a {suite.split} suite: for tuning and choosing, not for a board" if suite.split
+             != "test" else f"submit it with: agentgym-bench submit {path} --name NAME"
              + ("" if args.suite in available_suites() else f" --board BOARD --suite {args.suite}")))
     return 0

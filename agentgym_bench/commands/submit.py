@@ -78,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
         default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made
     root = repository_root(args.board or Path.cwd())
     named = functools.cache(lambda: read_results(args.results).suite_name)  # the file's suite, read once, no replay
+    split = (suite or load_suite(named())).split if suite or named() in available_suites() else "test"
+    if split != "test":  # a board ranks one read of a held-out test suite
+        raise UserError(f"{args.results} holds results of a {split} suite: tune and choose on it, then evaluate the "
+                        "chosen model on the test suite and submit that file")
     board = Path(args.board) if args.board else default_board(suite.name if suite else named()) if root else None
     index = read_index(board) if board is not None else None
     if board is not None and index is None and (outer := enclosing_board(board)) is not None:

@@ -99,3 +99,16 @@ def test_a_plain_json_file_is_refused_before_anything_is_stored(tmp_path, oracle
     assert main(["submit", str(plain), "--name", "plain", "--board", str(tmp_path / "board"), "--suite",
                  str(suite_file)]) == 2
     assert "is not gzip-compressed" in capsys.readouterr().err and not (tmp_path / "board").exists()
+
+
+def test_results_of_a_validation_suite_are_refused_as_such(tmp_path, oracle_bytes, suite_file, capsys):
+    """A board ranks one read of a held-out test suite; a file of a validation suite (tuning) is refused in seconds,
+    whatever board it names."""
+    data = json.loads(suite_file.read_text())
+    validation = tmp_path / "validation-suite.json"
+    validation.write_text(json.dumps({**data, "split": "validation"}))
+    started = time.perf_counter()
+    assert main(["submit", str(tmp_path / "none.json.gz"), "--name", "x", "--board", str(tmp_path / "board"),
+                 "--suite", str(validation)]) == 2
+    assert "holds results of a validation suite: tune and choose on it" in capsys.readouterr().err
+    assert time.perf_counter() - started < 30 and not (tmp_path / "board").exists()

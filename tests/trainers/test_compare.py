@@ -48,6 +48,14 @@ def test_the_command_prints_both_intervals_and_rejects_bad_runs(tmp_path, capsys
     assert cli(["compare-runs", "--base", *a, "--runs", *b]) == 0
     out = capsys.readouterr().out
     assert "difference +0.250" in out and "200 episodes" in out and "over the 2 training seeds" in out
+    assert "paired by training seed: 0, 1" in out
+    assert cli(["compare-runs", "--base", a[1], a[0], "--runs", *b]) == 0  # given in another order: paired by seed
+    assert "paired by training seed (reordered from the order given): 0, 1" in capsys.readouterr().out
+    assert cli(["compare-runs", "--base", *a, "--runs", b[0]]) == 0
+    assert "no interval over the training seeds: 2 base run(s) and 1 run(s)" not in capsys.readouterr().out  # one
+    c = [write_run(tmp_path / f"c{s}", [0, 1, 0, 0] * 50, [1, 1, 0, 1] * 50, seed=s) for s in range(3)]
+    assert cli(["compare-runs", "--base", *a, "--runs", *c]) == 0
+    assert "no interval over the training seeds: 2 base run(s) and 3 run(s)" in capsys.readouterr().out
     assert cli(["compare-runs", "--base", *a, "--runs", *b, "--which", "before"]) == 0
     assert "difference +0.000" in capsys.readouterr().out
     assert cli(["compare-runs", "--runs", *b, "--which", "gain"]) == 0

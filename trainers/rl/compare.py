@@ -7,8 +7,9 @@ same seeds. Two intervals answer two questions:
 - **over episodes**: each episode's success averaged over the runs of a setting, then the paired bootstrap of
   :func:`agentgym_bench.stats.paired_difference` over the episodes (the noise of the evaluation: which maps,
   which samples);
-- **over training seeds** (when both settings have the same number of runs, paired in the order given, e.g. seed 0
-  with seed 0): Student's t interval of the per-seed differences of the "after" rates (the noise of training).
+- **over training seeds** (when both settings have the same number of runs, paired by training seed where both
+  sides hold the same seeds, whatever order they are given in, else in the order given, which the output says):
+  Student's t interval of the per-seed differences of the "after" rates (the noise of training).
 
 A claim about a setting needs both: the first can be narrow while three training seeds disagree. With
 ``--which gain`` the runs are compared with their own start model instead (each run's "before" as its base, no
@@ -100,6 +101,23 @@ def check_comparable(base: Sequence[str | Path], runs: Sequence[str | Path]) -> 
                             "compare runs with the same validation set")
 
 
+def pair_by_seed(base: Sequence[str | Path], runs: Sequence[str | Path]) -> tuple[list[str | Path], str]:
+    """``base`` in the order that pairs each of ``runs`` with the base run of its training seed (their
+    ``config.yaml``'s ``seed``), and a line saying how they were paired: by seed where both sides hold the same seeds
+    (whatever order they were given in), else in the order given, or not at all where the counts differ."""
+    if len(base) != len(runs):
+        return list(base), (f"no interval over the training seeds: {len(base)} base run(s) and {len(runs)} run(s), "
+                            "and it pairs runs seed by seed")
+    seed = {r: run_folder.read_config(r).get("seed") for r in [*base, *runs]}
+    by_seed = {seed[r]: r for r in base}
+    if sorted(by_seed, key=str) == sorted((seed[r] for r in runs), key=str) and len(by_seed) == len(base):
+        ordered = [by_seed[seed[r]] for r in runs]
+        moved = " (reordered from the order given)" if ordered != list(base) else ""
+        return ordered, f"paired by training seed{moved}: {', '.join(str(seed[r]) for r in runs)}"
+    pairs = ", ".join(f"{seed[a]} with {seed[b]}" for a, b in zip(base, runs, strict=True))
+    return list(base), f"paired in the order given, the seeds differ: base seed {pairs}"
+
+
 def on_own_rooms(runs: Sequence[str | Path], frozen: str | Path, base: Sequence[str | Path] = ()) -> list[str]:
     """The ``--frozen`` report: per env and for all envs, each run's training success on its own rooms minus the
     frozen run's (minus, with ``base``, the same for the base run of the same place in the order), its mean and 95%
@@ -162,9 +180,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("give --base RUN ... (the reference setting's runs), or --which gain")
     else:
         base_runs, labels = args.base, (args.which, args.which)
-    base = [read_episodes(r, labels[0]) for r in base_runs]
+    episodes = {r: read_episodes(r, labels[0]) for r in base_runs}
     other = [read_episodes(r, labels[1]) for r in args.runs]
     check_comparable([] if args.which == "gain" else base_runs, args.runs)
+    base_runs, pairing = pair_by_seed(base_runs, args.runs)
+    base = [episodes[r] for r in base_runs]
     lengths = {len(x) for x in base + other}
     if len(lengths) > 1:
         raise UserError(f"the runs were validated on different numbers of episodes ({sorted(lengths)}); "
@@ -178,6 +198,8 @@ def run(args: argparse.Namespace) -> int:
           f"per-episode means) 95% CI [{e['low']:+.3f}, {e['high']:+.3f}]")
     if "seeds" in result:
         s = result["seeds"]
-        print(f"over the {len(other)} training seeds (t, paired in the order given) 95% CI [{s['low']:+.3f}, "
-              f"{s['high']:+.3f}]; per seed {', '.join(f'{d:+.3f}' for d in s['differences'])}")
+        print(f"over the {len(other)} training seeds (t) 95% CI [{s['low']:+.3f}, {s['high']:+.3f}]; per seed "
+              f"{', '.join(f'{d:+.3f}' for d in s['differences'])}")
+    if args.which != "gain" and len(other) > 1:
+        print(pairing)
     return 0

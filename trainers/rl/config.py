@@ -696,6 +696,9 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"{name}={value} must be > 0, or null to disable")
+        if self.use_kl_loss and self.kl_loss_coef == 0:
+            notice("use_kl_loss: true with kl_loss_coef: 0 adds no KL term (no reference model is kept); set "
+                   "kl_loss_coef, e.g. 0.01 (verl-agent's and ROLL's), for one")
         if self.use_kl_loss and self.kl_in_reward:
             raise ConfigError("both use_kl_loss and add_token_level_kl with init_kl_coef > 0 are set: pick one place "
                               "for the KL term (add_token_level_kl=false for a KL loss, or use_kl_loss=false)")

@@ -262,6 +262,7 @@ PANELS: list[tuple[str, list[tuple[str, str]], tuple[float, float] | None]] = [
     ("KL to reference", [("loss/kl", "KL")], None),
     ("critic loss", [("critic/value_loss", "value loss")], None),
     ("critic explained variance", [("critic/explained_variance", "explained var.")], (-1.05, 1.05)),
+    ("groups with any reward spread", [("rollout/informative_share", "share")], (-0.05, 1.05)),
 ]
 
 
