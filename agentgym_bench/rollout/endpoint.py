@@ -73,7 +73,8 @@ def check_model(base_url: str, model: str, **kwargs: float | str) -> int | None:
     return served[model]
 
 
-CONTEXT_HINT = "the prompt is longer than the model's context: shorten it with --prompt compact and/or --history 0"
+CONTEXT_HINT = ("the prompt and its reply budget are longer than the model's context: a shorter prompt (--prompt "
+                "compact, --history 0) or fewer reply tokens (--max-new-tokens)")
 
 
 def what_to_change(err: GenerationError) -> str:
