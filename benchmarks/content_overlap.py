@@ -10,10 +10,12 @@ start positions, a FrozenLake map, WebShop's goal, a Bargain deal. The goal is 0
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from agentgym_bench.benchmark.overlap import overlap
 from agentgym_bench.benchmark.suites import load_suite
+from agentgym_bench.errors import UserError
 
 
 def main() -> None:
@@ -26,7 +28,11 @@ def main() -> None:
           "validation | s |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for name in args.suite or ["agentgym-v2", "agentgym-ma-v2"]:
-        for entry in load_suite(name).entries:
+        try:
+            suite = load_suite(name)
+        except UserError as err:  # a suite file of one's own that does not parse: one line, as the commands say it
+            sys.exit(f"content_overlap: {err}")
+        for entry in suite.entries:
             start = time.perf_counter()
             found = overlap(entry, args.train, args.validation)
             took = time.perf_counter() - start
