@@ -1,5 +1,6 @@
-"""A results file names its model as the user did (a trainer run folder, a name under the home); verification
-resolves it the same way eval did, so such entries can be re-generated and marked *reproduced*."""
+"""A results file names its model as the user did (a trainer run folder, as the checkpoint it played; a name under the
+home); verification resolves it the same way eval did, so such entries can be re-generated and marked
+*reproduced*."""
 
 from pathlib import Path
 
@@ -32,7 +33,8 @@ def test_named_models_are_re_generated(home, target, monkeypatch):
     monkeypatch.chdir(home)
     suite = suite_of(["bandit", "frozenlake"], 3)
     policy, record = policy_from_spec(f"hf:{target}", Sampling(max_new_tokens=8, seed=1))
-    assert record["model"] == target  # recorded as named, not as this machine's absolute path
+    # recorded as named, not as this machine's absolute path; a run folder as the checkpoint it played, which stays
+    assert record["model"] == ("run/checkpoint-2/actor" if target == "run" else target)
     expected = home / "run" / "checkpoint-2" / "actor" if target == "run" else home / "models" / "mine"
     assert Path(local_model_path(target)).resolve() == expected.resolve()
     results = evaluate_suite(policy, suite, record, prompt="compact", history=0)

@@ -138,7 +138,7 @@ def test_eval_checks_its_prompts_against_the_reported_context(tmp_path, server, 
     line = one_line(cli(*run, "--policy", f"openai:tiny@{short_server.base_url}", "--max-new-tokens", "16",
                           cwd=tmp_path))  # bandit's prompt (17 tokens) fits 50 with 16 new; Sokoban's (42) does not
     assert "entry sokoban's first prompt is 42 tokens, which with --max-new-tokens 16 exceeds the model's context " \
-           "of 50 tokens (max_model_len at /models)" in line and "--prompt compact and/or --history 0" in line
+           "of 50 tokens (max_model_len at /models)" in line and "--max-new-tokens 8 or less" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["suite.json"]
 
     done = cli(*run, "--policy", f"openai:tiny@{server.base_url}", "--max-new-tokens", "16", cwd=tmp_path)
