@@ -112,7 +112,7 @@ class EntryResults:
         return str(self.env_kwargs.get("prompt", ""))
 
     def successes(self) -> np.ndarray:
-        """``(n,)`` 0/1 per episode, in the recorded order."""
+        """``(n,)`` 0/1 per episode, in seed order (:meth:`Results.from_dict`)."""
         return np.array([e.success for e in self.episodes], dtype=float)
 
     def returns(self) -> np.ndarray:
@@ -157,7 +157,8 @@ class Results:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Results:
-        """Build from a dict that passed :func:`validate`."""
+        """Build from a dict that passed :func:`validate`, each entry's episodes in seed order whatever the file's
+        order (as ``eval`` writes them), so that every interval and pairing over them is the same for any order."""
         return cls(
             suite_name=data["suite"]["name"], suite_version=data["suite"]["version"], metadata=data["metadata"],
             entries=[EntryResults(
@@ -172,7 +173,7 @@ class Results:
                     match=MatchRecord(ep["learner"], ep["opponent"], ep["outcome"],
                                       {k: float(v) for k, v in ep["payoffs"].items()}, ep.get("deal"))
                     if "learner" in ep else None)
-                    for ep in e["episodes"]],
+                    for ep in sorted(e["episodes"], key=lambda ep: ep["seed"])],
                 opponent=e.get("opponent"))
                 for e in data["entries"]])
 

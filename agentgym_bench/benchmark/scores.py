@@ -13,6 +13,7 @@ from agentgym_bench.benchmark.kinds import Kind, kind_of
 from agentgym_bench.benchmark.matches import MatchSummary
 from agentgym_bench.benchmark.results import EntryResults, Results
 from agentgym_bench.benchmark.suites import Suite
+from agentgym_bench.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,13 @@ def entry_summary(entry: EntryResults, ceiling: float) -> EntrySummary:
 def summarize(results: Results, suite: Suite, *, seed: int = 0) -> Summary:
     """Per-entry success (Wilson), mean return, normalised outcome (and win/draw/loss/deal for matches), and the suite
     score with its interval."""
-    ceilings = suite.ceilings
-    entries = tuple(entry_summary(e, ceilings[e.name]) for e in results.entries)
-    score = stats.aggregate_interval({e.name: kind_of(e).outcomes(e) for e in results.entries}, ceilings, seed=seed)
+    if results.suite_name != suite.name:
+        raise UserError(f"results of suite {results.suite_name!r} cannot be scored with suite {suite.name!r} (its "
+                        "ceilings and entries)")
+    ceilings, order = suite.ceilings, {e.name: i for i, e in enumerate(suite.entries)}
+    played = sorted(results.entries, key=lambda e: order.get(e.name, len(order)))  # the suite's order, not the file's
+    entries = tuple(entry_summary(e, ceilings[e.name]) for e in played)
+    score = stats.aggregate_interval({e.name: kind_of(e).outcomes(e) for e in played}, ceilings, seed=seed)
     return Summary(entries, score, kind_of(suite))
 
 

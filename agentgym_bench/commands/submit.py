@@ -78,12 +78,15 @@ def run(args: argparse.Namespace) -> int:
         default_board("", Path.cwd())  # outside a repository: refused before any work, nothing made
     root = repository_root(args.board or Path.cwd())
     named = functools.cache(lambda: read_results(args.results).suite_name)  # the file's suite, read once, no replay
-    split = (suite or load_suite(named())).split if suite or named() in available_suites() else "test"
-    if split != "test":  # a board ranks one read of a held-out test suite
-        raise UserError(f"{args.results} holds results of a {split} suite: tune and choose on it, then evaluate the "
-                        "chosen model on the test suite and submit that file")
     board = Path(args.board) if args.board else default_board(suite.name if suite else named()) if root else None
+    if board is not None and board.exists() and not board.is_dir():
+        raise UserError(f"--board {board} is a file: give a board's folder (a new folder starts a board)")
     index = read_index(board) if board is not None else None
+    played = suite or (parse_suite(index["suite"]) if index is not None else None) or (
+        load_suite(named()) if named() in available_suites() else None)
+    if played is not None and played.split != "test":  # a board ranks one read of a held-out test suite
+        raise UserError(f"{args.results} holds results of a {played.split} suite: tune and choose on it, then "
+                        "evaluate the chosen model on the test suite and submit that file")
     if board is not None and index is None and (outer := enclosing_board(board)) is not None:
         raise UserError(f"--board {board} lies inside the board {outer}: give that board's folder")
     if index is not None:  # cheap refusals first (an archived board's new name, another suite, a taken name)

@@ -7,6 +7,7 @@ from agentgym_bench.benchmark import results as R
 from agentgym_bench.benchmark import scores
 from agentgym_bench.benchmark.evaluate import evaluate_suite
 from agentgym_bench.benchmark.suites import load_suite
+from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.specs import policy_from_spec
 from tests.benchmark.conftest import suite_of
 
@@ -91,3 +92,23 @@ def test_summary(random_results, small_suite):
     score, low, high = summary.score
     assert low <= score <= high
     assert "score" in scores.format_summary(summary)
+
+
+def test_the_order_of_a_files_episodes_and_entries_changes_no_number(random_results, small_suite):
+    """A file's episodes are read in seed order and its entries scored in the suite's order: shuffling either (which
+    replays and re-generates as well) cannot move an interval or a pairing, so a submitter cannot pick one."""
+    data = random_results.to_dict()
+    shuffled = json.loads(json.dumps(data))
+    for entry in shuffled["entries"]:
+        entry["episodes"].reverse()
+    shuffled["entries"].reverse()
+    again = R.Results.from_dict(shuffled)
+    assert scores.summarize(again, small_suite).score == scores.summarize(random_results, small_suite).score
+    for entry in random_results.entries:
+        assert (again.entry(entry.name).successes() == entry.successes()).all()
+        assert [e.seed for e in again.entry(entry.name).episodes] == sorted(e.seed for e in entry.episodes)
+
+
+def test_results_are_scored_only_with_their_own_suite(random_results):
+    with pytest.raises(UserError, match="results of suite .* cannot be scored with suite 'agentgym-v1'"):
+        scores.summarize(random_results, load_suite("agentgym-v1"))

@@ -112,3 +112,13 @@ def test_results_of_a_validation_suite_are_refused_as_such(tmp_path, oracle_byte
                  "--suite", str(validation)]) == 2
     assert "holds results of a validation suite: tune and choose on it" in capsys.readouterr().err
     assert time.perf_counter() - started < 30 and not (tmp_path / "board").exists()
+
+
+def test_a_board_path_that_is_a_file_is_refused_before_any_replay(tmp_path, oracle_bytes, suite_file, capsys):
+    (tmp_path / "oracle.json.gz").write_bytes(oracle_bytes)
+    (tmp_path / "afile").write_text("not a board")
+    for check in (["--check"], []):
+        assert main(["submit", str(tmp_path / "oracle.json.gz"), "--name", "a", "--board", str(tmp_path / "afile"),
+                     "--suite", str(suite_file), *check]) == 2
+        assert "is a file: give a board's folder" in capsys.readouterr().err
+    assert (tmp_path / "afile").read_text() == "not a board"
