@@ -29,7 +29,7 @@ import gymnasium as gym
 
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.registration import OWN_ENV_HINT, registered
-from agentgym_bench.rollout.policy import Policy
+from agentgym_bench.rollout.policy import Generation, Policy
 from agentgym_bench.rollout.trajectory import Trajectory, Turn, build_messages, json_safe
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START
 
@@ -206,8 +206,7 @@ class EnvGroups:
                 generations = policy.generate(messages, envs, keys=keys)
             else:
                 generations = policy.generate(messages, envs)
-            if len(generations) != len(live):
-                raise RuntimeError(f"the policy returned {len(generations)} replies for {len(live)} conversations")
+            check_generations(generations, len(live))
             replies = {i: g.text for i, g in zip(live, generations, strict=True)}
             results = self._map(lambda i: self.envs[i].step(replies[i]), live)  # noqa: B023 - used at once
             still_live, ended = [], 0
@@ -250,3 +249,21 @@ class EnvGroups:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_generations(generations: Any, expected: int) -> None:
+    """Refuse what a policy's ``generate`` returned unless it is a list of ``expected``
+    :class:`~agentgym_bench.rollout.policy.Generation` objects whose ``text`` is a string (the
+    :class:`~agentgym_bench.rollout.policy.Policy` protocol), before any env is stepped with it."""
+    if not isinstance(generations, list | tuple):
+        raise TypeError(f"the policy's generate returned {type(generations).__name__}; it must return a list of "
+                        f"Generation, one per conversation (agentgym_bench.rollout.policy.Policy)")
+    if len(generations) != expected:
+        raise RuntimeError(f"the policy returned {len(generations)} replies for {expected} conversations")
+    for g in generations:
+        if not isinstance(g, Generation) or not isinstance(g.text, str):
+            what = f"Generation({g.text!r})" if isinstance(g, Generation) else repr(g)[:60]
+            raise TypeError(f"the policy's generate returned {what} among its replies; each must be a Generation "
+                            "whose text is a string, e.g. Generation('<answer>Up</answer>') "
+                            "(agentgym_bench.rollout.policy.Policy)")
+

@@ -178,3 +178,26 @@ def test_progress_lines_count_each_episode_once_as_ended_or_playing(monkeypatch)
     counts = [(int(m[1]), int(m[2])) for m in lines if m]
     assert len(counts) >= 2 and all(ended + playing == 64 for ended, playing in counts), counts
     assert "turn 2/5, " in out.getvalue()  # FrozenLake's 5 turns: how far the episodes can still go
+
+
+class Returns:
+    """A policy of one's own whose generate returns ``make(conversations)``."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def generate(self, conversations, envs=None):
+        return self.make(conversations)
+
+
+@pytest.mark.parametrize(("make", "match"), [
+    (lambda cs: ["<answer>Right</answer>" for _ in cs], r"returned '<answer>Right</answer>' among its replies; each "
+                                                         r"must be a Generation whose text is a string"),
+    (lambda cs: (Generation("x") for _ in cs), "generate returned generator; it must return a list of Generation"),
+    (lambda cs: None, "generate returned NoneType; it must return a list of Generation"),
+    (lambda cs: [Generation(None) for _ in cs], r"returned Generation\(None\) among its replies"),
+    (lambda cs: [Generation("x")], "the policy returned 1 replies for 4 conversations"),
+])
+def test_a_policy_that_breaks_the_protocol_is_named_before_any_env_steps(make, match):
+    with EnvGroups([TOY_ID], [2], group_size=2) as groups, pytest.raises((TypeError, RuntimeError), match=match):
+        groups.rollout(Returns(make))
