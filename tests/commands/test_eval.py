@@ -97,7 +97,8 @@ def test_a_first_prompt_over_the_context_is_refused_before_any_work(tmp_path, su
     assert line.startswith("agentgym-bench: error: before playing, entry sokoban's first prompt: "
                            f"{server.base_url}/chat/completions (model 'tiny') failed after 1 attempt(s): HTTP 400 "
                            "(context_length_exceeded)"), line
-    assert "--prompt compact and/or --history 0; nothing was played" in line
+    assert ("a shorter prompt (--prompt compact, --history 0) or fewer reply tokens (--max-new-tokens); nothing was "
+            "played") in line
     assert len(CountingHandler.posts) == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["suite.json"]
 
 
