@@ -104,7 +104,11 @@ def _reset(game: gym.Env, seed: int, problems: dict[str, str]) -> tuple[Any, dic
 
 
 def _step(game: gym.Env, action: str, problems: dict[str, str], where: str) -> tuple[Any, ...]:
-    out = game.step(action)
+    return _checked(game.step(action), problems, where)
+
+
+def _checked(out: Any, problems: dict[str, str], where: str) -> tuple[Any, ...]:
+    """``out``, what a ``step`` returned, if it is the 5-tuple; else the rule is named and the episode stops."""
     if not (isinstance(out, tuple) and len(out) == 5 and isinstance(out[4], dict)):
         problems.setdefault("step returns (obs, reward, terminated, truncated, info)",
                             f"{where}: it returned {len(out) if isinstance(out, tuple) else type(out).__name__}"
@@ -140,9 +144,8 @@ def _play(game: gym.Env, seed: int, max_steps: int, problems: dict[str, str], re
         except Exception as err:  # noqa: BLE001 - the rule under test: no exception, whatever the string
             broken("an invalid action raises nothing", False, f"{where}: {type(err).__name__}: {err}")
             out = None
-        if out is not None and not (isinstance(out, tuple) and len(out) == 5 and isinstance(out[4], dict)):
-            _step(game, INVALID, problems, f"seed {seed}, {where}")  # names the rule and stops
         else:
+            _checked(out, problems, f"seed {seed}, {where}")
             broken("an invalid action changes nothing, gives 0 and action_is_valid False",
                    out[0] == before and out[1] == 0 and out[4].get("action_is_valid") is False, where)
             broken("a fresh info dict on every call", out[4] is not last_info and not _shares(out[4], last_info),

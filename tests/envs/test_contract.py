@@ -192,3 +192,9 @@ def test_each_broken_rule_is_named(game, rule):
 def test_a_render_that_is_not_the_observation_is_named():
     with pytest.raises(ContractError, match='render\\(\\) with render_mode "ansi" returns the observation text'):
         check_game(RendersOtherText(render_mode="ansi"))
+
+
+def test_a_game_that_raises_on_an_invalid_action_is_named_for_that_alone():
+    with pytest.raises(ContractError) as caught:
+        check_game(RaisesOnInvalid())
+    assert str(caught.value).count("\n- ") == 1 and "an invalid action raises nothing" in str(caught.value)
