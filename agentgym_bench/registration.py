@@ -111,8 +111,8 @@ def check_env_id(env_id: str) -> str:
     ours and listing them."""
     if env_id in AGENT_ENVS:
         return env_id
-    if registered(env_id):
-        env_id = str(env_id).rpartition(":")[2]
+    found, env_id = registered(env_id), str(env_id).rpartition(":")[2]  # MODULE:ID: the module imported, then ID
+    if found:
         try:
             env = gym.make(env_id)
         except Exception as err:  # noqa: BLE001 - a third party's constructor: any failure is the user's to see
@@ -128,7 +128,6 @@ def check_env_id(env_id: str) -> str:
             env.close()
         raise UserError(f"{env_id!r} is registered but is not an agent env (its env is "
                         f"{type(env.unwrapped).__name__}): wrap its game in LLMAgentEnv (docs/core-env-contract.md)")
-    env_id = str(env_id).rpartition(":")[2]
     known = list(AGENT_ENVS)
     typed = env_id.lower()
     cores = {k.lower().removeprefix("agent").split("-")[0]: k for k in known}  # "sokobanlarge": AgentSokobanLarge-v0

@@ -266,4 +266,3 @@ def check_generations(generations: Any, expected: int) -> None:
             raise TypeError(f"the policy's generate returned {what} among its replies; each must be a Generation "
                             "whose text is a string, e.g. Generation('<answer>Up</answer>') "
                             "(agentgym_bench.rollout.policy.Policy)")
-

@@ -121,8 +121,9 @@ def check_model_files(model: Any, tokenizer: Any, where: str = "the model", fold
     (what ends a reply), or the tokenizer has more tokens than the model has embedding rows (an id past them fails
     inside the model). docs/rollout.md, "Your own model"."""
     fix = "(docs/rollout.md, 'Your own model')"
-    if folder is not None and no_tokenizer_note(folder):
-        raise ModelFilesError(f"cannot use {where}{no_tokenizer_note(folder)}")
+    missing = no_tokenizer_note(folder) if folder is not None else ""
+    if missing:
+        raise ModelFilesError(f"cannot use {where}{missing}")
     if tokenizer.chat_template is None:
         raise ModelFilesError(f"{where}'s tokenizer has no chat template, and every turn is rendered with "
                               "tokenizer.apply_chat_template: set tokenizer.chat_template (e.g. the template of the "
