@@ -72,6 +72,7 @@ def test_a_folder_without_tokenizer_files_says_so(small, tmp_path):
               cwd=tmp_path)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert "train: error: cannot use pretrain" in out.stderr and "holds no tokenizer files" in out.stderr
+    assert not (tmp_path / "run" / "start.json").exists()  # a refused start records no start
 
 
 def test_a_context_too_short_for_the_first_prompt_is_refused_before_playing(tmp_path):

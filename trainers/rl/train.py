@@ -349,7 +349,7 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
     resume = ckpt.find_checkpoint(out, config.resume_from_checkpoint)
     if resume is not None:
         ckpt.check_resumable(resume, config.to_dict())
-    ckpt.check_start(out, resolve_model(config.pretrain), resume is not None, dist.is_main)
+        ckpt.check_start(out, resolve_model(config.pretrain))
     # dtype auto: chosen now on CUDA, read back when resuming, or left for the probe once the actor is loaded
     config = _with_dtype(config, dist, out, None, resume is not None)
     models = load_models(config, dist, resume)
@@ -369,6 +369,8 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
     if dist.is_main:
         out.mkdir(parents=True, exist_ok=True)
         config.save(out / run_folder.CONFIG)
+        if resume is None:
+            ckpt.record_start(out, resolve_model(config.pretrain))
     log = MetricsLog(out / run_folder.METRICS, resume_step=start if resume else None) if dist.is_main else None
     result = TrainResult(out, records=log.history() if log else [], first_eval=first_eval)
     return Run(config, dist, models, optimizers, schedulers, rng, sampler, train_groups, val_groups, log, result,

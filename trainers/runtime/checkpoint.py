@@ -163,27 +163,34 @@ START = "start.json"
 """A run folder's record of the model it started from: ``{"pretrain": ..., "sha256": ...}`` (:func:`check_start`)."""
 
 
-def check_start(output_dir: Path, pretrain: str, resumed: bool, is_main: bool) -> None:
-    """Record the weights a fresh run starts from (``pretrain``, a local folder: its :func:`model_sha256`), or refuse
-    to resume a run whose ``pretrain`` now holds other weights: a LoRA run's adapters would sit on another base, and
-    every run's KL reference would be another model, without a word (``models/warmstart`` is rebuilt in place by
-    the warm start's stages). Runs recorded before this file existed are not checked.
+def check_start(output_dir: Path, pretrain: str) -> None:
+    """Refuse to resume a run whose ``pretrain`` now holds other weights than those it started from (its
+    :func:`record_start`): a LoRA run's adapters would sit on another base, and every run's KL reference would be
+    another model, without a word (``models/warmstart`` is rebuilt in place by the warm start's stages). Runs
+    recorded before this file existed are not checked.
 
     Raises:
         ConfigError: the weights at ``pretrain`` differ from those the run started from.
     """
-    digest = model_sha256(pretrain)
     record = output_dir / START
-    if not resumed:
-        if is_main and digest is not None:
-            output_dir.mkdir(parents=True, exist_ok=True)
-            write_atomic(record, json.dumps({"pretrain": str(pretrain), "sha256": digest}).encode())
+    if not record.is_file():
         return
-    if record.is_file() and json.loads(record.read_text())["sha256"] != digest:
+    recorded, digest = json.loads(record.read_text())["sha256"], model_sha256(pretrain)
+    if recorded != digest:
         raise ConfigError(f"pretrain {pretrain} holds other weights than the run in {output_dir} started from "
-                          f"(sha256 {json.loads(record.read_text())['sha256'][:12]}..., now "
-                          f"{(digest or 'no weights')[:12]}...): a resumed run would continue on another base model. "
-                          "Point pretrain at the weights it started from, or start a new run")
+                          f"(sha256 {recorded[:12]}..., now {(digest or 'no weights')[:12]}...): a resumed run would "
+                          "continue on another base model. Point pretrain at the weights it started from, or start "
+                          "a new run")
+
+
+def record_start(output_dir: Path, pretrain: str) -> None:
+    """Write ``start.json``: the weights a fresh run starts from (``pretrain``, a local folder: its
+    :func:`model_sha256`; nothing for a hub id). Called once the model has loaded, so a refused start leaves no
+    record behind."""
+    digest = model_sha256(pretrain)
+    if digest is not None:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(output_dir / START, json.dumps({"pretrain": str(pretrain), "sha256": digest}).encode())
 
 
 def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], schedulers: dict[str, Any],
