@@ -152,17 +152,27 @@ def _parameters(fn: Any) -> set[str]:
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self", "game"}
 
 
+class UnknownArgumentError(TypeError):
+    """An argument neither the game nor the agent wrapper takes. ``gym.make`` re-raises a creator's ``TypeError`` as
+    ``type(err)(f"{err} was raised from the environment creator ... with kwargs (...)")``; this class keeps its own
+    message, which already names the argument and what is taken."""
+
+    def __init__(self, message: str):
+        super().__init__(message.split(" was raised from the environment creator")[0])
+
+
 def make_agent_env(*, game: str, **kwargs: Any) -> LLMAgentEnv:
     """Build ``LLMAgentEnv(GameClass(**game_kwargs), **agent_kwargs)``, routing each keyword by name.
 
     Raises:
-        TypeError: an argument neither the game nor the wrapper takes (the message lists what both take).
+        UnknownArgumentError: an argument neither the game nor the wrapper takes (a ``TypeError``; the message lists
+            what both take).
     """
     game_cls = load_class(GAMES.get(game, game))
     game_params, agent_params = _parameters(game_cls.__init__), _parameters(LLMAgentEnv.__init__)
     unknown = sorted(set(kwargs) - game_params - agent_params)
     if unknown:
-        raise TypeError(f"unknown argument(s) {unknown} for game {game_cls.__name__}: the game takes "
+        raise UnknownArgumentError(f"unknown argument(s) {unknown} for game {game_cls.__name__}: the game takes "
                         f"{sorted(game_params)}, the agent wrapper takes {sorted(agent_params)}")
     game_env = game_cls(**{k: v for k, v in kwargs.items() if k in game_params})
     return LLMAgentEnv(game_env, **{k: v for k, v in kwargs.items() if k in agent_params})

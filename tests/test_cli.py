@@ -79,6 +79,7 @@ def test_play_a_seat_of_a_two_player_textarena_game_against_a_model():
 def test_play_rejects_unknown_env_argument_with_its_name():
     out = cli("play", "AgentSokoban-v0", "--arg", "colour=red")
     assert out.returncode == 2 and "colour" in out.stderr and "Traceback" not in out.stderr
+    assert "the agent wrapper takes" in out.stderr and "raised from the environment creator" not in out.stderr
 
 
 def test_demo_scores_oracle_above_random():
