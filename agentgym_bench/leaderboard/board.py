@@ -564,8 +564,9 @@ def write_board(folder: Path, suite: Suite, records: list[dict[str, Any]], store
         transcripts_for: slugs whose transcripts are (re-)written.
     """
     records = sorted(records, key=render.rank_order)
+    for stale in sorted(Path(folder).glob(".staging-*")):  # a writer killed mid-write left it; we hold the lock
+        shutil.rmtree(board_path(folder, stale.name), ignore_errors=True)
     staging = board_path(folder, f".staging-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
     try:
         staging.mkdir()
         (staging / "submissions").mkdir()
@@ -584,8 +585,7 @@ def write_board(folder: Path, suite: Suite, records: list[dict[str, Any]], store
         (staging / INDEX).write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         moves = [(staging / sub / p.name, board_path(folder, sub, p.name))
                  for sub in ("submissions", "transcripts") for p in sorted((staging / sub).iterdir())]
-        moves += [(staging / name, board_path(folder, name)) for name in ("README.md", "scores.png", "index.html",
-                                                                          INDEX)]
+        moves += [(staging / n, board_path(folder, n)) for n in ("README.md", "scores.png", "index.html", INDEX)]
         for sub in ("submissions", "transcripts"):
             board_path(folder, sub).mkdir(exist_ok=True)
         for source, target in moves:  # every target checked first: a link refuses before anything moves

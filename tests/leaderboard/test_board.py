@@ -198,7 +198,9 @@ def test_two_concurrent_submits_both_land_intact(tmp_path, suite_file, oracle_by
 def test_board_rerenders_and_refuses_a_changed_stored_file(board, capsys):
     index = (board / "board.json").read_text()
     page = (board / "index.html").read_text()
+    (board / ".staging-99999" / "submissions").mkdir(parents=True)  # a writer killed with SIGKILL left it
     assert main(["board", "--board", str(board)]) == 0
+    assert not list(board.glob(".staging-*"))
     assert json.loads((board / "board.json").read_text()) == json.loads(index)
     assert (board / "index.html").read_text() == page
     stored = board / "submissions" / "oracle.json.gz"
