@@ -221,3 +221,9 @@ def test_a_negative_seed_is_refused_before_anything_loads():
         config_from_dict({}, ["seed=-1"])
     with pytest.raises(ConfigError, match=r"seed=-1 must be an integer from 0"):
         sft_config_from_dict({}, ["seed=-1"])
+
+
+def test_clip_ratio_c_must_be_above_one():
+    assert TrainConfig(clip_ratio_c=3.0).dual_clip_bound == 3.0 and TrainConfig().dual_clip_bound is None
+    with pytest.raises(ConfigError, match=r"clip_ratio_c=1.0 must be > 1 .*, or null"):
+        config_from_dict({"clip_ratio_c": 1.0})

@@ -129,3 +129,13 @@ def test_an_update_moves_the_weights_as_the_full_position_one(config, episodes, 
     for name, value in want_weights.items():  # the weights move ~4e-3 (4 Adam steps of lr 1e-3); Adam divides by
         # the gradient's own scale, so last-bit differences of the sums can shift a weight by ~1e-6
         torch.testing.assert_close(weights[name], value, rtol=1e-5, atol=1e-5, msg=name)
+
+
+def test_clip_ratio_c_is_verls_dual_clip_and_replaces_rolls_bound(config, episodes, monkeypatch):
+    """``dual_clip_loss: true`` bounds at ROLL's 1 + 2 pg_clip (1.4 here); ``clip_ratio_c`` sets verl's constant."""
+    rolls = _micro_batch(config, episodes, monkeypatch, reference=False)[2]
+    same = dataclasses.replace(config, dual_clip_loss=False, clip_ratio_c=1.4)
+    assert same.dual_clip_bound == config.dual_clip_bound == pytest.approx(1.4)
+    assert _micro_batch(same, episodes, monkeypatch, reference=False)[2] == pytest.approx(rolls)
+    tighter = _micro_batch(dataclasses.replace(config, clip_ratio_c=1.05), episodes, monkeypatch, reference=False)[2]
+    assert tighter["loss/clipfrac_lower"] > rolls["loss/clipfrac_lower"] > 0

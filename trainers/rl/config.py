@@ -370,6 +370,9 @@ class TrainConfig:
     """Upper ratio clip with ``use_pg_clip_range`` (ROLL; RAGEN ``clip_ratio_high`` 0.28)."""
     dual_clip_loss: bool = False
     """Bound the loss of negative-advantage tokens at ``(1 + 2 pg_clip) |A|`` (ROLL's dual clip)."""
+    clip_ratio_c: float | None = None
+    """Bound the loss of negative-advantage tokens at ``clip_ratio_c |A|`` (verl's dual clip, always on in RAGEN's
+    runs at verl's 3.0); set, it replaces ``dual_clip_loss``'s bound. Null: ``dual_clip_loss`` decides."""
     value_clip: float | None = 0.5
     """Clip range of the value loss (ROLL ``value_clip``; RAGEN ``cliprange_value`` 0.5)."""
     entropy_loss_coef: float = 0.001
@@ -472,6 +475,13 @@ class TrainConfig:
     @property
     def clip_high(self) -> float:
         return self.pg_clip_high if self.use_pg_clip_range else self.pg_clip
+
+    @property
+    def dual_clip_bound(self) -> float | None:
+        """The dual clip's constant (:func:`trainers.algos.losses.ppo_policy_loss`'s ``clip_ratio_c``), or None."""
+        if self.clip_ratio_c is not None:
+            return self.clip_ratio_c
+        return 1 + 2 * self.pg_clip if self.dual_clip_loss else None
 
     @property
     def groups_kept(self) -> int:
@@ -692,6 +702,8 @@ class TrainConfig:
                 raise ConfigError(f"{name}={getattr(self, name)} must be > 0")
         if not 0 <= self.clip_low < 1 or self.clip_high < 0:
             raise ConfigError(f"ratio clip low={self.clip_low} must be in [0, 1) and high={self.clip_high} >= 0")
+        if self.clip_ratio_c is not None and not self.clip_ratio_c > 1:
+            raise ConfigError(f"clip_ratio_c={self.clip_ratio_c} must be > 1 (verl's is 3.0), or null: no dual clip")
         for name in ("advantage_clip", "value_clip"):
             value = getattr(self, name)
             if value is not None and value <= 0:

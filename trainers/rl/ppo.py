@@ -418,7 +418,7 @@ def _actor_loss(config: TrainConfig, models: Any, batch: Batch, micro: MicroBatc
                 fill_old: bool) -> None:
     """The actor's loss of ``micro``, backward; ``fill_old``: its log-probs are the old ones (into ``batch``)."""
     part, mask, tokens, denominator = micro.part, micro.mask, micro.tokens, micro.denominator
-    clip_c = 1 + 2 * config.pg_clip if config.dual_clip_loss else None
+    clip_c = config.dual_clip_bound
     with autocast(config, dist):
         logprob, entropy = _actor_logprobs(config, models, micro, rows_without_gradient(config, models, part))
     if fill_old:  # ROLL's reuse: the first forward pass at the rollout's weights gives them
