@@ -59,7 +59,7 @@ AGENT_ENVS: dict[str, AgentEnvSpec] = {
         "Sokoban", "Sokoban 6x6, 1 box, 5 turns, <=5 actions a turn, <=10 actions; RAGEN's SimpleSokoban",
         game_kwargs={"dim_room": (6, 6), "num_boxes": 1}, agent_kwargs=RAGEN_BUDGET),
     "AgentSokobanLarge-v0": AgentEnvSpec(
-        "Sokoban", "Sokoban 8x8, 2 boxes, optimal solution <= 10 moves, RAGEN budgets; RAGEN's LargerSokoban",
+        "Sokoban", "Sokoban 8x8, 2 boxes, optimal solution <= 10 moves, RAGEN budgets; RAGEN's LargerSokoban's size",
         game_kwargs={"dim_room": (8, 8), "num_boxes": 2, "search_depth": 10}, agent_kwargs=RAGEN_BUDGET),
     "AgentSokobanAltVocab-v0": AgentEnvSpec(
         "Sokoban", "Sokoban 6x6, 1 box, symbols W . G C B A @; RAGEN's SokobanDifferentGridVocab",
