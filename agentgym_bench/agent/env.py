@@ -40,7 +40,13 @@ class LLMAgentEnv(gym.Env):
         game's ``valid_actions`` (matched case-insensitively) is invalid: skipped, listed in
         ``info["invalid_actions"]``, and it does not use up the action budget. Actions after the game ends are
         dropped. Games that list no ``valid_actions`` (open-text actions such as WebShop's ``search[...]``) get
-        every action, and the game's ``action_is_valid`` decides.
+        every action, and the game's ``action_is_valid`` decides. The cut comes before the check: with 2 actions
+        left, ``Foo || Up || Left`` runs ``Up`` and drops ``Left`` (RAGEN drops ``Foo`` first and runs both).
+
+        The format is RAGEN's, read more strictly in one case: the ``<answer>`` must follow the first
+        ``</think>``, where RAGEN's pattern (``<think>(.*?)</think>\s*<answer>(.*?)</answer>``) also takes one
+        after a later ``</think>``. RAGEN also writes ``<think>`` after the chat template's generation prompt, so
+        its model starts inside the block; here the model writes the tag itself.
 
         With ``action_format="tool"`` the actions are a tool call instead (opt-in; ``<answer>`` tags stay the
         default): the env offers one OpenAI-style function, ``take_actions`` (``env.tools``, also in the first
@@ -80,7 +86,8 @@ class LLMAgentEnv(gym.Env):
         Turn reward = sum of the rewards of the actions executed this turn, plus ``format_penalty`` (default −0.1)
         if the turn executed no action (unparseable reply, or only invalid actions). RAGEN also penalises a turn
         that mixes valid and invalid actions; we count those invalid actions in ``info`` instead and penalise only
-        turns that did nothing, which keeps the penalty a pure format/validity signal.
+        turns that did nothing, which keeps the penalty a pure format/validity signal. The ``Reward:`` line that
+        starts the next observation shows the turn reward, penalty included (RAGEN's shows the game's reward alone).
 
     Episode End:
         ``terminated=True`` when the game terminates or the agent's budget is spent (``max_turns`` turns or

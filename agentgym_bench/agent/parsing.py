@@ -1,7 +1,8 @@
 """Parse an LLM reply into actions, and write replies in the same format.
 
 The reply format follows RAGEN: ``<think>...</think><answer>a1 || a2</answer>``. With thinking disabled only
-``<answer>...</answer>`` is required (a ``<think>`` block before it is allowed and ignored).
+``<answer>...</answer>`` is required (a ``<think>`` block before it is allowed and ignored). One reading is stricter
+than RAGEN's regex: the answer must follow the first ``</think>`` (:class:`agentgym_bench.agent.LLMAgentEnv`).
 
 Parsing is linear in the reply length (``str.find`` scans, no backtracking regex), so a 1 MB reply full of
 unbalanced tags costs one pass. It never raises on any ``str``.

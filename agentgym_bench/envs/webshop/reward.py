@@ -1,5 +1,5 @@
-"""WebShop's reward (github.com/princeton-nlp/WebShop, ``web_agent_site/engine/goal.py::get_reward``), without
-spaCy/thefuzz.
+"""WebShop's reward (github.com/princeton-nlp/WebShop, ``web_agent_site/engine/goal.py::get_reward`` at 6ba9969),
+without spaCy/thefuzz. RAGEN's webshop-minimal scores options otherwise (``docs/webshop.md``).
 
 A purchase is scored against the goal as::
 
@@ -185,7 +185,8 @@ def get_reward(product: dict[str, Any], goal: dict[str, Any], price: float, opti
         options: the options selected on the item page.
 
     Returns:
-        The reward in [0, 1] with its parts.
+        The reward with its parts: in [0, 1] unless more selected options match than the goal has (WebShop counts
+        each; no purchase in the bundled store does).
     """
     kind = type_reward(product, goal)
     goal_options = goal["goal_options"]
