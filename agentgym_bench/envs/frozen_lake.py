@@ -87,10 +87,11 @@ class FrozenLakeGame(gym.Env):
     probability from the current state.
 
     ## Version History
-    - v0: initial version (RAGEN's random maps, symbols and slip model; instructions with RAGEN's typos fixed;
-      ``info["variant"]`` names slippery ice, so a prompt without the instructions still tells the two apart); maps
-      were made content-disjoint by split (before, every seed drew any map: test maps of agentgym-v1 also occurred
-      among training seeds). Episodes of agentgym-v1's test seeds are unchanged.
+    - v0: initial version (RAGEN's random maps, symbols and slip model; instructions with RAGEN's typos fixed, its
+      example answer left to the wrapper's template and a sentence on slipping added; ``info["variant"]`` names
+      slippery ice, so a prompt without the instructions still tells the two apart); maps were made
+      content-disjoint by split (before, every seed drew any map: test maps of agentgym-v1 also occurred among
+      training seeds). Episodes of agentgym-v1's test seeds are unchanged.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -155,7 +156,8 @@ class FrozenLakeGame(gym.Env):
         return self.grid_text(), reward, self.terminated, False, self._info(valid=True, effective=self.pos != old)
 
     def instructions(self) -> str:
-        """What the game is and how to win (RAGEN's wording, typos fixed)."""
+        """What the game is and how to win: RAGEN's wording with its typos fixed, without its example answer (the
+        agent wrapper's template says how to answer), and, on slippery ice, a sentence on what slipping does."""
         text = "You are solving the FrozenLake puzzle. Avoid the holes and go to the goal."
         if self.is_slippery and self.success_rate < 1.0:
             text += (

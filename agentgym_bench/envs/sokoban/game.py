@@ -16,6 +16,7 @@ from .render import render_rgb
 from .rules import ACTIONS, VOCABS, Room, move
 from .solver import solve
 
+# RAGEN's, less its last sentence, an example answer: the agent wrapper's template says how to answer.
 INSTRUCTIONS = (
     "You are solving the Sokoban puzzle. You are the player and you need to push all boxes to targets. "
     "When you are right next to a box, you can push it by moving in the same direction. "
