@@ -27,7 +27,8 @@ that names what is wrong:
 6. **re-generation of model-free policies** (:data:`MODEL_FREE`: ``oracle``, ``random``, ``scripted``): the policy
    the file names is rebuilt with its recorded seed (:func:`model_free_policy`, the same construction as ``eval``)
    and, during replay, asked for every turn of every episode from the replayed env, under the key evaluation used
-   (keyed sampling, where the policy samples: the file's ``sampling.keyed`` must be what ``eval`` records for it).
+   (keyed sampling, where the policy samples: the file's ``sampling.keyed`` must be what ``eval`` records for it;
+   no model, weights, training or sampling setting but the seed may be claimed: :func:`check_model_free_claims`).
    Once an episode has replayed (its replay checks come first), each of its replies must be string-identical to the
    re-generated one (these policies record no tokens); the first that is not rejects the file, naming the entry,
    seed and turn. It costs what evaluating the policy costs (the full agentgym-v1 oracle file: 7.5-10 s on one core,
@@ -105,7 +106,7 @@ from agentgym_bench.leaderboard.regenerate import (
     regeneration_cost_blocker,
 )
 from agentgym_bench.progress import progress as progress_bar
-from agentgym_bench.rollout.specs import sampling_of
+from agentgym_bench.rollout.specs import Sampling, sampling_of
 from agentgym_bench.stats import most_successes
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9 ._+-]{1,64}")
@@ -264,8 +265,30 @@ def model_free_policy(results: Results, suite: Suite) -> ModelFree | None:
                            + ("samples with keyed draws" if keyed else "draws nothing") + f" (eval records "
                            f"{json.dumps(keyed)}): how a model-free policy is re-generated is the policy's, not the "
                            "file's to choose")
+    check_model_free_claims(results)
     name = f"the {kind} policy" + (f" (seed {s['seed']})" if kind == "random" else "")
     return ModelFree(policy, keyed, record["history"], name)
+
+
+def check_model_free_claims(results: Results) -> None:
+    """A model-free policy's file claims no model, weights or training, and sampling settings the policy does not
+    read stay at what ``eval`` records (:class:`~agentgym_bench.rollout.specs.Sampling`'s defaults; the seed is the
+    policy's): re-generation binds the replies, and this binds the rest of the record the board shows, so a
+    *reproduced* random file cannot present itself as a trained model or take another model's weights hash. A
+    :class:`ResultsError` names the first field."""
+    meta, defaults = results.metadata, Sampling()
+    policy, kind = meta["policy"], meta["policy"]["kind"]
+    expected = {"metadata.policy.model": (policy["model"], None),
+                "metadata.policy.model_sha256": (policy["model_sha256"], None),
+                "metadata.trainer": (meta["trainer"], None),
+                "metadata.compute.training": (meta["compute"].get("training"), None)}
+    for key in ("temperature", "top_p", "max_new_tokens"):
+        expected[f"metadata.policy.sampling.{key}"] = (policy["sampling"][key], getattr(defaults, key))
+    for name, (value, wanted) in expected.items():
+        if value != wanted:
+            raise ResultsError(f"{name} is {json.dumps(value)[:80]}, but the {kind} policy has no model, weights, "
+                               f"training or sampling setting but its seed, and eval records {json.dumps(wanted)} "
+                               "there")
 
 
 def read_source(source: str | os.PathLike | bytes) -> bytes:

@@ -201,7 +201,9 @@ def policy_from_spec(spec: str, sampling: Sampling = Sampling(), *, scripted: Ma
     """
     kind, target = parse_spec(spec, scripted)
     if kind in scripted:
-        return scripted[kind].build(sampling), policy_record(kind, sampling, keyed=scripted[kind].keyed)
+        # a model-free policy reads the seed alone: its record keeps the other settings at their defaults
+        return (scripted[kind].build(sampling),
+                policy_record(kind, Sampling(seed=sampling.seed), keyed=scripted[kind].keyed))
     record = policy_record("openai" if kind in ENDPOINT_KINDS else kind, sampling, keyed=True)
     assert target is not None
     if kind in ENDPOINT_KINDS:

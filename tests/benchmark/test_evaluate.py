@@ -29,6 +29,9 @@ def test_prompts_per_entry():
 
 def test_policy_specs():
     assert parse_spec("oracle") == ("oracle", None)
+    # a model-free policy reads its seed alone, so its record keeps the other settings at their defaults
+    record = policy_from_spec("random", Sampling(temperature=0.3, top_p=0.5, max_new_tokens=7, seed=9))[1]
+    assert record["sampling"] == {"temperature": 1.0, "top_p": 1.0, "max_new_tokens": 32, "seed": 9, "keyed": True}
     assert parse_spec("openai:m@http://127.0.0.1:1/v1") == ("openai", "m@http://127.0.0.1:1/v1")
     for bad in ("", "hf:", "openai:model", "oracle:x", "gpt4"):
         with pytest.raises(UserError, match="is not one of"):

@@ -7,7 +7,10 @@ one line naming what is wrong and the board left as it was, beside the honest fi
   against a ceiling of 0.473, ranked above the oracle);
 - the evaluation's counted cost (episodes, env steps, generated tokens);
 - a copy whose token ids were dropped is still a copy;
-- one set of weights has one training record.
+- one set of weights has one training record;
+- a model-free file claims no model, weights, training or sampling but its seed (the red team of 2026-12-02: a
+  *reproduced* random file showed itself as "Qwen2.5-72B StarPO", or squatted another team's weights hash so that
+  their real file was refused as a relabelling).
 """
 
 from __future__ import annotations
@@ -51,6 +54,24 @@ def test_a_model_free_policys_file_cannot_choose_how_it_samples(suite, random_by
                                            r"nothing \(eval records false\)"):
         verify(edit(oracle_bytes, lambda d: d["metadata"]["policy"]["sampling"].update(keyed=True)), suite)
     assert verify(random_bytes, suite).mark == verify(oracle_bytes, suite).mark == REPRODUCED
+
+
+@pytest.mark.parametrize("field_path, value", [
+    ("policy.model", "Qwen/Qwen2.5-72B-Instruct"), ("policy.model_sha256", "01f70a9b" * 8),
+    ("trainer", TRAINER), ("compute.training", {"gpu_hours": 5000}), ("policy.sampling.temperature", 0.0),
+    ("policy.sampling.top_p", 0.5), ("policy.sampling.max_new_tokens", 4096)])
+def test_a_model_free_file_claims_no_model_weights_training_or_sampling(suite, random_bytes, field_path, value):
+    def claim(d):
+        *parents, last = ["metadata", *field_path.split(".")]
+        target = d
+        for key in parents:
+            target = target[key]
+        target[last] = value
+
+    with pytest.raises(ResultsError, match=rf"^metadata.{re.escape(field_path)} is .*, but the random policy has no "
+                                           r"model, weights, training or sampling setting but its seed, and eval "
+                                           r"records (null|[0-9.]+) there"):
+        verify(edit(random_bytes, claim), suite)
 
 
 def _reaching(game, moves: int, dead: set) -> list[str] | None:
