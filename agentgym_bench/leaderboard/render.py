@@ -207,13 +207,14 @@ def trained_on(trainer_config: dict[str, Any] | None) -> list[str] | None:
     ``train_env_manager.tags`` and a warm start's ``envs``, through every earlier stage it names (``started_from``:
     a warm start's earlier stages, and the training record of the model a trainer run started from,
     :func:`~agentgym_bench.benchmark.provenance.with_start`), in order of first mention; ``None`` where the record
-    names none (not reported)."""
+    names none (not reported). The record is the file's free-form report: anything but a list of strings says
+    nothing."""
     found: list[str] = []
     config = trainer_config
     while isinstance(config, dict):
         manager = config.get("train_env_manager")
         ids = manager.get("tags") if isinstance(manager, dict) else config.get("envs")
-        found += [i for i in ids or [] if isinstance(i, str) and i not in found]
+        found += [i for i in ids if isinstance(i, str) and i not in found] if isinstance(ids, list) else []
         config = config.get("started_from")
     return found or None
 
@@ -229,8 +230,8 @@ def start_on_board(record: dict[str, Any], records: list[dict[str, Any]] | None)
     pretrain = config.get("pretrain") if isinstance(config, dict) else None
     if not isinstance(pretrain, str) or "started_from" in config or not _published_folder(pretrain):
         return None
-    start = next((r for r in records or [] if r is not record and r.get("model") == pretrain
-                  and r.get("model_sha256") and isinstance(r.get("trainer_config"), dict)), None)
+    start = next((r for r in records or [] if r is not record and r.get("model") == pretrain and r["kind"] == "hf"
+                  and r.get("mark") == REPRODUCED and isinstance(r.get("trainer_config"), dict)), None)
     return None if start is None else {**config, "started_from": start["trainer_config"]}
 
 

@@ -58,6 +58,19 @@ def test_trained_on_reads_the_trainer_record_of_rl_runs_and_warm_starts_through_
     assert render.trained_on(staged) == ["AgentSokobanLarge-v0", "AgentSokoban-v0"]
 
 
+@pytest.mark.parametrize("config", [
+    {"envs": 5}, {"envs": "AgentSokoban-v0"}, {"envs": [1, None, {}]}, {"train_env_manager": 5},
+    {"train_env_manager": {"tags": 5}}, {"train_env_manager": {"tags": {"a": 1}}}, {"started_from": 5},
+    {"started_from": {"envs": 5}}, {"pretrain": 5}, {"pretrain": "leaderboards/agentgym-v1/models/x", "envs": 5}])
+def test_a_trainer_record_of_any_shape_renders(config):
+    """A trainer record is the file's free-form report (the red team of 2026-12-02: ``{"envs": 5}`` passed
+    ``submit --check``, then failed every render of the board it went on)."""
+    suite, records = v1_board()
+    record = {**copy.deepcopy(records[0]), "kind": "openai", "trainer_config": config}
+    assert render.training_summary(suite, record, [*records, record])["text"] == "not reported"
+    assert record["name"] in render.markdown(suite, [*records[1:], record])
+
+
 def test_each_v1_entry_says_what_it_was_trained_on():
     suite, records = v1_board()
     text = {r["name"]: render.training_summary(suite, r)["text"] for r in records}
