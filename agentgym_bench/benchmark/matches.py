@@ -358,6 +358,11 @@ class Matches:
             if ep.seed in entry.seeds and ep.match.learner != entry.learner_seat(ep.seed):
                 raise ResultsError(f"{where}, seed {ep.seed}: the policy must play {entry.learner_seat(ep.seed)} "
                                    f"(seats alternate by seed), the file has {ep.match.learner}")
+            seats = {entry.learner_seat(entry.seed_start), entry.learner_seat(entry.seed_start + 1)}
+            for t, turn in enumerate(ep.turns):
+                if turn.agent not in seats:
+                    raise ResultsError(f"{where}, seed {ep.seed}, move {t + 1}: agent {turn.agent!r} is not a seat "
+                                       f"of the match ({', '.join(sorted(seats))})")
 
     def replay(self, recorded: EntryResults, *, keep: set[int] | frozenset[int] = frozenset(), bar: Any = None,
                model_free: ModelFree | None = None) -> dict[int, EpisodeText]:

@@ -88,6 +88,18 @@ def test_the_random_bargainer_samples_keyed_whatever_the_file_says(ma_suite, ran
         verify(edit(random_ma_bytes, lambda d: d["metadata"]["policy"]["sampling"].update(keyed=False)), ma_suite)
 
 
+@pytest.mark.parametrize("agent", ["x", "player_x", "player_2"])
+def test_a_move_by_no_seat_is_refused_in_every_entry(ma_suite, random_ma_bytes, agent):
+    """The red team of 2026-12-02: in a self-play entry such a move gave an ``IndexError`` or ``ValueError``."""
+    for i, entry in enumerate(ma_suite.entries):
+        def move_by(data, i=i):
+            data["entries"][i]["episodes"][0]["turns"][1]["agent"] = agent
+
+        with pytest.raises(ResultsError, match=rf"^entry {entry.name}, seed \d+, move 2: agent '{agent}' is not a "
+                                               r"seat of the match \(player_0, player_1\)$"):
+            verify(edit(random_ma_bytes, move_by), ma_suite)
+
+
 def test_regeneration_catches_a_model_that_did_not_play(ma_suite, hf_ma_bytes, models):
     from agentgym_bench.rollout.specs import model_sha256
 
