@@ -3,7 +3,7 @@
 The format is published as a JSON Schema (``results.schema.json`` beside this module, format version 1) and checked
 with ``jsonschema``. On disk it is gzip-compressed JSON (``results.json.gz``; a plain ``.json`` is read too). A
 file is refused, with the field named, if it does not match the schema, holds NaN or infinite numbers, or is larger
-than :data:`MAX_FILE_BYTES` compressed or :data:`MAX_JSON_BYTES` uncompressed.
+than :data:`MAX_FILE_BYTES` compressed, :data:`MAX_JSON_BYTES` uncompressed or :data:`MAX_JSON_VALUES` values.
 
 What is recorded per episode is what verification needs (``agentgym_bench.leaderboard.verify``): the seed, each
 turn's raw reply, parsed and executed actions, reward and a SHA-256 of the observation the model read, the final
@@ -44,6 +44,12 @@ MAX_FILE_BYTES = 32 * 2**20
 """Largest results file accepted, as stored (32 MiB)."""
 MAX_JSON_BYTES = 256 * 2**20
 """Largest uncompressed JSON accepted (256 MiB): about 50,000 episodes of 5 turns with 1,000-character replies."""
+MAX_JSON_VALUES = 8 * 2**20
+"""Most JSON values accepted (8,388,608), counted before parsing as the file's ``{ [ , :`` bytes (an upper bound: a
+comma inside a string counts too). Parsed, a value costs up to about 70 bytes of memory where its text may take 3
+(``{},``), so the byte limit alone let a 261 KB gzip file ask for 13 GB. The committed board's files hold 8-14
+bytes of JSON a value (about 290,000 values for agentgym-v2's 2,900 episodes), so the limit leaves room for suites
+some thirty times that."""
 MAX_DEPTH = 32
 """Deepest nesting of arrays and objects accepted (a results file needs about 10)."""
 MAX_INTEGER_DIGITS = 20
@@ -291,6 +297,9 @@ def loads(raw: bytes) -> Results:
             raise ResultsError(f"results file is not valid gzip: {e}") from None
     if len(raw) > MAX_JSON_BYTES:
         raise ResultsError(f"results file holds more than {MAX_JSON_BYTES:,} bytes of JSON")
+    values = sum(raw.count(c) for c in (b"{", b"[", b",", b":"))
+    if values > MAX_JSON_VALUES:
+        raise ResultsError(f"results file holds about {values:,} JSON values; the limit is {MAX_JSON_VALUES:,}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

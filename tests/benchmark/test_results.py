@@ -76,6 +76,13 @@ def test_nan_infinity_size_and_garbage_are_refused(random_results, monkeypatch):
     monkeypatch.setattr(R, "MAX_JSON_BYTES", 1000)
     with pytest.raises(R.ResultsError, match="more than 1,000 bytes of JSON"):
         R.loads(gzip.compress(text.encode()))  # a small gzip that inflates past the limit
+    monkeypatch.setattr(R, "MAX_JSON_BYTES", 256 * 2**20)
+    # a few hundred KB of gzip holding millions of empty objects: refused before parsing (it asked for 13 GB)
+    bomb = gzip.compress(b"[" + b"{}," * (R.MAX_JSON_VALUES // 2) + b"{}]")
+    assert len(bomb) < 300_000
+    with pytest.raises(R.ResultsError, match=r"holds about 8,388,61\d JSON values; the limit is 8,388,608"):
+        R.loads(bomb)
+    assert R.loads(gzip.compress(text.encode())).entries  # the honest file, well inside the limit
     with pytest.raises(R.ResultsError, match="not valid JSON"):
         R.loads(b"{not json")
     with pytest.raises(R.ResultsError, match="not valid gzip"):
