@@ -71,7 +71,7 @@ from collections import defaultdict
 from pathlib import Path
 from agentgym_bench.leaderboard.board import slugify
 files = [line for line in Path(sys.argv[1]).read_text().splitlines() if line]
-name = lambda f: Path(f).name.removesuffix(".gz").removesuffix(".json")
+name = lambda f: Path(f).name.removesuffix(".json.gz").removesuffix(".json")  # as name_of above
 groups = defaultdict(list)
 for f in files:
     groups[("name", Path(f).parent, slugify(name(f)))].append(f)

@@ -189,6 +189,7 @@ def test_the_check_reproduces_a_published_models_file_and_refuses_its_forgery(re
 
 @pytest.mark.parametrize("names, same_bytes, message", [
     (["Team Y", "team-y"], False, "name one entry on the board"),
+    (["x", "x.json"], False, "name one entry on the board"),  # x.json.json.gz is name x, as name_of reads it
     (["copy one", "copy two"], True, "hold the same bytes (one is a copy)"),
 ])
 def test_the_check_refuses_two_files_of_one_pull_request_that_the_render_would_refuse(
