@@ -61,6 +61,13 @@ def test_schema_errors_name_the_field(random_results):
     bad["entries"][1]["episodes"][0]["turns"][0]["surprise"] = 1
     _reject(bad, r"field entries\[1\]\.episodes\[0\]\.turns\[0\]: .*'surprise' was unexpected")
     _reject([1, 2], r"results file: the whole file is an array, not an object")
+    # the red team of 2026-12-02: each was accepted and shown on the board
+    for edit, match in ((lambda d: d.update(format_version=1.0), r"field format_version is a number, not an integer"),
+                        (lambda d: d["metadata"]["policy"].update(history=10**19), r"history: .* greater"),
+                        (lambda d: d["metadata"]["compute"].update(wall_time_s=1e308), r"wall_time_s: .* greater")):
+        bad = json.loads(json.dumps(good))
+        edit(bad)
+        _reject(bad, match)
 
 
 def test_nan_infinity_size_and_garbage_are_refused(random_results, monkeypatch):
