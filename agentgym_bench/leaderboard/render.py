@@ -375,9 +375,25 @@ def png(suite: Suite, records: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters that reorder the text around them (bidirectional marks, embeddings, overrides and isolates)."""
+
+
+def _without_bidi_controls(value: Any) -> Any:
+    """``value`` with every :data:`BIDI_CONTROLS` character in its strings (keys included) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return BIDI_CONTROLS.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_bidi_controls(k): _without_bidi_controls(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_bidi_controls(v) for v in value]
+    return value
+
+
 def _script_json(value: Any) -> str:
-    """JSON safe inside a ``<script>`` element (no ``<``, ``>`` or ``&`` characters, no line separators)."""
-    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    """JSON safe inside a ``<script>`` element (no ``<``, ``>`` or ``&`` characters, no line separators), with no
+    character that could reorder the page's text around it (a file's U+202E, shown as text, turned a line around)."""
+    text = json.dumps(_without_bidi_controls(value), ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

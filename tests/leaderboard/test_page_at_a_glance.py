@@ -71,6 +71,17 @@ def test_a_trainer_record_of_any_shape_renders(config):
     assert record["name"] in render.markdown(suite, [*records[1:], record])
 
 
+def test_the_page_and_transcripts_carry_no_character_that_reorders_text():
+    """A file's U+202E in a one-line field, shown as text on the page, turned its line around (the README already
+    replaced it)."""
+    suite, records = v1_board()
+    record = copy.deepcopy(records[0])
+    record["hardware"] = {**record["hardware"], "gpu": "A100\u202e001H"}
+    record["name"] = "team\u2066x"
+    page_text = render.html(suite, [*records[1:], record], {})
+    assert "\\u202e" not in page_text and "\\u2066" not in page_text and "A100\\ufffd001H" in page_text
+
+
 def test_each_v1_entry_says_what_it_was_trained_on():
     suite, records = v1_board()
     text = {r["name"]: render.training_summary(suite, r)["text"] for r in records}
