@@ -328,7 +328,8 @@ def quick_check(suite: Suite, episodes: int | None, entries: list[str] | None) -
 
 
 def quick_text(quick: dict[str, Any]) -> str:
-    """``--episodes 3 --entries bandit`` of a ``metadata.quick_check`` record."""
+    """``--episodes 3 --entries bandit`` of a ``metadata.quick_check`` record (``a part not named`` where it names
+    neither)."""
     parts = ([f"--episodes {quick['episodes']}"] if quick.get("episodes") is not None else []) + (
         [f"--entries {' '.join(quick['entries'])}"] if quick.get("entries") else [])
-    return " ".join(parts)
+    return " ".join(parts) or "a part not named"

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from agentgym_bench import stats
-from agentgym_bench.benchmark.suites import available_suites, load_suite, oracle_success, parse_suite
+from agentgym_bench.benchmark.suites import available_suites, load_suite, oracle_success, parse_suite, quick_text
 from agentgym_bench.errors import UserError
 from agentgym_bench.seeds import TEST_SEEDS, TRAIN_SEED_START, V1_TEST_SEEDS
 
@@ -89,3 +89,8 @@ def test_a_malformed_suite_file_is_a_user_error_naming_what_is_wrong(tmp_path):
         load_suite(str(path))
     path.write_text(json.dumps({**suite, "entries": [{**entry, "oracle_success": 1.0}]}))
     assert load_suite(str(path)).entry("mine").episodes == 3
+
+
+def test_a_quick_check_is_named_by_its_flags():
+    assert quick_text({"episodes": 3, "entries": ["bandit", "webshop"]}) == "--episodes 3 --entries bandit webshop"
+    assert quick_text({"episodes": None, "entries": None}) == "a part not named"  # a file may name neither
