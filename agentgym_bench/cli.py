@@ -17,6 +17,7 @@ import os
 import re
 import sys
 
+import agentgym_bench
 from agentgym_bench.errors import UserError
 
 # name -> (module, one-line help); "module:NAME" when the module holds several commands (NAME: an object with
@@ -51,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Text environments, rollouts, trainers and a verified leaderboard for LLM agents.",
     )
     parser.add_argument("--debug", action="store_true",
-                        help="show the full traceback of an error (also: AGENTGYM_BENCH_DEBUG=1)")
+                        help="show the full traceback of an error, wherever it is written on the line (also: "
+                        "AGENTGYM_BENCH_DEBUG=1)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {agentgym_bench.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, description=help_text, add_help=False)
@@ -81,8 +84,8 @@ RESUME_HINTS = {"train": "; the same command with resume_from_checkpoint=auto go
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = os.environ.get("AGENTGYM_BENCH_DEBUG", "") not in ("", "0")
-    while argv and argv[0] == "--debug":
-        debug, argv = True, argv[1:]
+    if "--debug" in argv[: argv.index("--") if "--" in argv else len(argv)]:  # before a command or after it
+        debug, argv = True, [a for a in argv if a != "--debug"]
     parser = build_parser()
     if not argv or argv[0] not in COMMANDS:
         parser.parse_args(argv or ["--help"])  # prints help or the "invalid choice" error, then exits
@@ -110,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"agentgym-bench: interrupted{RESUME_HINTS.get(name, '')}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

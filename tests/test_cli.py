@@ -9,6 +9,7 @@ import sys
 import pytest
 import torch
 
+import agentgym_bench
 from agentgym_bench.registration import AGENT_ENVS
 
 
@@ -135,6 +136,15 @@ MISTAKES = {
     "webshop-serve with a missing catalog": (["webshop-serve", "--catalog", "/nonexistent.json"], ["no such file"]),
     "init-model with width not divisible by heads": (["init-model", "--path", "{tmp}/m", "--width", "30"],
                                                       ["multiple of --heads"]),
+    "init-model onto a file": (["init-model", "--path", "{model}/config.json"], ["is a file: give a folder"]),
+    "init-model over another model": (["init-model", "--path", "{model}", "--seed", "5"],
+                                      ["already holds", "--overwrite"]),
+    "eval with a prompt for no entry": (["eval", "--policy", "oracle", "--prompt", "bandit=compact,foo=ragen"],
+                                        ["prompts name entries ['foo']", "its entries: bandit"]),
+    "warmstart into a file": (["warmstart", "output={model}/config.json", "episodes=2"],
+                              ["is a file: a warm start writes a model folder"]),
+    "serve with its key's variable unset": (["serve", "--model", "{model}", "--api-key-env", "AGB_NO_SUCH_KEY"],
+                                            ["--api-key-env AGB_NO_SUCH_KEY: the variable is unset or empty"]),
     "warmstart on zero threads": (["warmstart", "--threads", "0"], ["--threads 0 must be >= 1"]),
     "warmstart with zero epochs": (["warmstart", "--epochs", "0"], ["epochs=0 must be >= 1"]),
     "warmstart with a demonstrator the env lacks": (["warmstart", "--demonstrator", "AgentSokoban-v0=first-hit"],
@@ -161,7 +171,11 @@ def test_ordinary_mistakes_are_one_line_and_exit_code_2(name, empty_home, busy_p
 
 
 @pytest.mark.parametrize("argv", [["serve", "--port", "70000"], ["webshop-serve", "--port", "-1"],
-                                  ["serve", "--port", "http"], ["play", "AgentSokoban-v0", "--seed", "-1"]])
+                                  ["serve", "--port", "http"], ["play", "AgentSokoban-v0", "--seed", "-1"],
+                                  ["eval", "--policy", "oracle", "--temperature", "-1"],
+                                  ["eval", "--policy", "oracle", "--top-p", "0"],
+                                  ["eval", "--policy", "oracle", "--timeout", "0"],
+                                  ["eval", "--policy", "oracle", "--max-concurrency", "0"]])
 def test_out_of_range_numbers_are_refused_by_the_parser(argv, capsys):
     from agentgym_bench.cli import main
 
@@ -185,6 +199,24 @@ def test_debug_flag_and_variable_show_the_traceback(tmp_path):
     variable = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", *args], capture_output=True, text=True,
                               timeout=120, env={**env, "AGENTGYM_BENCH_DEBUG": "1"})
     assert "Traceback" in variable.stderr
+    after = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", *args, "--debug"], capture_output=True,
+                           text=True, timeout=120, env=env)  # after the command, as its other flags are
+    assert "Traceback" in after.stderr and "UserError" in after.stderr
+
+
+def test_train_into_a_file_is_one_line(model_dir, capsys):
+    from agentgym_bench.cli import main
+
+    assert main(["train", "gigpo-frozenlake", f"output_dir={model_dir}/config.json"]) == 2
+    assert capsys.readouterr().err.strip() == (f"agentgym-bench train: error: output_dir {model_dir}/config.json is a "
+                                               "file: a run writes a folder (e.g. runs/mine)")
+
+
+def test_version_and_a_reader_that_goes_away():
+    assert cli("--version").stdout.strip() == f"agentgym-bench {agentgym_bench.__version__}"
+    piped = subprocess.run(f"{sys.executable} -m agentgym_bench.cli envs --textarena | head -1", shell=True,
+                           capture_output=True, text=True, timeout=120)
+    assert piped.stdout.startswith("AgentBandit-v0") and "Traceback" not in piped.stderr, piped.stderr
 
 
 def test_play_webshop_keeps_a_typed_action_whole_and_flags_a_bad_format():

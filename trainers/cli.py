@@ -32,7 +32,7 @@ import yaml
 
 from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
-from agentgym_bench.paths import resolve_model
+from agentgym_bench.paths import expand, resolve_model
 from agentgym_bench.rollout.scripted import DEMONSTRATORS, has_demonstrator
 from trainers.runtime.config_loading import bundled_configs, merge, parse_overrides, read_yaml, resolve_config
 from trainers.runtime.metrics import success_gain
@@ -263,6 +263,13 @@ def _warm_start(config: SFTConfig, instead: str | None) -> int:
     if not under_torchrun():
         warmstart.default_model_ready(config)  # before the processes start, which would race to build it
     resolve_model(config.model)  # a bad name: one line here, not a traceback from each process
+    output = warmstart.output_folder(config)
+    if output.exists() and not output.is_dir():
+        raise UserError(f"output {output} is a file: a warm start writes a model folder (e.g. output=runs/mine)")
+    if (output / "warmstart.json").is_file() and output.resolve() != expand(resolve_model(config.model)).resolve():
+        raise UserError(f"output {output} already holds a finished warm start (its warmstart.json): give another "
+                        "output, or remove the folder to train it again (a later stage that starts from it writes "
+                        "over it with model= that folder)")
     if instead is not None:
         print(f"notice: the old flags of agentgym-bench warmstart are kept for this release only; instead write "
               f"{instead}", file=sys.stderr)

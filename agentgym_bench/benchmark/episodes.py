@@ -82,7 +82,8 @@ def entry_prompts(suite: Suite, prompt: str | Mapping[str, str] | None) -> dict[
         return {e.name: prompt or e.prompts[0] for e in suite.entries}
     unknown = sorted(set(prompt) - {e.name for e in suite.entries})
     if unknown:
-        raise ValueError(f"prompts name entries {unknown} that suite {suite.name} does not have")
+        raise UserError(f"prompts name entries {unknown} that suite {suite.name} does not have (its entries: "
+                        f"{', '.join(e.name for e in suite.entries)})")
     return {e.name: prompt.get(e.name, e.prompts[0]) for e in suite.entries}
 
 

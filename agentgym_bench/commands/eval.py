@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.evaluate import (
@@ -71,6 +73,24 @@ from agentgym_bench.errors import UserError
 from agentgym_bench.rollout.endpoint import check_model, what_to_change
 from agentgym_bench.rollout.openai_compat import GenerationError
 from agentgym_bench.rollout.specs import SPEC_HELP, Sampling, endpoint_parts, parse_spec
+
+
+def number_arg(kind: type, low: float, *, above: bool = False, high: float | None = None, what: str = ""
+               ) -> Callable[[str], Any]:
+    """An argparse type: a ``kind`` (int or float) at least ``low`` (above it, with ``above``) and at most ``high``,
+    so that a wrong value is refused naming its flag."""
+    wanted = " and ".join(filter(None, [f"{'>' if above else '>='} {low}", high is not None and f"<= {high}"]))
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or value != value or value < low or (above and value == low) or (
+                high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what or kind.__name__} {wanted}")
+        return value
+    return parse
 
 
 def history_arg(text: str) -> int | None:
@@ -113,14 +133,17 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "(a take_actions tool call; recorded in each entry's env_kwargs)")
     parser.add_argument("--history", type=history_arg, default=None, metavar="full|K",
                         help="past turns kept in the prompt: 'full' (default) or the last K (0: current state only)")
-    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)")
-    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold (default: %(default)s)")
-    parser.add_argument("--max-new-tokens", type=int, default=32, help="reply budget in tokens (default: %(default)s)")
+    parser.add_argument("--temperature", type=number_arg(float, 0, what="a number"), default=1.0,
+                        help="sampling temperature (default: %(default)s)")
+    parser.add_argument("--top-p", type=number_arg(float, 0, above=True, high=1, what="a number"), default=1.0,
+                        help="nucleus sampling threshold (default: %(default)s)")
+    parser.add_argument("--max-new-tokens", type=number_arg(int, 1, what="an integer"), default=32,
+                        help="reply budget in tokens (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="torch device of hf: models (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=60.0,
+    parser.add_argument("--timeout", type=number_arg(float, 0, above=True, what="a number of seconds"), default=60.0,
                         help="seconds per request attempt of openai: endpoints (default: %(default)s)")
-    parser.add_argument("--max-concurrency", type=int, default=8,
+    parser.add_argument("--max-concurrency", type=number_arg(int, 1, what="an integer"), default=8,
                         help="requests in flight to an openai: endpoint (default: %(default)s)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
                         help="environment variable holding an openai: endpoint's API key, sent as the bearer key "
@@ -177,8 +200,6 @@ def suite_notes(suite: Suite, spec: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
-        raise UserError("need --max-new-tokens >= 1, --temperature >= 0 and 0 < --top-p <= 1")
     if not 0 <= args.seed < 2**64:
         raise UserError(f"--seed {args.seed}: a sampling seed is 0 to 2**64 - 1 (what torch's generators take, "
                         "and what a results file may record)")

@@ -39,12 +39,15 @@ def run(args: argparse.Namespace) -> int:
     if args.model is not None and args.model_flag is not None and args.model != args.model_flag:
         raise UserError(f"two models given: {args.model} and --model {args.model_flag}; serve one")
     name = args.model or args.model_flag or "default"
+    key = os.environ.get(args.api_key_env, "") if args.api_key_env else None
+    if args.api_key_env and not key:  # else the server would start open, with the key asked for unset
+        raise UserError(f"--api-key-env {args.api_key_env}: the variable is unset or empty; export the key in it "
+                        "(clients send it as their bearer key), or leave --api-key-env out to serve without one")
     limits = http_body.ServerLimits().with_flags(max_connections=args.max_connections, max_requests=args.max_requests)
     from agentgym_bench.rollout.hf import load_model  # noqa: PLC0415 - brings torch
     from agentgym_bench.serving.chat import HOST, ChatServer  # noqa: PLC0415 - brings torch
 
     model, tokenizer = load_model(name, device=args.device)
-    key = os.environ.get(args.api_key_env, "") if args.api_key_env else None
     http_body.raise_open_files_limit(limits.max_connections + 256)
     try:
         server = ChatServer(model, tokenizer, model_name=args.name or name, port=args.port,

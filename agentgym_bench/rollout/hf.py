@@ -560,8 +560,9 @@ def check_device(device: Any) -> torch.device:
         raise UserError(f"device {device!r} is not a torch device: cpu, cuda or cuda:N") from None
     if resolved.type == "cuda" and not torch.cuda.is_available():
         build = "a CPU build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}, finding no GPU"
-        raise UserError(f"device {str(device)!r}: this torch ({torch.__version__}) is {build}; use --device cpu (a "
-                        "trainer's device: cpu), or a machine with an NVIDIA GPU and a CUDA build of torch")
+        raise UserError(f"device {str(device)!r}: this torch ({torch.__version__}) is {build}; use the cpu "
+                        "(--device cpu; in a trainer's config, device=cpu), or a machine with an NVIDIA GPU and a "
+                        "CUDA build of torch")
     return resolved
 
 

@@ -306,7 +306,7 @@ def test_a_device_or_backend_this_machine_lacks_is_one_line_before_anything_load
     with pytest.raises(UserError, match="device 'gpu' is not a torch device: cpu, cuda or cuda:N"):
         main(config_from_dict(tiny_config_dict(tiny_model, tmp_path / "gpu", "starpo", device="gpu")))
     if not torch.cuda.is_available():
-        with pytest.raises(UserError, match="this torch .*a trainer's device: cpu"):
+        with pytest.raises(UserError, match="this torch .*in a trainer's config, device=cpu"):
             main(config_from_dict(tiny_config_dict(tiny_model, tmp_path / "cuda", "starpo", device="cuda")))
     assert not (tmp_path / "gpu").exists() and not (tmp_path / "cuda").exists()
     with pytest.raises(ConfigError, match="generation_backend=vllm generates on a GPU"):

@@ -35,7 +35,7 @@ def small_model(tmp_path_factory):
     return build_default_model(tmp_path_factory.mktemp("small") / "m", seed=0, size=SMALL)
 
 
-def test_warm_start_is_reproducible_and_writes_a_loadable_model(tmp_path, small_model):
+def test_warm_start_is_reproducible_and_writes_a_loadable_model(tmp_path, small_model, capsys):
     from transformers import AutoModelForCausalLM
 
     state = torch.random.get_rng_state()
@@ -63,6 +63,13 @@ def test_warm_start_is_reproducible_and_writes_a_loadable_model(tmp_path, small_
     assert records[0]["loss/sft"] == report["train"]["first_loss"] and records[-1]["val/success"] == row["success"]
     assert not run_folder.checkpoints(tmp_path / "a") and not (tmp_path / "a" / DEMONSTRATIONS).exists()
     assert not run_folder.is_run_folder(tmp_path / "a")  # a model folder now (hf:a loads it, not a checkpoint)
+    # the same command again would train over the finished model: refused, naming the way (a later stage writes
+    # over its start with model= that folder)
+    from agentgym_bench.cli import main
+
+    assert main(["warmstart", f"model={small_model}", f"output={tmp_path / 'a'}", "episodes=2"]) == 2
+    assert "already holds a finished warm start" in capsys.readouterr().err
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
 
 
 def test_a_llama_model_warm_starts_and_learns_the_format(tmp_path):

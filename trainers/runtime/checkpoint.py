@@ -125,6 +125,8 @@ class FolderLock:
     if this lock made it and nothing else was written there (a run refused before it started leaves nothing)."""
 
     def __init__(self, output_dir: Path):
+        if output_dir.exists() and not output_dir.is_dir():
+            raise ConfigError(f"output_dir {output_dir} is a file: a run writes a folder (e.g. runs/mine)")
         self.folder, self.made = output_dir, not output_dir.exists()
         output_dir.mkdir(parents=True, exist_ok=True)
         self.handle = open(output_dir / LOCK, "a+")  # noqa: SIM115 - held open for the run, closed by close()

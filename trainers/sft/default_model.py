@@ -82,7 +82,9 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import string
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -319,6 +321,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default=None,
                         help="folder to write the model to (default: $AGENTGYM_BENCH_HOME/models/default, now "
                         f"{model_dir('default')})")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a model already in the folder with another (by default only an identical one, "
+                        "the same command run again, is left as it is)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weight initialisation (default: 0)")
     parser.add_argument("--layers", type=int, default=ModelSize.n_layer,
                         help="transformer blocks (default: %(default)s)")
@@ -338,6 +343,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "the word's token (' shoes'), so a copied sentence is one token a word (default: %(default)s)")
 
 
+def same_files(a: Path, b: Path) -> bool:
+    """Whether folders ``a`` and ``b`` hold the same file names with the same bytes."""
+    names = sorted(p.name for p in a.iterdir())
+    return names == sorted(p.name for p in b.iterdir()) and all(
+        (a / n).is_file() and (b / n).is_file() and (a / n).read_bytes() == (b / n).read_bytes() for n in names)
+
+
 def run(args: argparse.Namespace) -> int:
     from agentgym_bench.rollout.hf import load_model  # noqa: PLC0415 - brings torch
 
@@ -350,8 +362,25 @@ def run(args: argparse.Namespace) -> int:
     words, skipped = env_words(args.env)
     if skipped:
         print(f"note: could not build {', '.join(skipped)}; their words are not in the vocabulary")
-    path = build_default_model(args.path, seed=args.seed, size=size, words=words, tokenizer=args.tokenizer)
+    path = model_dir("default") if args.path is None else expand(args.path)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"--path {path} is a file: give a folder for the model")
+    held = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+    if held and not args.overwrite:  # an identical model (the command run again) is kept, anything else refused
+        new = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        try:
+            build_default_model(new, seed=args.seed, size=size, words=words, tokenizer=args.tokenizer)
+            if not same_files(new, path):
+                raise UserError(f"{path} already holds {', '.join(held[:4])}{' ...' if len(held) > 4 else ''}, not "
+                                "the model this command builds (a trained model, another seed or size, other "
+                                "files): give another --path, or --overwrite to replace it")
+        finally:
+            shutil.rmtree(new, ignore_errors=True)
+        done = "kept (the same command built it before)"
+    else:
+        done = "wrote"
+        build_default_model(path, seed=args.seed, size=size, words=words, tokenizer=args.tokenizer)
     model, tokenizer = load_model(path)
     params = sum(p.numel() for p in model.parameters())
-    print(f"wrote {path}: {type(model).__name__}, {params:,} parameters, vocabulary of {len(tokenizer)} tokens")
+    print(f"{done} {path}: {type(model).__name__}, {params:,} parameters, vocabulary of {len(tokenizer)} tokens")
     return 0
