@@ -24,6 +24,8 @@ The package, from the games up (the trainers are the ``trainers`` package, besid
 - ``commands/``: the ``agentgym-bench`` subcommands, one module each;
 - ``cli.py``: the ``agentgym-bench`` command line, which lists every command;
 - ``errors.py``: errors a user can fix (one line, exit 2);
+- ``flags.py``: command-line values checked where they are parsed (a number within bounds, named by its flag);
+- ``files.py``: files written whole (a temporary file and a rename; a saved model moved into place);
 - ``paths.py``: where models and runs live (``$AGENTGYM_BENCH_HOME``) and where a repository's root is;
 - ``seeds.py``: the training, validation and held-out test seed ranges and content splits;
 - ``stats.py``: the statistics every layer reports with (Wilson, bootstrap, paired differences);

@@ -96,16 +96,6 @@ def is_machine_path(name: str) -> bool:
             or "$" in name or ".." in parts)
 
 
-def write_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` (parent folders made) through a temporary file and a rename, so a reader or a
-    killed writer never leaves half a file; returns ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return path
-
-
 def looks_like_path(name_or_path: str) -> bool:
     """Whether a model argument can only mean a local folder, never a hub id (``org/name``).
 

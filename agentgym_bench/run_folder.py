@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from agentgym_bench.errors import UserError
+from agentgym_bench.files import write_atomic
 from agentgym_bench.stats import mean_interval
 
 CONFIG = "config.yaml"
@@ -226,5 +227,5 @@ def progress_line(run: str | Path) -> str | None:
 
 
 def write_summary(run: Path, summary: dict[str, Any]) -> None:
-    """Write the run's ``summary.json``."""
-    (run / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
+    """Write the run's ``summary.json``, whole or not at all (a main job reads it as the run's end)."""
+    write_atomic(run / SUMMARY, (json.dumps(summary, indent=2) + "\n").encode())

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from agentgym_bench.errors import UserError
-from agentgym_bench.paths import write_atomic
+from agentgym_bench.files import write_atomic
 from agentgym_bench.schema_check import violation
 
 FORMAT = "agentgym-bench-results"

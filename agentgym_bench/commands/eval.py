@@ -42,9 +42,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from agentgym_bench.agent.tools import ACTION_FORMATS
 from agentgym_bench.benchmark.evaluate import (
@@ -70,27 +68,10 @@ from agentgym_bench.benchmark.suites import (
     quick_text,
 )
 from agentgym_bench.errors import UserError
+from agentgym_bench.flags import number_arg
 from agentgym_bench.rollout.endpoint import check_model, what_to_change
 from agentgym_bench.rollout.openai_compat import GenerationError
 from agentgym_bench.rollout.specs import SPEC_HELP, Sampling, endpoint_parts, parse_spec
-
-
-def number_arg(kind: type, low: float, *, above: bool = False, high: float | None = None, what: str = ""
-               ) -> Callable[[str], Any]:
-    """An argparse type: a ``kind`` (int or float) at least ``low`` (above it, with ``above``) and at most ``high``,
-    so that a wrong value is refused naming its flag."""
-    wanted = " and ".join(filter(None, [f"{'>' if above else '>='} {low}", high is not None and f"<= {high}"]))
-
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if value is None or value != value or value < low or (above and value == low) or (
-                high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what or kind.__name__} {wanted}")
-        return value
-    return parse
 
 
 def history_arg(text: str) -> int | None:

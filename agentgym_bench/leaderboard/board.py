@@ -63,9 +63,10 @@ from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.scores import Summary, summarize
 from agentgym_bench.benchmark.suites import SUITE_SCHEMA, Suite, SuiteEntry, parse_suite
 from agentgym_bench.errors import UserError
+from agentgym_bench.files import write_atomic
 from agentgym_bench.leaderboard import render
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, Verified, check_name
-from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board, write_atomic
+from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board
 from agentgym_bench.schema_check import violation
 
 BOARD_FORMAT = "agentgym-bench-board"
@@ -424,9 +425,8 @@ def holds_file(index: dict[str, Any] | None, sha256: str) -> bool:
 
 def check_model_name(index: dict[str, Any] | None, folder: str | os.PathLike, results: Results, sha256: str
                      ) -> None:
-    """Refuse, on a published board, a file whose ``metadata.policy.model`` is a machine path
-    (:func:`~agentgym_bench.paths.is_machine_path`), unless the file is already on the board (its SHA-256 is in the
-    index). See the module docstring."""
+    """Refuse, on a published board, a file whose ``metadata.policy.model`` is a machine path (:func:`~agentgym_bench.
+    paths.is_machine_path`), unless the file is already on the board (its SHA-256 is in the index; see above)."""
     model = results.metadata["policy"]["model"]
     if not model or not is_machine_path(model) or not published_board(folder):
         return

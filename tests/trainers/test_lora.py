@@ -133,9 +133,14 @@ def test_a_run_whose_start_model_changed_is_not_resumed_onto_the_new_one(tiny_mo
                                                lora_target="all"))
     main(config)
     assert json.loads((tmp_path / "run" / "start.json").read_text())["pretrain"] == str(start)
+    # the same weights by another path (a moved clone, another working folder): resumed, the weights being compared
+    (tmp_path / "link").symlink_to(start)
+    main(config_from_dict({**config.to_dict(), "pretrain": str(tmp_path / "link"), "max_steps": 2,
+                           "resume_from_checkpoint": "auto"}))
+    assert (tmp_path / "run" / "checkpoint-2").is_dir()
     weights = next(start.glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes()[:-1] + b"\x01")  # another model at the same path
-    longer = config_from_dict({**config.to_dict(), "max_steps": 2, "resume_from_checkpoint": "auto"})
+    longer = config_from_dict({**config.to_dict(), "max_steps": 3, "resume_from_checkpoint": "auto"})
     with pytest.raises(ConfigError, match="holds other weights than the run .* started from"):
         main(longer)
-    assert not (tmp_path / "run" / "checkpoint-2").exists()
+    assert not (tmp_path / "run" / "checkpoint-3").exists()

@@ -134,6 +134,11 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model, tmp_p
     episodes = summary(killed)["val_episodes"]  # per episode, so two runs can be paired
     assert episodes == summary(straight)["val_episodes"] and len(episodes["before"]) == len(episodes["after"]) == 8
     assert success_gain(episodes["before"], episodes["after"]) == summary(killed)["val"]
+    # killed after its last checkpoint, before summary.json: the resumed run writes it from the checkpoint's record
+    written = (killed / "summary.json").read_text()
+    (killed / "summary.json").unlink()
+    main(config_from_dict({**config.to_dict(), "resume_from_checkpoint": "auto"}))
+    assert summary(killed)["val_episodes"] == json.loads(written)["val_episodes"]
     # a fresh start into the finished run's folder would overwrite it: refused, naming the way to continue
     with pytest.raises(ConfigError, match=r"already holds a run \(latest: checkpoint-6\).*resume_from_checkpoint="):
         main(config)

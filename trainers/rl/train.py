@@ -358,11 +358,9 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
     rng = np.random.default_rng(seed_from(config.seed, 1))
     sampler = Sampler(config, models.actor_module, models.tokenizer, dist,
                       str(resume / "actor") if resume else resolve_model(config.pretrain))
-    start, elapsed, first_eval, kl_coef = 0, 0.0, [], config.init_kl_coef
+    state = ckpt.load_state(resume, dist, optimizers, schedulers, models, config.strategy) if resume else {}
+    start, elapsed = state.get("step", 0), state.get("elapsed", 0.0)
     if resume is not None:
-        state = ckpt.load_state(resume, dist, optimizers, schedulers, models, config.strategy)
-        start, elapsed, first_eval = state["step"], state["elapsed"], state.get("first_eval", [])
-        kl_coef = state.get("kl_coef", kl_coef)
         rng.bit_generator.state = state["numpy_rng"]
         sampler.load_state(state["policy_rng"])
         train_groups.iteration = start  # the seed counter: training groups of iteration k use seeds from k
@@ -372,9 +370,10 @@ def start_run(config: TrainConfig, dist: Dist, started: float) -> Run:
         if resume is None:
             ckpt.record_start(out, resolve_model(config.pretrain))
     log = MetricsLog(out / run_folder.METRICS, resume_step=start if resume else None) if dist.is_main else None
-    result = TrainResult(out, records=log.history() if log else [], first_eval=first_eval)
+    last = [] if run_folder.read_summary(out) else state.get("last_eval", [])  # killed after its last checkpoint
+    result = TrainResult(out, log.history() if log else [], state.get("first_eval", []), last)
     return Run(config, dist, models, optimizers, schedulers, rng, sampler, train_groups, val_groups, log, result,
-               t0=started - elapsed, start=start, kl_coef=kl_coef)
+               t0=started - elapsed, start=start, kl_coef=state.get("kl_coef", config.init_kl_coef))
 
 
 def _with_dtype(config: TrainConfig, dist: Dist, out: Path, model: torch.nn.Module | None,
@@ -386,9 +385,8 @@ def _with_dtype(config: TrainConfig, dist: Dist, out: Path, model: torch.nn.Modu
 
 
 def generating(run: Run) -> contextlib.AbstractContextManager:
-    """Around ``hf`` generation with a sharded actor: the whole actor gathered
-    (:func:`trainers.runtime.fsdp.gathered`), so processes can generate different numbers of tokens; nothing
-    otherwise."""
+    """Around ``hf`` generation with a sharded actor: the whole actor gathered (:func:`trainers.runtime.fsdp.
+    gathered`), so processes can generate different numbers of tokens; nothing otherwise."""
     return contextlib.nullcontext() if run.sampler.is_vllm else fsdp.gathered(run.models.actor_module)
 
 
@@ -457,7 +455,8 @@ def run_iteration(run: Run, step: int) -> dict[str, Any]:
     if (config.save_steps and step % config.save_steps == 0) or step == config.max_steps:
         ckpt.save(run.result.output_dir, step, run.models, run.optimizers, run.schedulers, dist, config, {
             "step": step, "elapsed": record["time/total"], "numpy_rng": run.rng.bit_generator.state,
-            "policy_rng": run.sampler.state(), "first_eval": run.result.first_eval, "kl_coef": run.kl_coef})
+            "policy_rng": run.sampler.state(), "first_eval": run.result.first_eval, "kl_coef": run.kl_coef,
+            "last_eval": run.result.last_eval})
     return record
 
 

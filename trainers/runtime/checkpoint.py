@@ -50,7 +50,7 @@ import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench import run_folder
 from agentgym_bench.benchmark.resume import flat
-from agentgym_bench.paths import write_atomic
+from agentgym_bench.files import write_atomic
 from agentgym_bench.rollout.specs import model_sha256
 from trainers.runtime import fsdp, lora
 from trainers.runtime.config_loading import ConfigError
@@ -95,14 +95,16 @@ def check_resumable(checkpoint: Path, config: dict[str, Any]) -> None:
     be ignored by them (a new learning rate under the restored schedule) and then recorded in ``config.yaml`` as if
     the whole run had used it. ``config``: the resolved config as plain data (``TrainConfig.to_dict``). Keys the
     checkpoint's ``config.yaml`` does not have (added to the trainer since) and :data:`RESUME_MAY_CHANGE` are not
-    compared.
+    compared, nor ``pretrain`` where the run recorded its start's weights (:func:`check_start` compares those, so the
+    same weights named by another path, from another folder or a moved clone, resume).
 
     Raises:
         ConfigError: naming each key that differs, with both values, and what to run instead.
     """
     saved, now = flat(run_folder.read_config(checkpoint)), flat(config)  # tuples as YAML reads them back: lists
+    weighed = {"pretrain"} if (checkpoint.parent / START).is_file() else set()
     differ = [f"{k} {saved[k]!r} -> {now.get(k)!r}" for k in saved
-              if k.split(".")[0] not in RESUME_MAY_CHANGE and now.get(k) != saved[k]
+              if k.split(".")[0] not in RESUME_MAY_CHANGE | weighed and now.get(k) != saved[k]
               and not (k == "dtype" and now.get(k) == "auto")]
     if differ:
         raise ConfigError(f"{checkpoint} was trained with other settings than this command's: {'; '.join(differ)}. "
@@ -199,7 +201,8 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
          dist: Any, config: Any, state: dict[str, Any]) -> Path:
     """Write ``checkpoint-{step}`` (every rank calls this; rank 0 writes the shared files) and prune old ones.
 
-    ``state`` holds ``step``, ``elapsed``, ``numpy_rng``, ``first_eval``, ``kl_coef`` (same on every rank) and
+    ``state`` holds ``step``, ``elapsed``, ``numpy_rng``, ``first_eval``, ``last_eval`` (the latest validation's
+    episodes), ``kl_coef`` (same on every rank) and
     ``policy_rng`` (per rank).
     """
     final = run_folder.checkpoint_path(output_dir, step)
@@ -224,6 +227,7 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
         torch.save({
             "step": state["step"], "elapsed": state["elapsed"], "numpy_rng": state["numpy_rng"],
             "first_eval": list(state.get("first_eval", [])), "kl_coef": state.get("kl_coef"),
+            "last_eval": list(state.get("last_eval", [])),
             "world_size": dist.world_size, "strategy": config.strategy if dist.grouped else "single",
             "optimizers": optimizer_states,
             "schedulers": {k: s.state_dict() for k, s in schedulers.items()},

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from agentgym_bench.files import write_atomic
 from agentgym_bench.stats import paired_difference
 
 __all__ = ["WARNINGS", "EchoTrapRule", "MetricsLog", "drop_ratios", "plot_metrics", "plot_runs", "read_metrics",
@@ -46,11 +47,9 @@ class MetricsLog:
     def __init__(self, path: str | os.PathLike, resume_step: int | None = None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if resume_step is None:
-            self.path.write_text("")
-        else:
-            kept = [r for r in read_metrics(self.path) if r["step"] <= resume_step] if self.path.exists() else []
-            self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        kept = [] if resume_step is None or not self.path.exists() else [
+            r for r in read_metrics(self.path) if r["step"] <= resume_step]
+        write_atomic(self.path, "".join(json.dumps(r) + "\n" for r in kept).encode())  # a kill keeps the old lines
 
     def history(self) -> list[dict[str, Any]]:
         return read_metrics(self.path)

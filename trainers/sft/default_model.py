@@ -97,6 +97,7 @@ from agentgym_bench.agent.prompts import TEMPLATES
 from agentgym_bench.envs.webshop import pages
 from agentgym_bench.envs.webshop.catalog import load_catalog
 from agentgym_bench.errors import UserError
+from agentgym_bench.files import move_into
 from agentgym_bench.multiagent import bargain_rules as rules
 from agentgym_bench.multiagent.bargain import AGENTS, BargainEnv
 from agentgym_bench.paths import expand, model_dir
@@ -307,11 +308,13 @@ def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
     built = build_tokenizer(build_vocab(words, tokenizer), tokenizer)
     model = build_model(len(built), pad_id=built.pad_token_id, eos_id=built.eos_token_id, size=size, seed=seed)
     path = model_dir("default") if path is None else expand(path)
-    path.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))  # moved in whole: a kill leaves no
+    staged.chmod(0o755)  # folder with a config and no weights, which a later run would take for a model
     with no_progress_bars():
-        built.save_pretrained(path)
-        model.save_pretrained(path)
-    return path
+        built.save_pretrained(staged)
+        model.save_pretrained(staged)
+    return move_into(staged, path)
 
 
 # -- command line ------------------------------------------------------------------------------------------------

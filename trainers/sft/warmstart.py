@@ -49,6 +49,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 import sys
 import time
 from dataclasses import asdict, replace
@@ -62,6 +63,7 @@ import torch.distributed as dist  # noqa: TID253 - trainers/ runs on torch
 from agentgym_bench import run_folder
 from agentgym_bench.benchmark.episodes import Played, play_episodes
 from agentgym_bench.envs.webshop.augment import copy_variants
+from agentgym_bench.files import move_into, write_atomic
 from agentgym_bench.multiagent.selfplay import RandomBargainPolicy, ScriptedBargainPolicy, play_matches
 from agentgym_bench.paths import expand, model_dir, resolve_model
 from agentgym_bench.progress import progress as progress_bar
@@ -381,11 +383,15 @@ def warm_start(config: SFTConfig, *, progress: bool = False) -> dict[str, Any]:
         "random": success_table(RandomPolicy(config.seed), config, history=config.history),
         "random_one_action": success_table(RandomPolicy(config.seed, max_actions=1), config, history=config.history),
     }
-    MetricsLog(output / run_folder.METRICS, resume_step=len(losses)).write(
-        validation_record(len(losses), evaluation["warm_start"]))
+    log = MetricsLog(output / run_folder.METRICS, resume_step=len(losses))
+    if not any("val/success" in r and r["step"] == len(losses) for r in log.history()):  # a rerun after a kill
+        log.write(validation_record(len(losses), evaluation["warm_start"]))
+    staged = output / ".model-new"  # written whole, then moved over the old files: `output` may be `model`'s folder
+    shutil.rmtree(staged, ignore_errors=True)
     with no_progress_bars():
-        model.save_pretrained(output)
-        tokenizer.save_pretrained(output)
+        model.save_pretrained(staged)
+        tokenizer.save_pretrained(staged)
+    move_into(staged, output)
     report = {
         "config": config.to_dict(),
         "rollout": {"prompt": config.prompt, "history": config.history, "max_new_tokens": config.max_new_tokens,
@@ -401,7 +407,7 @@ def warm_start(config: SFTConfig, *, progress: bool = False) -> dict[str, Any]:
     }
     if earlier is not None:
         report["started_from"] = earlier
-    (output / "warmstart.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_atomic(output / "warmstart.json", (json.dumps(report, indent=2) + "\n").encode())
     ckpt.remove_checkpoints(output)
     (output / DEMONSTRATIONS).unlink(missing_ok=True)
     return report

@@ -1,0 +1,35 @@
+"""Files written whole: a reader, or a writer killed half-way, finds each file old or new, never half written.
+
+- :func:`write_atomic`: one file, through a temporary file and a rename;
+- :func:`move_into`: a folder's files (a model just saved) moved over another folder's.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_atomic(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` (parent folders made) through a temporary file and a rename, so a reader or a
+    killed writer never leaves half a file; returns ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return path
+
+
+def move_into(source: Path, target: Path) -> Path:
+    """Move the files of folder ``source`` into folder ``target`` and remove ``source``; returns ``target``. A missing
+    or empty ``target`` becomes ``source`` by one rename (a killed mover leaves the old folder or the whole new one);
+    otherwise each file is renamed over its namesake, so a reader or a killed mover finds every file whole, old or
+    new, never half written. ``source`` must be on ``target``'s filesystem (a sibling, or inside it)."""
+    if not target.exists() or (target.is_dir() and not any(target.iterdir())):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
+        return target
+    for path in sorted(source.iterdir()):
+        os.replace(path, target / path.name)
+    source.rmdir()
+    return target
