@@ -32,7 +32,8 @@ entry can also be re-evaluated with ``agentgym-bench reproduce``). ``short-sft``
 learn: the same three recipes from a start with room, the board's "default model + short SFT" (the first stage with a
 third of its Sokoban 6x6 demonstrations, never shown Sokoban 8x8/2; GiGPO trains on the four envs it learned), about
 15 minutes on 2 cores (with ``--from-scratch`` about 11 more), and the summary puts each trained model against its
-start on the same test episodes. ``smoke`` checks the pipeline in minutes (its numbers mean nothing). Logs of every
+start on the same test episodes. ``smoke`` checks the pipeline with tiny training runs (its numbers mean nothing;
+the full-suite evaluations and their verification still take most of the job: 12-16 minutes on 2 cores). Logs of every
 step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo it), and a warm-start or
 training step stopped part-way resumes from its last checkpoint when the job is run again.
 """
@@ -62,8 +63,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="reference",
                         help="reference (the committed board's recipe; its warm start, with --from-scratch, takes "
                         "about three hours on 2 cores), short-sft (the same RL from the board's start with room: "
-                        "a check that the trainers learn, about 15 minutes) or smoke (minutes, numbers meaningless) "
-                        "(default: %(default)s)")
+                        "a check that the trainers learn, about 15 minutes) or smoke (tiny training runs, numbers "
+                        "meaningless; 12-16 minutes, mostly the full-suite evaluations) (default: %(default)s)")
     parser.add_argument("--work", default=None, help="folder for models, runs, results and logs "
                         "(default: runs/baselines-RECIPE)")
     parser.add_argument("--board", default=None, help="leaderboard folder to submit to (default: WORK/leaderboard)")

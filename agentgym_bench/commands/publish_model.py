@@ -18,6 +18,7 @@ from pathlib import Path
 
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE
 from agentgym_bench.leaderboard.weights import publish_model
+from agentgym_bench.paths import default_board
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -26,13 +27,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="the model: a Hugging Face folder, or a trainer run folder (its last "
                         "checkpoint's actor)")
     parser.add_argument("--name", required=True, help="the entry's name on the board")
-    parser.add_argument("--board", default=str(Path("leaderboards") / DEFAULT_SUITE),
-                        help="board folder (default: %(default)s)")
+    parser.add_argument("--board", default=None,
+                        help=f"board folder (default: leaderboards/{DEFAULT_SUITE} of the repository the current "
+                        "directory is in; outside one, give it)")
     parser.add_argument("--replace", action="store_true", help="overwrite the entry's published model")
 
 
 def run(args: argparse.Namespace) -> int:
-    folder = publish_model(args.source, args.board, args.name, replace=args.replace)
+    board = Path(args.board) if args.board else default_board(DEFAULT_SUITE)
+    folder = publish_model(args.source, board, args.name, replace=args.replace)
     size = sum(f.stat().st_size for f in folder.iterdir()) / 2**20
     print(f"published {args.source} as {folder} ({size:.1f} MiB, weights in bfloat16); evaluate it with: "
           f"agentgym-bench eval --policy hf:{folder} ...")

@@ -38,7 +38,8 @@ from agentgym_bench.paths import default_board, enclosing_board, repository_root
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = __doc__.split("Examples::", 1)[1]
-    parser.add_argument("results", help="results file written by `agentgym-bench eval` (.json.gz or .json)")
+    parser.add_argument("results", help="results file written by `agentgym-bench eval`, gzip-compressed (.json.gz) as "
+                        "a board stores it (a plain .json: gzip -n FILE first)")
     parser.add_argument("--name", required=True, help="name on the board: 1-64 of letters, digits, space . _ + -")
     parser.add_argument("--board", default=None,
                         help="board folder (default: leaderboards/<suite name> of the repository the current "

@@ -37,3 +37,18 @@ def test_an_existing_entry_is_kept_unless_replaced(source, tmp_path, capsys):
     assert "weights in bfloat16" in capsys.readouterr().out and not list(tmp_path.glob("models/.staging-*"))
     assert main(["publish-model", str(tmp_path / "nothing"), "--name", "n", "--board", str(tmp_path)]) != 0
     assert not (tmp_path / "models" / "n").exists()
+
+
+def test_the_default_board_is_the_repositorys_wherever_the_command_runs(source, tmp_path, monkeypatch, capsys):
+    """As submit, board and reproduce find it: from a sub-folder of a clone, its leaderboards/; outside one, refused
+    (it made ./leaderboards/... wherever it ran)."""
+    clone = tmp_path / "clone"
+    (clone / "leaderboards" / "agentgym-v2").mkdir(parents=True)
+    (clone / "docs").mkdir()
+    monkeypatch.chdir(clone / "docs")
+    assert main(["publish-model", str(source), "--name", "m"]) == 0
+    assert (clone / "leaderboards" / "agentgym-v2" / "models" / "m").is_dir()
+    assert not (clone / "docs" / "leaderboards").exists()
+    monkeypatch.chdir(tmp_path)
+    assert main(["publish-model", str(source), "--name", "n"]) == 2
+    assert "no leaderboards/ folder" in capsys.readouterr().err and not (tmp_path / "leaderboards").exists()
