@@ -145,6 +145,9 @@ MISTAKES = {
                               ["is a file: a warm start writes a model folder"]),
     "serve with its key's variable unset": (["serve", "--model", "{model}", "--api-key-env", "AGB_NO_SUCH_KEY"],
                                             ["--api-key-env AGB_NO_SUCH_KEY: the variable is unset or empty"]),
+    "warmstart with a misspelt env": (["warmstart", "envs=[AgentFrozenLak-v0]"], ["did you mean AgentFrozenLake-v0"]),
+    "eval of a suite that is a folder": (["eval", "--policy", "oracle", "--suite", "{tmp}"], ["is a folder"]),
+    "submit a folder": (["submit", "{tmp}", "--name", "x", "--check"], ["results file", "is a folder"]),
     "warmstart on zero threads": (["warmstart", "--threads", "0"], ["--threads 0 must be >= 1"]),
     "warmstart with zero epochs": (["warmstart", "--epochs", "0"], ["epochs=0 must be >= 1"]),
     "warmstart with a demonstrator the env lacks": (["warmstart", "--demonstrator", "AgentSokoban-v0=first-hit"],
@@ -210,6 +213,8 @@ def test_train_into_a_file_is_one_line(model_dir, capsys):
     assert main(["train", "gigpo-frozenlake", f"output_dir={model_dir}/config.json"]) == 2
     assert capsys.readouterr().err.strip() == (f"agentgym-bench train: error: output_dir {model_dir}/config.json is a "
                                                "file: a run writes a folder (e.g. runs/mine)")
+    assert main(["train", "gigpo-frozenlak"]) == 2
+    assert "did you mean gigpo-frozenlake?" in capsys.readouterr().err
 
 
 def test_version_and_a_reader_that_goes_away():

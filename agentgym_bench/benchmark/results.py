@@ -314,7 +314,7 @@ def read_results(path: str | os.PathLike) -> Results:
     """Read and check a results file."""
     p = Path(path)
     if not p.is_file():
-        raise ResultsError(f"results file {p} does not exist")
+        raise ResultsError(f"results file {p} " + ("is a folder" if p.is_dir() else "does not exist"))
     if p.stat().st_size > MAX_FILE_BYTES:
         raise ResultsError(f"results file {p} is {p.stat().st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
     try:

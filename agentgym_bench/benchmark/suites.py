@@ -204,7 +204,7 @@ def load_suite(name: str = DEFAULT_SUITE) -> Suite:
     if name.endswith(".json") or "/" in name:
         path = Path(name)
         if not path.is_file():
-            raise UserError(f"suite file {name} does not exist")
+            raise UserError(f"suite file {name} " + ("is a folder" if Path(name).is_dir() else "does not exist"))
         text = path.read_text()
         try:
             return parse_suite(json.loads(text))

@@ -303,6 +303,8 @@ def read_source(source: str | os.PathLike | bytes) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         raise ResultsError(f"results file {path} does not exist") from None
+    except IsADirectoryError:
+        raise ResultsError(f"results file {path} is a folder") from None
     except OSError as e:
         if path.is_symlink():
             raise ResultsError(f"results file {path} is a symbolic link; give the file itself") from None

@@ -293,5 +293,9 @@ def resolve_config(name: str, warmstart: bool = False) -> Path:
     bundled = CONFIG_DIR / f"{name.removesuffix('.yaml')}.yaml"
     if bundled.is_file() and bundled.stem.startswith(WARMSTART_PREFIX) == warmstart:
         return bundled
-    raise UserError(f"no config file {name!r} and no bundled config of that name; bundled: "
+    if path.is_dir():
+        raise UserError(f"{name} is a folder: give a config file (YAML) or a bundled config's name")
+    close = difflib.get_close_matches(name.removesuffix(".yaml"), bundled_configs(warmstart), n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise UserError(f"no config file {name!r} and no bundled config of that name; {hint}bundled: "
                     f"{', '.join(bundled_configs(warmstart))}")

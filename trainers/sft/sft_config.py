@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentgym_bench.multiagent.bargain import BARGAIN_IDS
+from agentgym_bench.registration import check_env_id
 from agentgym_bench.rollout.scripted import DEMONSTRATORS, has_demonstrator
 from agentgym_bench.seeds import TRAIN_SEED_START, VALIDATION_SEED_START, check_seeds_disjoint
 from trainers.runtime import config_loading
@@ -143,6 +144,9 @@ class SFTConfig:
             raise ConfigError(f"copy_augment={self.copy_augment} must be >= 0")
         if not self.envs:
             raise ConfigError("envs must name at least one env id")
+        for env_id in self.envs:  # a typo named here, with what it may have meant, before anything else is read
+            if env_id not in MATCH_ENVS:
+                check_env_id(env_id)
         for env_id, name in self.demonstrators.items():
             if env_id not in self.envs or env_id in MATCH_ENVS or not has_demonstrator(env_id, name):
                 raise ConfigError(f"demonstrators={self.demonstrators}: each must name an env of {list(self.envs)} "
