@@ -31,6 +31,7 @@ The package, from the games up (the trainers are the ``trainers`` package, besid
 - ``stats.py``: the statistics every layer reports with (Wilson, bootstrap, paired differences);
 - ``spaces.py``: the text spaces every env shares;
 - ``progress.py``: progress of long work (a bar on a terminal, plain lines otherwise);
+- ``processes.py``: child processes that end with their parent;
 - ``run_folder.py``: a trainer's run folder: its layout and its last checkpoint;
 - ``schema_check.py``: the JSON Schema check of results files, board indexes and suite files, said in one line;
 - ``http_body.py``: what both HTTP servers (``serve``, ``webshop-serve``) share.

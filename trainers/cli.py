@@ -273,7 +273,15 @@ def _warm_start(config: SFTConfig, instead: str | None) -> int:
     if instead is not None:
         print(f"notice: the old flags of agentgym-bench warmstart are kept for this release only; instead write "
               f"{instead}", file=sys.stderr)
-    report = launch(warmstart.main, config, processes, config.num_threads, "warmstart")
+    from trainers.runtime.checkpoint import LOCK, hold  # noqa: PLC0415 - brings torch
+
+    lock = hold(output) if os.environ.get("RANK", "0") == "0" else None  # one warm start in a folder at a time
+    try:
+        report = launch(warmstart.main, config, processes, config.num_threads, "warmstart")
+    finally:
+        if lock is not None:
+            lock.close()
+            (output / LOCK).unlink(missing_ok=True)  # the folder is a model now: no lock file left in it
     if not report:  # a torchrun process other than the first
         return 0
     print(warmstart.format_report(report))

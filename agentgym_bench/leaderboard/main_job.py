@@ -22,6 +22,7 @@ from agentgym_bench.benchmark.provenance import published_entry
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.board import read_index, slugify
 from agentgym_bench.leaderboard.weights import published_path
+from agentgym_bench.processes import end_with_parent
 from agentgym_bench.rollout.specs import model_sha256
 
 TRAINER_CONFIGS = Path(__file__).resolve().parents[2] / "trainers" / "configs"
@@ -380,7 +381,7 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
                               f"{'resumed from its checkpoint' if resuming else 'started'}\n")
                 job.log.flush()
                 job.process = subprocess.Popen(job.argv, stdout=job.log, stderr=subprocess.STDOUT,
-                                               stdin=subprocess.DEVNULL,
+                                               stdin=subprocess.DEVNULL, preexec_fn=end_with_parent,
                                                env={**env, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
                 job.started, job.status = time.monotonic(), "running"
                 busy += job.threads

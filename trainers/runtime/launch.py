@@ -22,6 +22,7 @@ import torch  # noqa: TID253 - trainers/ runs on torch
 import torch.multiprocessing as mp  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench.errors import UserError
+from agentgym_bench.processes import end_with_parent
 from trainers.runtime.distributed import init_distributed, shutdown_distributed
 
 C = TypeVar("C")
@@ -98,6 +99,7 @@ def _run(main: Callable[[C], R], config: C, threads: int) -> R:
 
 def _worker(rank: int, processes: int, port: int, threads: int, main: Callable[[C], R], config: C,
             results: Any) -> None:
+    end_with_parent()  # a launcher killed with SIGKILL leaves no worker training on in its folder
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
                       WORLD_SIZE=str(processes))
     result = _run(main, config, threads)
