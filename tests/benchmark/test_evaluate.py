@@ -21,7 +21,7 @@ def test_the_oracle_reaches_its_ceiling_and_seeds_are_the_suites():
 def test_prompts_per_entry():
     suite = suite_of(["bandit", "frozenlake"], 2)
     assert entry_prompts(suite, {"frozenlake": "compact"}) == {"bandit": "ragen", "frozenlake": "compact"}
-    with pytest.raises(ValueError, match="chess"):
+    with pytest.raises(UserError, match="chess"):
         entry_prompts(suite, {"chess": "compact"})
     with pytest.raises(UserError, match="not allowed"):
         play_suite_episodes(policy_from_spec("random")[0], suite, prompt="mine")

@@ -105,8 +105,8 @@ def test_a_partial_file_of_other_settings_names_each_setting_with_both_values(wo
     assert ("r.json.gz.partial holds finished entries of a run with other settings (--history: the file has full, "
             "this run 1; --prompt of entry bandit: the file has 'compact', this run 'ragen'): run with the same "
             "settings to resume it, or delete it to start again: rm r.json.gz.partial (or give another --out)") in line
-    line = error_line([*RUN, "--seed", "3", "--temperature", "0.5"], capsys)
-    assert "(--temperature: the file has 1.0, this run 0.5; --seed: the file has 0, this run 3)" in line
+    line = error_line([*RUN, "--seed", "3", "--temperature", "0.5"], capsys)  # the random policy reads no temperature
+    assert "(--seed: the file has 0, this run 3)" in line
     assert "policy, model or sampling" not in line
     line = error_line([*RUN, "--episodes", "2"], capsys)
     assert "(--episodes/--entries: the file has none (the whole suite), this run --episodes 2)" in line

@@ -3,6 +3,7 @@ it (oracle, random and the default model), and a helper that hashes a whole fold
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from pathlib import Path
@@ -65,8 +66,11 @@ TRAINER = {"algorithm": "gigpo", "config": {"preset": "gigpo", "learning_rate": 
 
 @pytest.fixture(scope="session")
 def trained_bytes(suite) -> bytes:
-    """Random play, recorded as if a reference trainer had made the policy (the board shows what files report)."""
-    return play("random", suite, trainer=TRAINER)
+    """Random play, recorded as an endpoint's replies (kind ``openai``: replayed, never re-generated) of a model a
+    reference trainer made: the board shows what files report (a model-free file may report no training)."""
+    data = json.loads(gzip.decompress(play("random", suite, trainer=TRAINER)))
+    data["metadata"]["policy"].update(kind="openai", model="my-trained-model")
+    return gzip.compress(json.dumps(data).encode(), mtime=0)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,12 @@ def _table(readme: str) -> list[str]:
 
 
 def _with_algorithm(raw: bytes, algorithm: str) -> bytes:
-    return edit(raw, lambda d: d["metadata"].update(trainer={"algorithm": algorithm, "config": {}}))
+    """``raw`` as an endpoint's file (a model-free one may report no training) with this trainer algorithm."""
+    def relabel(d):
+        d["metadata"].update(trainer={"algorithm": algorithm, "config": {}})
+        d["metadata"]["policy"].update(kind="openai", model="my-model")
+
+    return edit(raw, relabel)
 
 
 def test_a_forged_row_in_trainer_algorithm_is_refused_and_the_board_unchanged(board, tmp_path, suite_file,  # noqa: F811

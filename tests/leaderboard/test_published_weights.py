@@ -93,7 +93,7 @@ def test_a_copy_of_the_board_outside_any_repository_plays_its_own_published_weig
 def test_changed_weights_at_the_recorded_path_are_an_error_without_model(clone, tmp_path, capsys):
     board = tmp_path / "repo" / "leaderboards" / "tiny"
     shutil.copytree(clone / "leaderboards" / "tiny", board)
-    assert main(["init-model", "--path", str(tmp_path / "repo" / MODEL), "--seed", "2"]) == 0
+    assert main(["init-model", "--path", str(tmp_path / "repo" / MODEL), "--seed", "2", "--overwrite"]) == 0
     capsys.readouterr()
     assert main(["reproduce", "default model", "--board", str(board), "--sample", "1"]) == 2
     assert "are not the ones the submission recorded (model_sha256 " in capsys.readouterr().err
