@@ -120,6 +120,8 @@ MISTAKES = {
     "play with a misspelt short name": (["play", "frozenlak"], ["did you mean one of AgentFrozenLake-v0"]),
     "play with a malformed --arg": (["play", "AgentSokoban-v0", "--arg", "num_boxes"], ["KEY=VALUE"]),
     "play with an impossible argument": (["play", "AgentSokoban-v0", "--arg", "num_boxes=0"], ["num_boxes=0"]),
+    "play a seat of a one-player env": (["play", "AgentSokoban-v0", "--seat", "player_1"],
+                                        ["--seat is for two-player envs", "has one player"]),
     "serve before init-model": (["serve"], ["no model 'default'", "agentgym-bench init-model"]),
     "serve a missing folder": (["serve", "--model", "/nonexistent/model"], ["/nonexistent/model", "init-model"]),
     "serve a missing folder given as vllm serve's": (["serve", "/nonexistent/model"],

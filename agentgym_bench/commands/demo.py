@@ -18,10 +18,12 @@ from agentgym_bench.rollout.scripted import OraclePolicy, RandomPolicy
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--episodes", type=int, default=256, help="episodes per env and agent (seeds 0..N-1)")
+    parser.add_argument("--episodes", type=int, default=256,
+                        help="episodes per env and agent (seeds 0..N-1) (default: %(default)s)")
     parser.add_argument("--env", action="append", default=None, metavar="ENV_ID",
                         help="env id to play (repeatable); default: every registered agent env")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random agent's own generator")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random agent's own generator; the "
+                        "episodes' seeds are 0..N-1 whatever it is (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:

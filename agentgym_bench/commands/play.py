@@ -69,7 +69,8 @@ def seed(text: str) -> int:
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env_id", help="an id from `agentgym-bench envs`, e.g. AgentSokoban-v0, or MODULE:ID for an "
                         f"agent env of your own that MODULE registers; two-player: {TWO_PLAYER_HINT}")
-    parser.add_argument("--seed", type=seed, default=0, help="episode seed >= 0 (same seed, same episode)")
+    parser.add_argument("--seed", type=seed, default=0,
+                        help="episode seed >= 0 (same seed, same episode) (default: %(default)s)")
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="keyword argument for gym.make, repeatable (e.g. --arg num_boxes=2 --arg "
                         "is_slippery=false); values as Python literals or YAML, as train's KEY=VALUE")
@@ -78,9 +79,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--opponent", default=None, metavar="POLICY",
                         help="two-player envs: who plays the other seat: scripted or random (Bargain only), or a "
                         "model spec such as hf:PATH (default: scripted on Bargain)")
-    parser.add_argument("--seat", default="player_0",
+    parser.add_argument("--seat", default=None,
                         help="two-player envs: your seat, player_0 or player_1 (in TextArena games player_0 moves "
-                        "first; in Bargain both demand at once) (default: %(default)s)")
+                        "first; in Bargain both demand at once) (default: player_0)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,12 +89,13 @@ def run(args: argparse.Namespace) -> int:
         if args.arg or args.show_prompt:
             raise UserError("--arg and --show-prompt are for single-agent envs (a seat is shown its whole prompt)")
         try:
-            play_in_terminal(args.env_id, args.opponent, args.seat, args.seed)
+            play_in_terminal(args.env_id, args.opponent, args.seat or "player_0", args.seed)
         except EOFError:
             print("\n(input closed)")
         return 0
-    if args.opponent is not None:
-        raise UserError(f"--opponent is for two-player envs ({TWO_PLAYER_HINT}); {args.env_id} has one player")
+    for flag, value in (("--opponent", args.opponent), ("--seat", args.seat)):
+        if value is not None:
+            raise UserError(f"{flag} is for two-player envs ({TWO_PLAYER_HINT}); {args.env_id} has one player")
     env_id = check_env_id(args.env_id)
     try:
         env = gym.make(env_id, render_mode="ansi", **parse_kwargs(args.arg))

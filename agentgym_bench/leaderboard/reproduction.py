@@ -48,6 +48,8 @@ def spec_of(policy: dict[str, Any], endpoint: str | None, root: str | Path | Non
     kind, recorded = policy["kind"], policy["model"]
     if model is not None and kind not in ("hf", "vllm"):
         raise UserError(f"--model gives the weights of a hf or vllm entry; this entry's policy is {kind!r}")
+    if endpoint is not None and kind != "openai":
+        raise UserError(f"--endpoint is the URL of an openai entry's server; this entry's policy is {kind!r}")
     if kind in MODEL_FREE:
         return kind
     if kind == "openai":

@@ -224,6 +224,8 @@ def test_reproduce_replays_a_file_of_eval_in_its_entry_by_entry_batches(tmp_path
     assert read_results(tmp_path / "hf.json.gz").metadata["compute"]["batching"] == "entry"
     assert main(["submit", "hf.json.gz", "--name", "tiny", "--board", board, "--suite", str(suite_file)]) == 0
     assert "as reproduced" in capsys.readouterr().out
+    assert main(["reproduce", "tiny", "--board", board, "--endpoint", "http://127.0.0.1:9/v1"]) == 2
+    assert "--endpoint is the URL of an openai entry's server; this entry's policy is 'hf'" in capsys.readouterr().err
     assert main(["reproduce", "tiny", "--board", board]) == 0
     assert "(100.0%) identical" in capsys.readouterr().out
 
