@@ -390,3 +390,14 @@ def test_warmstart_on_two_processes_from_the_command_line(tmp_path, small_model)
     assert runs[2]["steps"] == runs[1]["steps"]  # the same steps, each batch split between the processes
     assert runs[2]["first_loss"] == pytest.approx(runs[1]["first_loss"], rel=1e-4)  # same weights, same first batch
     assert runs[2]["final_loss"] < runs[2]["first_loss"]
+
+
+def test_a_checkpoint_of_other_settings_is_ignored_naming_each_setting(tmp_path, capsys):
+    from trainers.runtime import checkpoint as ckpt
+
+    (tmp_path / "checkpoint-5").mkdir()
+    torch.save({"key": {"config": {"epochs": 1, "seed": 0}, "threads": 1}, "losses": [1.0] * 5},
+               tmp_path / "checkpoint-5" / run_folder.STATE)
+    assert ckpt.load_sft(tmp_path, {"config": {"epochs": 1, "seed": 0}, "threads": 2}, "warmstart") is None
+    err = capsys.readouterr().err
+    assert "ignoring " in err and "other settings (threads 1 -> 2); starting afresh" in err

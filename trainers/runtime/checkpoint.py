@@ -334,7 +334,10 @@ def load_sft(output_dir: Path, key: dict[str, Any], who: str | None) -> tuple[Pa
     except Exception as error:  # e.g. written by another torch version
         saved, why = None, f"it cannot be read ({error})"
     else:
-        why = "it was written with other settings"
+        old, now = flat(saved.get("key") or {}), flat(key)
+        differ = [f"{k} {old.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(old) | set(now))
+                  if old.get(k) != now.get(k)]
+        why = f"it was written with other settings ({'; '.join(differ)[:300]})"
     if saved is None or saved.get("key") != key:
         if who is not None:
             print(f"{who}: ignoring {found[-1]}: {why}; starting afresh", file=sys.stderr)
