@@ -278,7 +278,7 @@ def test_a_local_model_builds_and_loads_without_progress_bars_and_the_setting_is
 
     from agentgym_bench.rollout.hf import load_model
 
-    assert hf_logging.is_progress_bar_enabled()
+    hf_logging.enable_progress_bar()  # a user's setting (an in-process `train` before this test turns it off)
     load_model(build_default_model(tmp_path / "m"))
     err = capfd.readouterr().err
     assert "Loading weights" not in err and "Writing model shards" not in err and "it/s]" not in err
