@@ -9,23 +9,20 @@ trains beside them).
 from __future__ import annotations
 
 import ctypes
-import os
 import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
 """``prctl``'s option: the signal this process gets when the thread that made it ends."""
 
+try:  # looked up in the parent: a forked child only calls it
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+except (OSError, AttributeError):
+    _prctl = None
 
-def end_with_parent(parent: int | None = None) -> None:
-    """SIGTERM to this process when its parent ends (``prctl(PR_SET_PDEATHSIG)``; Linux only, else nothing). With
-    ``parent`` (the pid that made it), a parent already gone ends this process at once. The signal follows the
-    parent *thread*: start children from a thread that lives as long as they should."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        return
-    if parent is not None and os.getppid() != parent:
-        os.kill(os.getpid(), signal.SIGTERM)
+
+def end_with_parent() -> None:
+    """SIGTERM to this process when its parent ends (``prctl(PR_SET_PDEATHSIG)``; Linux only, else nothing). The
+    signal follows the parent *thread*: start children from a thread that lives as long as they should."""
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

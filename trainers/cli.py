@@ -262,11 +262,11 @@ def _warm_start(config: SFTConfig, instead: str | None) -> int:
         processes = config.resolved_processes(os.cpu_count())
     if not under_torchrun():
         warmstart.default_model_ready(config)  # before the processes start, which would race to build it
-    resolve_model(config.model)  # a bad name: one line here, not a traceback from each process
+    start = resolve_model(config.model)  # a bad name: one line here, not a traceback from each process
     output = warmstart.output_folder(config)
     if output.exists() and not output.is_dir():
         raise UserError(f"output {output} is a file: a warm start writes a model folder (e.g. output=runs/mine)")
-    if (output / "warmstart.json").is_file() and output.resolve() != expand(resolve_model(config.model)).resolve():
+    if (output / "warmstart.json").is_file() and output.resolve() != expand(start).resolve():
         raise UserError(f"output {output} already holds a finished warm start (its warmstart.json): give another "
                         "output, or remove the folder to train it again (a later stage that starts from it writes "
                         "over it with model= that folder)")
