@@ -5,13 +5,15 @@ and calls the library; it defines ``configure_parser(parser)`` and ``run(args) -
 holds two commands, an object of both per command, named ``module:NAME``). Three are the module that owns their
 work (``webshop-serve``, ``init-model``, ``compare-runs``); ``tests/test_code_map.py`` holds the rule and lists them.
 This file only lists the commands, so ``--help`` works without importing torch or transformers, and turns a
-:class:`~agentgym_bench.errors.UserError` into one line, ``agentgym-bench: error: ...``, and exit code 2.
+:class:`~agentgym_bench.errors.UserError` into one line, ``agentgym-bench: error: ...``, and exit code 2; an error of
+the disk or a folder (full, read-only, no permission: :data:`STORAGE_ERRORS`) gets one line too, and exit code 1.
 ``agentgym-bench --debug COMMAND ...`` (or ``AGENTGYM_BENCH_DEBUG=1``) shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import re
@@ -77,8 +79,35 @@ def plain_text(doc: str | None) -> str | None:
 
 
 RESUME_HINTS = {"train": "; the same command with resume_from_checkpoint=auto goes on from the last checkpoint",
-                "warmstart": "; the same command again goes on from the last checkpoint"}
+                "warmstart": "; the same command again goes on from the last checkpoint",
+                "eval": "; the same command again keeps the entries it finished"}
 """What a stopped command that keeps checkpoints says about going on."""
+
+STORAGE_ERRORS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""The errors of a folder or disk (no permission, read-only, full, a file-size limit) that get one line, not a
+traceback: the cause is the machine's, not the program's, and what a command finished is kept, so the same command
+goes on once it is mended."""
+
+
+def storage_error(err: BaseException | None) -> OSError | None:
+    """The :data:`STORAGE_ERRORS` error behind ``err``, or ``None``: an :class:`OSError` in ``err``'s chain of causes,
+    or the error number that safetensors' writer names in its message (``... (os error 28)``); torch's writer names
+    none (``file write failed``), which is read as a full disk."""
+    while err is not None:
+        if isinstance(err, OSError) and err.errno in STORAGE_ERRORS:
+            return err
+        found = re.search(r"\(os error (\d+)\)", str(err))
+        number = int(found.group(1)) if found else errno.ENOSPC if "file write failed" in str(err) else None
+        if number in STORAGE_ERRORS:
+            return OSError(number, os.strerror(number))
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def storage_error_line(err: OSError, command: str) -> str:
+    """The one line for a :data:`STORAGE_ERRORS` error: what failed, on which path, and how to go on."""
+    where = f": {err.filename}" if err.filename else ""
+    return f"{err.strerror}{where}{RESUME_HINTS.get(command, '')}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as err:
+        if debug or (stored := storage_error(err)) is None:
+            raise
+        print(f"agentgym-bench: error: {storage_error_line(stored, name)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -12,10 +12,15 @@ from pathlib import Path
 
 def write_atomic(path: Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` (parent folders made) through a temporary file and a rename, so a reader or a
-    killed writer never leaves half a file; returns ``path``."""
+    killed writer never leaves half a file; returns ``path``. A write that fails (a full disk) removes its temporary
+    file and raises the :class:`OSError` with ``path`` as its file name."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
+    try:
+        tmp.write_bytes(data)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror, str(path)) from err
     os.replace(tmp, path)
     return path
 

@@ -315,3 +315,49 @@ def test_eval_of_an_archived_suite_says_its_board_takes_nothing_new(tmp_path):
               "--out", str(tmp_path / "r.json.gz"))
     assert out.returncode == 0, out.stderr
     assert "agentgym-v1 is archived (superseded by agentgym-v2): its board takes no new files" in out.stdout
+
+
+def test_a_full_disk_is_one_line_and_the_same_command_goes_on(tmp_path):
+    """A file-size limit (``ulimit -f``, EFBIG) stands in for a full disk: ``eval`` stops with one line naming the file
+    it could not write, leaves no temporary file, and the same command run again keeps what it finished."""
+    import resource
+    import signal
+
+    out = tmp_path / "random.json.gz"
+    argv = [sys.executable, "-m", "agentgym_bench.cli", "eval", "--policy", "random", "--suite", "agentgym-v2",
+            "--episodes", "20", "--out", str(out)]
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, not a signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1500, 1500))
+
+    stopped = subprocess.run(argv, capture_output=True, text=True, timeout=120, preexec_fn=small_files)
+    assert stopped.returncode == 1, stopped.stderr
+    last = stopped.stderr.strip().splitlines()[-1]
+    assert last.startswith("agentgym-bench: error: File too large: ") and "Traceback" not in stopped.stderr
+    assert "random.json.gz.partial" in last and "keeps the entries it finished" in last
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]
+    finished = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    assert out.exists()
+
+
+def test_storage_errors_are_found_behind_other_errors():
+    import errno
+
+    from agentgym_bench.cli import storage_error
+
+    full = OSError(errno.ENOSPC, "No space left on device", "/x/model.safetensors")
+    try:
+        try:
+            raise full
+        except OSError as err:
+            raise RuntimeError("saving failed") from err
+    except RuntimeError as chained:
+        assert storage_error(chained) is full
+    safetensors = RuntimeError("Error while serializing: I/O error: Read-only file system (os error 30)")
+    assert storage_error(safetensors).errno == errno.EROFS
+    assert storage_error(RuntimeError("PytorchStreamWriter failed writing file data/0: file write failed")).errno \
+        == errno.ENOSPC
+    assert storage_error(FileNotFoundError(errno.ENOENT, "No such file")) is None  # a program's error: a traceback
+    assert storage_error(ValueError("bad (os error 2)")) is None

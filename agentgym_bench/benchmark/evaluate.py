@@ -133,8 +133,11 @@ def git_commit() -> str | None:
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()
+        # GIT_OPTIONAL_LOCKS=0: status reads the index without refreshing it, so it never takes the index's lock
+        # (a `git commit` of the user's at the same moment would fail on it)
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+                               capture_output=True, text=True, timeout=10, check=True,
+                               env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"}).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return commit + ("+dirty" if dirty else "")
