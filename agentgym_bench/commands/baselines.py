@@ -35,7 +35,8 @@ third of its Sokoban 6x6 demonstrations, never shown Sokoban 8x8/2; GiGPO trains
 start on the same test episodes. ``smoke`` checks the pipeline with tiny training runs (its numbers mean nothing;
 the full-suite evaluations and their verification still take most of the job: 12-16 minutes on 2 cores). Logs of every
 step are in ``<work>/logs/``; a step whose output exists is not run again (delete it to redo it), and a warm-start or
-training step stopped part-way resumes from its last checkpoint when the job is run again.
+training step stopped part-way resumes from its last checkpoint when the job is run again. ``--dry-run`` prints the
+steps, which of them are done or resume, their commands and the expected time, and runs nothing.
 """
 
 from __future__ import annotations
@@ -50,7 +51,14 @@ from typing import Any
 from agentgym_bench.benchmark.suites import DEFAULT_SUITE, MULTIAGENT_SUITE, load_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.comparison import against_committed, against_start
-from agentgym_bench.leaderboard.main_job import RECIPES, plan, published_checkpoint, run_jobs, training_report
+from agentgym_bench.leaderboard.main_job import (
+    RECIPES,
+    plan,
+    plan_text,
+    published_checkpoint,
+    run_jobs,
+    training_report,
+)
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -80,6 +88,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         "(default: the CPU count, %(default)s)")
     parser.add_argument("--committed", default="leaderboards", help="folder of the committed boards: the published "
                         "checkpoint and the entries to compare with (default: %(default)s)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the steps (which an earlier run finished, which resume from a checkpoint), their "
+                        "commands and the expected time, and run nothing")
     parser.add_argument("--from-scratch", action="store_true",
                         help="make the warm start too (init-model and the recipe's warm-start stages, hours on a CPU) "
                         "instead of starting from the published checkpoint")
@@ -109,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
     if ma_suite is None and args.ma_suite is None:
         print(f"[baselines] the two-player suite is skipped (add --ma-suite {MULTIAGENT_SUITE} to play it too)",
               flush=True)
+    if args.dry_run:
+        print(plan_text(jobs, args.jobs))
+        return 0
     signal.signal(signal.SIGTERM, _interrupt)  # a terminated job stops its steps as Ctrl-C does
     try:
         run_jobs(jobs, work, args.jobs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -401,6 +402,24 @@ def run_jobs(jobs: list[Job], work: Path, max_parallel: int, status_every: float
             print(f"[baselines] {elapsed:.1f} min, {text}, {done}/{len(jobs)} steps done; running: "
                   + "; ".join(parts), flush=True)
         time.sleep(1.0)
+
+
+def plan_text(jobs: list[Job], max_parallel: int) -> str:
+    """What ``baselines --dry-run`` prints: each step in the order it would start, whether an earlier run finished it
+    (``done``) or left a checkpoint it goes on from (``resumes``), its expected minutes, the steps it waits for and
+    its command; last, the expected wall time of the steps left (:func:`minutes_left`). Marks finished jobs done."""
+    lines = []
+    for job in jobs:
+        job.status = "done" if job.finished() else job.status
+        state = job.status if job.status == "done" else "resumes" if job.resuming() else "to run"
+        after = f", after {', '.join(job.after)}" if job.after else ""
+        lines += [f"  {job.name}: {state}, ~{job.minutes:g} min{after}",
+                  f"      {shlex.join(['agentgym-bench', *job.argv[3:]])}"]
+    left = minutes_left(jobs, max_parallel, time.monotonic())
+    done = sum(job.status == "done" for job in jobs)
+    lines.append(f"{len(jobs)} steps, {done} done: about {left:.0f} min left on {max_parallel} cores as fast as the "
+                 "reference machine's (docs/results.md, 'Wall time')")
+    return "\n".join(lines)
 
 
 def minutes_left(jobs: list[Job], max_parallel: int, now: float, reported: dict[str, float] | None = None,

@@ -408,3 +408,25 @@ def test_the_final_summary_puts_each_trained_model_against_its_start():
     full = against_start(board, "default model + SFT", ["default model + SFT + StarPO-S"])
     assert "default model + SFT + StarPO-S: 0.548, -0.020 [-0.035, -0.006]: below its start" in full
     assert against_start(board, "no such start", []).startswith("(no entry 'no such start' on")
+
+
+def test_a_dry_run_lists_each_step_with_its_state_and_command_and_runs_nothing(tmp_path):
+    import subprocess
+
+    work = tmp_path / "work"
+    (work / "results").mkdir(parents=True)
+    (work / "results" / "oracle.json.gz").write_bytes(b"")  # an earlier run's output: the step is done
+    (work / "runs" / "gigpo" / "checkpoint-40").mkdir(parents=True)  # a stopped run: the step resumes
+    before = sorted(p.relative_to(work) for p in work.rglob("*"))
+    out = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "baselines", "--dry-run", "--work", str(work)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "  eval oracle: done, ~0.3 min" in lines
+    assert any(line.startswith("  train gigpo: resumes, ") for line in lines)
+    assert any(line.startswith("  train starpo: to run, ") for line in lines)
+    assert any(line.startswith("  eval starpo: to run, ") and line.endswith("after train starpo") for line in lines)
+    random = work / "results" / "random.json.gz"
+    assert f"      agentgym-bench eval --policy random --suite agentgym-v2 --out {random}" in lines
+    assert lines[-1].startswith("17 steps, 1 done: about ")
+    assert sorted(p.relative_to(work) for p in work.rglob("*")) == before  # nothing written, not even logs/
