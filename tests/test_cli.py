@@ -296,8 +296,7 @@ def test_eval_names_an_entry_that_cannot_start_before_playing(tmp_path):
     """A suite file's WebShop entry naming a server that is not running: one line, nothing played (a traceback)."""
     import json
 
-    from agentgym_bench.benchmark.suites import load_suite
-    from agentgym_bench.leaderboard.board import suite_to_dict
+    from agentgym_bench.benchmark.suites import load_suite, suite_to_dict
 
     data = suite_to_dict(load_suite("agentgym-v2"))
     data["name"], data["entries"] = "mine", [e for e in data["entries"] if e["name"] == "webshop"]

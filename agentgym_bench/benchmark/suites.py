@@ -217,6 +217,21 @@ def load_suite(name: str = DEFAULT_SUITE) -> Suite:
     return parse_suite(json.loads(text))
 
 
+def suite_to_dict(suite: Suite) -> dict[str, Any]:
+    """A suite in the JSON form of the suite files (:func:`parse_suite` reads it back)."""
+    return {"name": suite.name, "version": suite.version, "split": suite.split, "seed_start": suite.seed_start,
+            "description": suite.description,
+            "entries": [_entry_dict(e) for e in suite.entries]}
+
+
+def _entry_dict(e: SuiteEntry) -> dict[str, Any]:
+    if e.opponent is not None:
+        return {"name": e.name, "env_id": e.env_id, "env_kwargs": e.env_kwargs, "opponent": e.opponent,
+                "episodes": e.episodes}
+    return {"name": e.name, "env_id": e.env_id, "env_kwargs": e.env_kwargs, "prompts": list(e.prompts),
+            "episodes": e.episodes, "oracle_success": e.oracle_success}
+
+
 def parse_suite(data: Any) -> Suite:
     """Check and build a suite from its JSON form; :class:`SuiteError` names what is wrong."""
     label = f"suite {data['name']}" if isinstance(data, dict) and isinstance(data.get("name"), str) else "suite"

@@ -29,7 +29,8 @@ so that a model has one read. A board anywhere else (``runs/board``, the main jo
 machine that made it and takes such paths and seeds.
 
 :func:`rebuild` re-renders a board from its stored submissions (checking each file's SHA-256 against the index);
-the verification marks stay those found when each file was submitted.
+the verification marks stay those found when each file was submitted. It also takes a submission off the board
+(``remove``), with its results file, transcripts and published weights.
 
 A board's files are data, never code paths. :func:`read_index`, the one place a board is read from, checks the index
 against :data:`INDEX_SCHEMA` (every field the code uses, with its type; slugs that are their names' file-name
@@ -52,16 +53,13 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace as dc_replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agentgym_bench.benchmark.kinds import replay_entry
-from agentgym_bench.benchmark.replay import EpisodeText
 from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.scores import Summary, summarize
-from agentgym_bench.benchmark.suites import SUITE_SCHEMA, Suite, SuiteEntry, parse_suite
+from agentgym_bench.benchmark.suites import SUITE_SCHEMA, Suite, parse_suite, suite_to_dict
 from agentgym_bench.errors import UserError
 from agentgym_bench.files import write_atomic
 from agentgym_bench.leaderboard import render
@@ -74,8 +72,6 @@ INDEX, LOCK = BOARD_INDEX, ".lock"
 LOCK_TIMEOUT = 600.0
 SAMPLING_SEED = 0
 """The one sampling seed a published board takes (:func:`check_sampling_seed`)."""
-TRANSCRIPT_EPISODES = 12
-"""Transcripts kept per entry on the page: the entry's first seeds, the same games for every submission."""
 
 
 def slugify(name: str) -> str:
@@ -83,22 +79,11 @@ def slugify(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def suite_to_dict(suite: Suite) -> dict[str, Any]:
-    """A suite in the JSON form of the suite files (``parse_suite`` reads it back)."""
-    return {"name": suite.name, "version": suite.version, "split": suite.split, "seed_start": suite.seed_start,
-            "description": suite.description,
-            "entries": [_entry_dict(e) for e in suite.entries]}
+MODELS = "models"
+"""The folder of a board that holds its published models, one sub-folder per entry slug
+(:mod:`~agentgym_bench.leaderboard.weights`)."""
 
-
-def _entry_dict(e: SuiteEntry) -> dict[str, Any]:
-    if e.opponent is not None:
-        return {"name": e.name, "env_id": e.env_id, "env_kwargs": e.env_kwargs, "opponent": e.opponent,
-                "episodes": e.episodes}
-    return {"name": e.name, "env_id": e.env_id, "env_kwargs": e.env_kwargs, "prompts": list(e.prompts),
-            "episodes": e.episodes, "oracle_success": e.oracle_success}
-
-
-OWN_FOLDERS = ("submissions", "transcripts", "models", "incoming")
+OWN_FOLDERS = ("submissions", "transcripts", MODELS, "incoming")
 """The board's folders: what it stores, renders and publishes, and where pull requests add files."""
 OWN_FILES = (INDEX, "README.md", "scores.png", "index.html", ".gitignore", LOCK)
 """The board's files (in its folder itself); ``submissions/`` and ``transcripts/`` hold one file per submission."""
@@ -506,24 +491,45 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
     return record
 
 
-def rebuild(folder: str | os.PathLike, *, progress: bool = False) -> dict[str, Any]:
-    """Re-render a board from its stored submissions (all transcripts included); returns the index."""
+def rebuild(folder: str | os.PathLike, *, progress: bool = False, remove: str | None = None) -> dict[str, Any]:
+    """Re-render a board from its stored submissions (all transcripts included); returns the index. ``remove``: the
+    name (or slug) of a submission to take off the board first, with its results file, transcripts and published
+    weights (``models/<slug>``). A :class:`UserError` (nothing written) for no board in ``folder``, no submission
+    ``remove``, or one whose weights another entry's trainer record names as its start (remove that entry first)."""
     folder = Path(folder)
     index = read_index(folder)
     if index is None:
         raise UserError(f"{folder} holds no board ({INDEX} is missing); submit a results file first")
+    if remove is not None:
+        without(folder, index["submissions"], remove)  # before the lock: a refusal creates nothing
     with locked(folder):
         index = read_index(folder)
         assert index is not None
         suite = parse_suite(index["suite"])
-        records = index["submissions"]
+        records = index["submissions"] if remove is None else without(folder, index["submissions"], remove)
         stored = {r["slug"]: load_stored(folder, r) for r in records}
         for r in records:
             r["summary"] = summary_json(summarize(stored[r["slug"]], suite))
             r.update(training_json(stored[r["slug"]].metadata))
         write_board(folder, suite, records, stored, new={}, transcripts_for={r["slug"] for r in records},
                     progress=progress)
+        if remove is not None:
+            shutil.rmtree(board_path(folder, MODELS, slugify(remove)), ignore_errors=True)
     return read_index(folder) or {}
+
+
+def without(folder: Path, records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """``records`` less the submission named ``name`` (or of that slug), for :func:`rebuild`."""
+    gone = next((r for r in records if r["slug"] == slugify(name)), None)
+    if gone is None:
+        raise UserError(f"board {folder} has no submission {name!r}; it has "
+                        + ", ".join(repr(r["name"]) for r in records))
+    rest = [r for r in records if r is not gone]
+    started = [r["name"] for r in rest if render.start_on_board(r, [gone]) is not None]
+    if started:
+        raise UserError(f"board {folder}: {', '.join(map(repr, started))} started from the weights of "
+                        f"{gone['name']!r}, whose training record the board shows as theirs; remove them first")
+    return rest
 
 
 def load_stored(folder: Path, record: dict[str, Any]) -> Results:
@@ -542,15 +548,6 @@ def load_stored(folder: Path, record: dict[str, Any]) -> Results:
                         "was verified")
     # the same bytes passed the schema when submitted: parse without validating again (10x faster)
     return Results.from_dict(json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw))
-
-
-def transcripts_of(results: Results, episodes: int = TRANSCRIPT_EPISODES) -> dict[str, dict[int, EpisodeText]]:
-    """Entry name -> seed -> replayed texts of the entry's first ``episodes`` episodes (by seed)."""
-    out = {}
-    for entry in results.entries:
-        first = sorted(entry.episodes, key=lambda ep: ep.seed)[:episodes]
-        out[entry.name] = replay_entry(dc_replace(entry, episodes=first), keep={ep.seed for ep in first})
-    return out
 
 
 def write_board(folder: Path, suite: Suite, records: list[dict[str, Any]], stored: dict[str, Results], *,
@@ -576,7 +573,7 @@ def write_board(folder: Path, suite: Suite, records: list[dict[str, Any]], store
         for slug in sorted(transcripts_for):
             record = next(r for r in records if r["slug"] == slug)
             (staging / "transcripts" / f"{slug}.js").write_text(
-                render.transcripts_js(record, stored[slug], transcripts_of(stored[slug])), encoding="utf-8")
+                render.transcripts_js(record, stored[slug], render.transcripts_of(stored[slug])), encoding="utf-8")
         comparisons = render.comparisons(suite, records, stored, progress=progress)
         (staging / "README.md").write_text(render.markdown(suite, records), encoding="utf-8")
         render.png(suite, records, staging / "scores.png")

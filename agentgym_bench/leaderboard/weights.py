@@ -17,10 +17,7 @@ import shutil
 from pathlib import Path
 
 from agentgym_bench.errors import UserError
-from agentgym_bench.leaderboard.board import board_path, slugify
-
-MODELS = "models"
-"""The folder of a board that holds its published models, one sub-folder per entry slug."""
+from agentgym_bench.leaderboard.board import MODELS, board_path, slugify
 
 
 def published_path(board: str | os.PathLike, name: str) -> Path:

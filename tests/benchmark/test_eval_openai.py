@@ -6,8 +6,8 @@ import re
 import gymnasium as gym
 
 from agentgym_bench.benchmark.results import read_results
+from agentgym_bench.benchmark.suites import suite_to_dict
 from agentgym_bench.cli import main
-from agentgym_bench.leaderboard.board import suite_to_dict
 from agentgym_bench.serving.chat import ChatServer
 from tests.benchmark.conftest import suite_of
 

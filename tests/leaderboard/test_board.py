@@ -293,3 +293,35 @@ def test_a_graded_entry_shows_its_mean_return_beside_success(tmp_path):
     mean = sum(ep.return_ for ep in random.episodes) / len(random.episodes)
     assert cells["random"]["webshop return"].startswith(f"{mean:.3f} [")
     assert "webshop: also the mean return" in "\n".join(lines)
+
+
+def test_board_remove_takes_a_submission_and_its_files_off_and_refuses_an_unknown_name(board, tmp_path, suite_file,
+                                                                                         random_bytes, capsys):
+    path = tmp_path / "random.json.gz"
+    path.write_bytes(random_bytes)
+    assert cli_submit(path, "Random policy", board, suite_file) == 0
+    (board / "models" / "random-policy").mkdir(parents=True)  # as publish-model leaves it
+    (board / "models" / "random-policy" / "config.json").write_text("{}")
+    before = tree_digest(board)
+    assert main(["board", "--board", str(board), "--remove", "Random"]) == 2
+    assert "has no submission 'Random'; it has 'oracle', 'Random policy'" in capsys.readouterr().err
+    assert tree_digest(board) == before  # refused: the board as it was, no lock file made
+    assert main(["board", "--board", str(board), "--remove", "random-policy"]) == 0  # its slug names it too
+    assert "removed 'random-policy'; 1 submissions" in capsys.readouterr().out
+    assert [r["name"] for r in json.loads((board / "board.json").read_text())["submissions"]] == ["oracle"]
+    assert sorted(p.name for p in (board / "submissions").iterdir()) == ["oracle.json.gz"]
+    assert sorted(p.name for p in (board / "transcripts").iterdir()) == ["oracle.js"]
+    assert not (board / "models" / "random-policy").exists()
+    assert "Random policy" not in (board / "README.md").read_text()
+
+
+def test_board_remove_refuses_an_entry_that_others_started_from(tmp_path, capsys):
+    import shutil
+
+    board = tmp_path / "agentgym-v2"
+    shutil.copytree(ROOT / "leaderboards" / "agentgym-v2", board)
+    before = tree_digest(board)
+    assert main(["board", "--board", str(board), "--remove", "default model + SFT"]) == 2
+    err = capsys.readouterr().err
+    assert "'default model + SFT + StarPO', 'default model + SFT + StarPO-S' started from the weights of" in err
+    assert tree_digest(board) == before

@@ -243,8 +243,8 @@ def test_the_committed_two_player_board_matches_its_stored_files():
     """Every stored file is the one indexed (SHA-256) and its summary is recomputed, not taken as stored."""
     import hashlib
 
-    from agentgym_bench.benchmark.suites import load_suite
-    from agentgym_bench.leaderboard.board import read_index, suite_to_dict, summary_json
+    from agentgym_bench.benchmark.suites import load_suite, suite_to_dict
+    from agentgym_bench.leaderboard.board import read_index, summary_json
 
     index = read_index(COMMITTED)
     suite = load_suite("agentgym-ma-v1")

@@ -92,7 +92,7 @@ def test_the_page_shows_sorts_and_opens_a_transcript(tmp_path, suite_file, oracl
     assert log["details"] == "random" and log["breakdown_rows"] == 2
 
     from agentgym_bench.benchmark.results import loads
-    from agentgym_bench.leaderboard.board import transcripts_of
+    from agentgym_bench.leaderboard.render import transcripts_of
 
     results = loads(random_bytes)
     first = min(ep.seed for ep in results.entry("sokoban-6x6").episodes)
