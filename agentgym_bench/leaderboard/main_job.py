@@ -492,7 +492,9 @@ def _last_line(logs: Path, job: Job) -> str:
     except OSError:
         return ""
     lines = [line.strip() for line in text.replace("\r", "\n").splitlines() if line.strip()]
-    return lines[-1][:100] if lines else ""
+    if not lines or len(lines[-1]) <= 100:
+        return lines[-1] if lines else ""
+    return lines[-1][:100].rsplit(" ", 1)[0] + " ..."  # cut between words
 
 
 

@@ -430,3 +430,13 @@ def test_a_dry_run_lists_each_step_with_its_state_and_command_and_runs_nothing(t
     assert f"      agentgym-bench eval --policy random --suite agentgym-v2 --out {random}" in lines
     assert lines[-1].startswith("17 steps, 1 done: about ")
     assert sorted(p.relative_to(work) for p in work.rglob("*")) == before  # nothing written, not even logs/
+
+
+def test_the_status_line_cuts_a_long_step_line_between_words(tmp_path):
+    from agentgym_bench.leaderboard.main_job import _last_line
+
+    (tmp_path / "train-gigpo.log").write_text("start\r" + "word " * 40 + "\n")
+    shown = _last_line(tmp_path, timed("train gigpo", 1.0))
+    assert shown.endswith(" ...") and len(shown) <= 104 and shown[:-4].split(" ") == ["word"] * (len(shown) // 5)
+    (tmp_path / "train-gigpo.log").write_text("train: 3/200 its (1%) ~90s left\n")
+    assert _last_line(tmp_path, timed("train gigpo", 1.0)) == "train: 3/200 its (1%) ~90s left"
