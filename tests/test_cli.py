@@ -360,3 +360,19 @@ def test_storage_errors_are_found_behind_other_errors():
         == errno.ENOSPC
     assert storage_error(FileNotFoundError(errno.ENOENT, "No such file")) is None  # a program's error: a traceback
     assert storage_error(ValueError("bad (os error 2)")) is None
+
+
+def test_output_and_overwrite_flags_have_one_name_across_commands():
+    """eval's --out and --overwrite work on init-model and publish-model too (their own --path, --replace stay)."""
+    import argparse
+
+    from agentgym_bench.commands import publish_model
+    from trainers.sft import default_model
+
+    parser = argparse.ArgumentParser()
+    default_model.configure_parser(parser)
+    assert parser.parse_args(["--out", "m"]).path == parser.parse_args(["--path", "m"]).path == "m"
+    parser = argparse.ArgumentParser()
+    publish_model.configure_parser(parser)
+    assert parser.parse_args(["RUN", "--name", "x", "--overwrite"]).replace
+    assert parser.parse_args(["RUN", "--name", "x", "--replace"]).replace

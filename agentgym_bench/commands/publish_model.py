@@ -30,7 +30,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--board", default=None,
                         help=f"board folder (default: leaderboards/{DEFAULT_SUITE} of the repository the current "
                         "directory is in; outside one, give it)")
-    parser.add_argument("--replace", action="store_true", help="overwrite the entry's published model")
+    parser.add_argument("--replace", "--overwrite", dest="replace", action="store_true",
+                        help="overwrite the entry's published model (--overwrite, as eval and init-model name it, is "
+                        "the same)")
 
 
 def run(args: argparse.Namespace) -> int:

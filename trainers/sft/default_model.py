@@ -321,8 +321,9 @@ def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--path", default=None,
-                        help="folder to write the model to (default: $AGENTGYM_BENCH_HOME/models/default, now "
+    parser.add_argument("--path", "--out", dest="path", default=None,
+                        help="folder to write the model to (--out, as eval names it, is the same; default: "
+                        "$AGENTGYM_BENCH_HOME/models/default, now "
                         f"{model_dir('default')})")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a model already in the folder with another (by default only an identical one, "
