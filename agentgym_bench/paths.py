@@ -183,9 +183,13 @@ def published_checkpoint(start: str | os.PathLike = ".") -> Path | None:
 
 
 def published_hint() -> str:
-    """``"; or use the published checkpoint: PATH"`` where this clone has one (:func:`published_checkpoint`), else
-    ``""``: the model a newcomer has, for messages about models that are not there."""
+    """``"; or use the published checkpoint: PATH"`` where this clone has one (:func:`published_checkpoint`); outside
+    a clone, where it is (it ships with the repository, not with the package); else ``""``: the model a newcomer has,
+    for messages about models that are not there."""
     path = published_checkpoint()
+    if path is None and repository_root(".") is None:
+        return (f"; the published checkpoint ({PUBLISHED_CHECKPOINT}) comes with a clone of the repository, not with "
+                "the pip package: run from a clone to use it")
     return f"; or use the published checkpoint (the board's default model + SFT): {path}" if path else ""
 
 

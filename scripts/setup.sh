@@ -27,7 +27,7 @@ pip_install() {
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     echo "[setup] GPU found: installing torch from PyPI"
-    pip_install "torch>=2.4"
+    pip_install "torch>=2.6"
   elif [ -n "${TORCH_INDEX_URL:-}" ]; then
     echo "[setup] no GPU: installing torch==$TORCH_VERSION from $TORCH_INDEX_URL"
     pip_install "torch==$TORCH_VERSION" --index-url "$TORCH_INDEX_URL"

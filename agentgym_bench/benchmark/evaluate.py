@@ -127,10 +127,16 @@ def package_version() -> str:
     return agentgym_bench.__version__
 
 
-def git_commit() -> str | None:
-    """The commit of the package's checkout, with ``+dirty`` if it has uncommitted changes; ``None`` outside git."""
-    root = Path(__file__).resolve().parents[2]
+def git_commit(root: Path | None = None) -> str | None:
+    """The commit of the package's checkout, with ``+dirty`` if it has uncommitted changes; ``None`` where the package
+    is not a checkout of its own (installed from a wheel, even into a venv inside another repository, whose commit
+    says nothing about this code). ``root``: the folder holding the package (default: this one's)."""
+    root = Path(__file__).resolve().parents[2] if root is None else root.resolve()
     try:
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        if Path(top).resolve() != root or not (root / "agentgym_bench" / "__init__.py").is_file():
+            return None
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()
         # GIT_OPTIONAL_LOCKS=0: status reads the index without refreshing it, so it never takes the index's lock

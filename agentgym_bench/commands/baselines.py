@@ -59,6 +59,7 @@ from agentgym_bench.leaderboard.main_job import (
     run_jobs,
     training_report,
 )
+from agentgym_bench.paths import repository_root
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -105,6 +106,13 @@ def run(args: argparse.Namespace) -> int:
     ma_board = Path(args.ma_board) if args.ma_board else work / "leaderboard-ma"
 
     suite_name = load_suite(args.suite).name
+    if not args.from_scratch and not Path(args.committed).is_dir():
+        root = repository_root(".")
+        where = (f"run the job from the repository's root folder, {root}" if root is not None else "they come with a "
+                 "clone of the repository, not with the pip package: run from a clone")
+        raise UserError(f"no folder {args.committed}, of the committed boards and the published checkpoint the job "
+                        f"starts from: {where}, give --committed FOLDER, or make everything with --from-scratch "
+                        "(about three hours more)")
     checkpoint = None if args.from_scratch else published_checkpoint(Path(args.committed), suite_name, recipe.start)
     if checkpoint is None and not args.from_scratch:
         print(f"[baselines] {Path(args.committed) / suite_name} has no published checkpoint (an entry "

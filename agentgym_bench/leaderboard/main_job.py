@@ -186,8 +186,14 @@ def on_board(board: Path, name: str, results: Path) -> bool:
     return any(r["slug"] == slugify(name) and r["sha256"] == digest for r in (index or {}).get("submissions", []))
 
 
+STEP_MAIN = "import sys; del sys.path[0]; from agentgym_bench.cli import main; sys.exit(main())"
+"""How a step runs the command line: as ``agentgym-bench`` does, without the current folder on ``sys.path`` (which
+``python -m`` puts first), so a folder of the user's own ``trainers/`` or ``agentgym_bench/`` is not imported."""
+
+
 def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agentgym_bench.cli", *args]
+    """The argv of a step that runs ``agentgym-bench ARGS`` in this Python (:data:`STEP_MAIN`)."""
+    return [sys.executable, "-c", STEP_MAIN, *args]
 
 
 def plan(recipe: Recipe, work: Path, board: Path, suite: str, ma_board: Path | None = None,

@@ -56,4 +56,4 @@ class Policy(Protocol):
 
 def key_seed(seed: int, key: Sequence[int]) -> int:
     """A 63-bit seed for one keyed conversation, from the policy's ``seed`` and the conversation's ``key``."""
-    return int(np.random.SeedSequence([seed & 0xFFFFFFFFFFFFFFFF, *key]).generate_state(1, np.uint64)[0] >> 1)
+    return int(np.random.SeedSequence([seed & 0xFFFFFFFFFFFFFFFF, *key]).generate_state(1, np.uint64)[0]) >> 1

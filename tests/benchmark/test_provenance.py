@@ -73,3 +73,27 @@ def test_a_record_names_no_folder_of_the_machine_that_trained(tmp_path):
     assert trainer["config"]["pretrain"] == "<local>/warm" and trainer["config"]["output_dir"] == "<local>/starpo"
     assert trainer["config"]["train_env_manager"] == {"tags": ["AgentBandit-v0"]}
     assert str(tmp_path) not in json.dumps(trainer)
+
+
+def test_the_git_commit_is_the_packages_own_checkouts_never_a_repository_it_sits_in(tmp_path):
+    """A wheel installed into a venv inside the user's own repository must not record that repository's commit."""
+    import subprocess
+
+    from agentgym_bench.benchmark.evaluate import git_commit
+
+    def git(*args, cwd):
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                       env={"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+                            "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+
+    project = tmp_path / "project"  # the user's repository, with a venv inside
+    site = project / ".venv" / "lib" / "python3.11" / "site-packages"
+    (site / "agentgym_bench").mkdir(parents=True)
+    (site / "agentgym_bench" / "__init__.py").write_text("")
+    git("init", "-q", ".", cwd=project)
+    git("commit", "-q", "--allow-empty", "-m", "x", cwd=project)
+    assert git_commit(site) is None
+    (project / "agentgym_bench").mkdir()  # a checkout of the package itself
+    (project / "agentgym_bench" / "__init__.py").write_text("")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
+    assert git_commit(project) == head  # the new files are untracked: not dirty

@@ -440,3 +440,31 @@ def test_the_status_line_cuts_a_long_step_line_between_words(tmp_path):
     assert shown.endswith(" ...") and len(shown) <= 104 and shown[:-4].split(" ") == ["word"] * (len(shown) // 5)
     (tmp_path / "train-gigpo.log").write_text("train: 3/200 its (1%) ~90s left\n")
     assert _last_line(tmp_path, timed("train gigpo", 1.0)) == "train: 3/200 its (1%) ~90s left"
+
+
+def test_a_step_never_imports_a_trainers_folder_of_the_folder_it_runs_in(tmp_path, monkeypatch):
+    """`python -m` would put the current folder first on sys.path: a user's own `trainers/` broke every step."""
+    import subprocess
+
+    from agentgym_bench.leaderboard.main_job import cli
+
+    (tmp_path / "trainers").mkdir()
+    (tmp_path / "trainers" / "__init__.py").write_text("raise ImportError('the user project of the same name')\n")
+    monkeypatch.chdir(tmp_path)
+    out = subprocess.run(cli("train", "--list"), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "baseline-gigpo" in out.stdout
+
+
+def test_outside_a_clone_the_job_says_where_the_checkpoint_is_instead_of_starting_from_scratch(tmp_path):
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "baselines", "--dry-run"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "come with a clone of the repository, not with the pip package" in out.stderr
+    assert "--from-scratch" in out.stderr
+    model = subprocess.run([sys.executable, "-m", "agentgym_bench.cli", "eval", "--policy",
+                            "hf:leaderboards/agentgym-v2/models/default-model-sft"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    assert model.returncode == 2 and "comes with a clone of the repository" in model.stderr
