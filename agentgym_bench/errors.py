@@ -10,3 +10,16 @@ from __future__ import annotations
 
 class UserError(Exception):
     """A mistake in the user's input: arguments, a config or results file, a path that does not exist."""
+
+
+def install_command(extra: str) -> str:
+    """How to install the optional ``extra`` of the package, for a pip user and in a clone."""
+    return f"pip install 'agentgym-bench[{extra}]' (in a clone: pip install -e '.[{extra}]')"
+
+
+class MissingExtra(UserError, ImportError):
+    """An optional dependency that is not installed: one line naming the extra that brings it
+    (:func:`install_command`), and an :class:`ImportError` to code that catches one."""
+
+    def __init__(self, what: str, extra: str):
+        super().__init__(f"{what}; install it with {install_command(extra)}")

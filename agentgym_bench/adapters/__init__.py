@@ -17,13 +17,12 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from agentgym_bench.errors import UserError
+from agentgym_bench.errors import MissingExtra
 
 
 def require(module: str, extra: str) -> ModuleType:
-    """Import ``module`` or raise :class:`UserError` saying ``pip install -e '.[extra]'`` (in a clone)."""
+    """Import ``module`` or raise :class:`~agentgym_bench.errors.MissingExtra` naming ``extra``."""
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise UserError(f"this needs the optional package behind `{module}` ({e}); install it with "
-                        f"pip install -e '.[{extra}]' in a clone of agentgym-bench") from e
+        raise MissingExtra(f"this needs the optional package behind `{module}` ({e})", extra) from e

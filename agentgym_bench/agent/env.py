@@ -20,7 +20,7 @@ SEPARATOR_HINT = f', separated by the action separator " {ACTION_SEP} "'
 
 
 class LLMAgentEnv(gym.Env):
-    """An LLM-agent env built on a core text game.
+    r"""An LLM-agent env built on a core text game.
 
     Description:
         Each ``step`` takes one raw model reply (``<think>...</think><answer>a1 || a2</answer>``), parses it, runs

@@ -27,9 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from agentgym_bench.errors import MissingExtra
 from agentgym_bench.spaces import sanitize
-
-INSTALL_HINT = "pip install -e '.[multiagent]' in a clone of agentgym-bench"
 
 # Characters TextArena games print that are outside agentgym_bench.spaces.CHARSET, spelled in ASCII.
 ASCII_SPELLING = str.maketrans({
@@ -52,10 +51,10 @@ def import_textarena() -> Any:
     """Import and return the ``textarena`` module, leaving the global RNG states as they were.
 
     Raises:
-        ImportError: textarena is not installed (the message names the install command).
+        MissingExtra: textarena is not installed (an ImportError; the message names the install command).
     """
     if not textarena_available():
-        raise ImportError(f"TextArena games need the optional dependency textarena: {INSTALL_HINT}")
+        raise MissingExtra("TextArena games need the optional dependency textarena", "multiagent")
     with _SWAP_LOCK:  # another thread may be inside PrivateGlobalRNG.active(): never save/restore its states
         py_state, np_state = random.getstate(), np.random.get_state()
         try:

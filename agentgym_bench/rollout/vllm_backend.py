@@ -32,11 +32,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agentgym_bench.agent.tools import offered_tools
+from agentgym_bench.errors import MissingExtra, install_command
 from agentgym_bench.rollout.policy import Generation, Message, key_seed
 from agentgym_bench.rollout.tokens import render_many
 
-INSTALL_HINT = ("vLLM is not installed; install the extra with: pip install -e '.[vllm]' in a clone of agentgym-bench "
-                "(needs a CUDA GPU)")
+INSTALL_HINT = f"vLLM is not installed (it needs a CUDA GPU); install it with {install_command('vllm')}"
 
 
 def single_process_launch_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -115,7 +115,7 @@ class VLLMPolicy:
         try:
             import vllm
         except ImportError as e:
-            raise ImportError(INSTALL_HINT) from e
+            raise MissingExtra("vLLM is not installed (it needs a CUDA GPU)", "vllm") from e
         self._vllm = vllm
         if colocated:
             single_process_launch_env()

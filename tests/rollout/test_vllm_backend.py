@@ -23,10 +23,13 @@ def _cuda() -> bool:
 
 
 @pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed; this checks the message shown when it is not")
-def test_missing_vllm_names_the_install_command():
-    with pytest.raises(ImportError, match=r"pip install -e '\.\[vllm\]'"):
+def test_missing_vllm_names_the_install_command_in_one_line():
+    from agentgym_bench.errors import UserError
+
+    with pytest.raises(ImportError, match=r"pip install 'agentgym-bench\[vllm\]' \(in a clone: pip install -e") as e:
         VLLMPolicy("any-model")
-    assert "pip install" in INSTALL_HINT
+    assert isinstance(e.value, UserError)  # the command line prints it as one line
+    assert "pip install 'agentgym-bench[vllm]'" in INSTALL_HINT
 
 
 def test_one_process_gets_the_launch_variables_torchrun_would_set():

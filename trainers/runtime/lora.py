@@ -18,10 +18,10 @@ from typing import Any
 
 import torch  # noqa: TID253 - trainers/ runs on torch
 
+from agentgym_bench.errors import install_command
 from trainers.runtime.config_loading import ConfigError
 
-INSTALL_HINT = ("lora_target needs the peft package; install the extra with: pip install -e '.[lora]' in a clone of "
-                "agentgym-bench")
+INSTALL_HINT = f"lora_target needs the peft package; install it with {install_command('lora')}"
 ADAPTER = "default"
 _PREFIX = "base_model.model."
 VALUE_HEADS = ["classifier", "score"]  # the token-classification heads of GPT-2 / Qwen2 / Llama (peft's TOKEN_CLS)
