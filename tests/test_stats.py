@@ -90,3 +90,18 @@ def test_most_successes_is_the_chernoff_hoeffding_bound():
     assert most_successes(0.0, 400) == 0 and most_successes(0.5, 10) == 10
     with pytest.raises(ValueError, match="ceiling in"):
         most_successes(1.5, 10)
+
+
+def test_the_paired_bootstrap_interval_has_its_confidence_width():
+    """On a large sample the percentile interval's half-width is the normal one, z * sd / sqrt(n): 1.96 of them at
+    95%, not 1.64 (a one-sided alpha) nor 2.58."""
+    from agentgym_bench.stats import paired_difference
+
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=4000), rng.normal(size=4000)
+    d = b - a
+    se = d.std() / np.sqrt(len(d))
+    for confidence, z in ((0.95, 1.96), (0.9, 1.645)):
+        r = paired_difference(a, b, confidence=confidence, reps=4000)
+        assert (r.high - r.low) / 2 == pytest.approx(z * se, rel=0.06)
+        assert r.low < d.mean() < r.high

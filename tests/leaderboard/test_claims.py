@@ -342,3 +342,24 @@ def test_fixed_env_kwargs_are_the_suites_in_type_too(tmp_path):
     with pytest.raises(ResultsError, match=r"^entry sokoban-6x6: env_kwargs \{\"max_turns\": 3.0\} differ from the "
                                            r"suite's fixed \{\"max_turns\": 3\}"):
         verify(edit(honest, _set("entries[0].env_kwargs.max_turns", 3.0)), fixed)
+
+
+def test_the_reach_bound_takes_exactly_its_most_successes_and_refuses_one_more(slippery):
+    """check_within_reach's bound is exact: ``most`` successes pass, ``most + 1`` are refused (its episodes' success
+    flags set here; replay, which would refuse them, is another check)."""
+    from dataclasses import replace
+
+    from agentgym_bench.leaderboard.verify import check_within_reach
+
+    suite, _ = slippery
+    results = loads(play("random", suite))
+    [entry] = results.entries
+    most = most_successes(suite.entries[0].oracle_success, len(entry.episodes), 1e-6)
+
+    def with_successes(k: int):
+        episodes = [replace(ep, success=i < k) for i, ep in enumerate(entry.episodes)]
+        return replace(results, entries=[replace(entry, episodes=episodes)])
+
+    check_within_reach(with_successes(most), suite)
+    with pytest.raises(ResultsError, match=rf"^entry frozenlake: {most + 1} successes in "):
+        check_within_reach(with_successes(most + 1), suite)

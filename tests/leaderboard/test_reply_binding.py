@@ -151,3 +151,23 @@ def test_a_token_id_outside_the_vocabulary_is_refused(suite, hf_bytes, model_dir
                                            f"{size:,}"):
         verify(edit(hf_bytes, lambda d: d["entries"][1]["episodes"][0]["turns"][0].update(token_ids=[size + past])),
                suite)
+
+
+def test_a_reply_one_token_over_the_files_own_budget_is_refused(suite, hf_bytes):
+    """The bound is exact: a file whose longest reply is one token over its own max_new_tokens is refused."""
+    longest = max(len(t["token_ids"]) for e in _data(hf_bytes)["entries"] for ep in e["episodes"] for t in ep["turns"])
+    with pytest.raises(ResultsError, match=f"the reply has {longest} token ids, more than the file's own "
+                                           f"max_new_tokens={longest - 1} allows"):
+        verify(edit(hf_bytes, lambda d: d["metadata"]["policy"]["sampling"].update(max_new_tokens=longest - 1)),
+               suite)
+
+
+@pytest.mark.parametrize("pad", [" ", "\n", "\t "])
+def test_a_reply_text_padded_with_white_space_is_not_its_tokens(suite, hf_bytes, pad):
+    """White space is text too: a reply with white space added (its tokens kept) is refused, not compared loosely."""
+    def padded(d):
+        turn = d["entries"][1]["episodes"][0]["turns"][0]
+        turn["reply"] = turn["reply"] + pad
+
+    with pytest.raises(ResultsError, match=r"turn 1: the reply text is not the decoding of its token_ids"):
+        verify(edit(hf_bytes, padded), suite)

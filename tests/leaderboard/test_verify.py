@@ -224,3 +224,14 @@ def test_a_full_suite_random_file_replays_and_a_late_change_is_caught():
 
     with pytest.raises(ResultsError, match="entry webshop, seed 1000000499, turn .*: reward"):
         verify(edit(raw, late))
+
+
+def test_an_episode_cut_short_is_refused_as_not_over(suite, random_bytes):
+    """An episode with its last turn dropped replays without a mismatch up to its end; what refuses it is that the
+    env is not done there."""
+    def cut(d):
+        episode = next(ep for e in d["entries"] for ep in e["episodes"] if len(ep["turns"]) >= 2)
+        episode["turns"].pop()
+
+    with pytest.raises(ResultsError, match=r"the episode is not over after the \d+ recorded turns"):
+        verify(edit(random_bytes, cut), suite)
