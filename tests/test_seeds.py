@@ -147,3 +147,11 @@ def test_training_ranges_meeting_either_held_out_range_are_refused():
         with pytest.raises(ValueError, match="held-out|retired"):
             check_seeds_disjoint("training seeds", range(held.start - 5, held.start + 5))
     check_seeds_disjoint("training seeds", range(TRAIN_SEED_START, TRAIN_SEED_START + 10**6))
+
+
+def test_ranges_that_share_one_seed_are_refused_and_touching_ones_are_not():
+    check_seeds_disjoint("a", range(0, 10), "b", range(10, 20))  # touching, not sharing
+    with pytest.raises(ValueError, match=r"meet b .* \(e\.g\. seed 9\)"):
+        check_seeds_disjoint("a", range(0, 10), "b", range(9, 20))
+    with pytest.raises(ValueError, match="held-out test seeds"):
+        check_seeds_disjoint("training seeds", range(TEST_SEEDS.stop - 1, TEST_SEEDS.stop + 5))

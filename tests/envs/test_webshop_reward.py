@@ -88,6 +88,9 @@ TYPE_TABLE = [
     ("category match (2 of 3 levels) rescues title_score 0.2", {"query": "x", "product_category": "A > B > C",
                                                                "name_nouns": ["a"]},
      {"product_category": "A > B > D", "name_nouns": ["a", "b", "c", "d", "e"]}, 1.0),
+    ("one common category level is no match: title_score 0.2 stays 0.5", {"query": "x", "product_category":
+                                                                         "A > Y > Z", "name_nouns": ["a"]},
+     {"product_category": "A > B > D", "name_nouns": ["a", "b", "c", "d", "e"]}, 0.5),
     ("no query/category match, title_score 1/3 > 0.2", {"query": "x", "product_category": "P > Q",
                                                        "name_nouns": ["acme"]}, {}, 1.0),
     ("no match, title_score 1/5 = 0.2 (not > 0.2)", {"query": "x", "product_category": "P > Q",

@@ -26,6 +26,8 @@ def test_starpo_s_is_starpo_plus_the_four_changes():
     assert config.uses_critic and not config.uses_reference
     assert (config.clip_low, config.clip_high) == (0.2, 0.28)
     assert config.groups_kept == 2  # 25% of 8 groups
+    # RAGEN's filter keeps the groups of highest reward spread ("std"; "std_rev" would keep the flattest)
+    assert config.rollout_filter_type == config_from_dict({"preset": "starpo_s_grpo"}).rollout_filter_type == "std"
 
 
 def test_gigpo_preset_is_step_level_with_a_kl_loss():
