@@ -218,3 +218,40 @@ def test_target_kl_adapts_the_reward_kl_coefficient_and_resumes_with_it(tiny_mod
     assert coefs[0] == 0.5 and coefs[1] < 0.5 * (1 - 0.2 * 8 / 16)  # ... so the coefficient falls (>= 8 rows)
     state = torch.load(tmp_path / "checkpoint-1" / "trainer_state.pt", weights_only=False)
     assert state["kl_coef"] == pytest.approx(coefs[1])  # a resumed run continues from it
+
+
+def test_scores_are_normalised_within_each_group_not_over_the_batch():
+    """Group 0 holds a success and a failure, group 1 two failures: group 1 carries no signal (advantage 0)."""
+    samples = turn_rows([0, 1, 2, 3], [1.0, 0.0, 0.0, 0.0], group_ids=[0, 0, 1, 1])
+    config = config_from_dict({"adv_estimator": "grpo", "init_kl_coef": 0.0,
+                               "train_env_manager": {"history_length": 0},
+                               "reward_normalization": {"method": "mean", "grouping": "traj_group_id"}})
+    batch, _ = compute_advantages(config, samples, {"old_logprob": torch.zeros(4, 1)})
+    assert batch.advantages[:, 0].tolist() == pytest.approx([0.5, -0.5, 0.0, 0.0])
+
+
+def test_the_kl_reward_is_a_penalty():
+    """With equal scores the only advantage is the KL reward, -beta * KL(pi || pi_ref): negative where pi moved."""
+    samples = turn_rows([0, 1], [1.0, 1.0])
+    config = config_from_dict({"adv_estimator": "grpo", "add_token_level_kl": True, "init_kl_coef": 0.1,
+                               "kl_penalty": "kl", "train_env_manager": {"history_length": 0},
+                               "reward_normalization": {"method": "mean"}})
+    assert config.kl_in_reward
+    scored = {"old_logprob": torch.zeros(2, 1), "ref_logprob": torch.full((2, 1), -1.0)}  # KL estimate 1 per token
+    batch, info = compute_advantages(config, samples, scored)
+    assert batch.advantages[:, 0].tolist() == pytest.approx([-0.1, -0.1])
+    assert info["reward/kl"] == pytest.approx(1.0)
+
+
+def test_gigpo_weights_its_episode_and_step_parts_as_configured():
+    """Episode weight 1 and step weight 0 is GRPO's episode advantage; the other way round, every state here is its
+    own anchor group, so the step part is 0."""
+    samples = dataclasses.replace(turn_rows([0, 1], [1.0, 0.0]), step_rewards=torch.tensor([1.0, 0.0]))
+    common = {"adv_estimator": "gigpo", "init_kl_coef": 0.0, "train_env_manager": {"history_length": 0},
+              "reward_normalization": {"method": "mean"}}
+    scored = {"old_logprob": torch.zeros(2, 1)}
+    episode_only = config_from_dict({**common, "episode_reward_weight": 1.0, "step_reward_weight": 0.0})
+    advantages = compute_advantages(episode_only, samples, scored)[0].advantages[:, 0]
+    assert advantages.tolist() == pytest.approx([0.5, -0.5])
+    step_only = config_from_dict({**common, "episode_reward_weight": 0.0, "step_reward_weight": 1.0})
+    assert compute_advantages(step_only, samples, scored)[0].advantages[:, 0].tolist() == pytest.approx([0.0, 0.0])
