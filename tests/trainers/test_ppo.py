@@ -255,3 +255,43 @@ def test_gigpo_weights_its_episode_and_step_parts_as_configured():
     assert advantages.tolist() == pytest.approx([0.5, -0.5])
     step_only = config_from_dict({**common, "episode_reward_weight": 0.0, "step_reward_weight": 1.0})
     assert compute_advantages(step_only, samples, scored)[0].advantages[:, 0].tolist() == pytest.approx([0.0, 0.0])
+
+
+def _one_update(tiny_model, rows, batch_change, **overrides):
+    """The metrics of one ``ppo_update`` of the tiny model on ``rows`` (one mini-batch, one epoch, GRPO without a KL),
+    its batch changed by ``batch_change(batch)`` first."""
+    n = len(rows)
+    config = config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "starpo", add_token_level_kl=False,
+                                               ppo_mini_batch_size=n, micro_batch_size=n, ppo_epochs=1,
+                                               train_env_manager={"history_length": 0}, **overrides))
+    models = load_models(config, CPU)
+    optimizers, _ = make_optimizers(config, models)
+    batch, _ = compute_advantages(config, rows, score_samples(config, models, rows, CPU))
+    batch = batch_change(batch)
+    return ppo_update(config, models, optimizers, batch, CPU, np.random.default_rng(0)), config, models, optimizers
+
+
+def test_the_update_clips_the_ratio_at_clip_high_for_a_positive_advantage(tiny_model, rows):
+    """Every token's ratio at 1.25 with A > 0: inside StarPO-S's clip-higher 0.28, outside 0.2 (clip low and high
+    swapped would clip them all)."""
+    def at_ratio(batch):
+        return dataclasses.replace(batch, old_logprob=batch.old_logprob - np.log(1.25),
+                                   advantages=batch.mask.float())
+
+    wide, _, _, _ = _one_update(tiny_model, rows, at_ratio, use_pg_clip_range=True, pg_clip_low=0.2,
+                                pg_clip_high=0.28)
+    narrow, _, _, _ = _one_update(tiny_model, rows, at_ratio, use_pg_clip_range=True, pg_clip_low=0.28,
+                                  pg_clip_high=0.2)
+    assert wide["loss/clipfrac"] == 0.0 and narrow["loss/clipfrac"] == pytest.approx(1.0)
+
+
+def test_the_entropy_bonus_raises_the_entropy(tiny_model, rows):
+    """No advantage, only the entropy term: the policy's entropy on the same rows rises step after step."""
+    def no_advantage(batch):
+        return dataclasses.replace(batch, advantages=torch.zeros_like(batch.advantages))
+
+    first, config, models, optimizers = _one_update(tiny_model, rows, no_advantage, entropy_loss_coef=1.0,
+                                                    learning_rate=1e-2)
+    batch = no_advantage(compute_advantages(config, rows, score_samples(config, models, rows, CPU))[0])
+    second = ppo_update(config, models, optimizers, batch, CPU, np.random.default_rng(0))
+    assert second["loss/entropy"] > first["loss/entropy"]
