@@ -186,9 +186,11 @@ def on_board(board: Path, name: str, results: Path) -> bool:
     return any(r["slug"] == slugify(name) and r["sha256"] == digest for r in (index or {}).get("submissions", []))
 
 
-STEP_MAIN = "import sys; del sys.path[0]; from agentgym_bench.cli import main; sys.exit(main())"
-"""How a step runs the command line: as ``agentgym-bench`` does, without the current folder on ``sys.path`` (which
-``python -m`` puts first), so a folder of the user's own ``trainers/`` or ``agentgym_bench/`` is not imported."""
+STEP_MAIN = ("import sys; sys.path[:] = [p for p in sys.path if p]; from agentgym_bench.cli import main; "
+             "sys.exit(main())")
+"""How a step runs the command line: as ``agentgym-bench`` does, without the current folder on ``sys.path`` (the
+``''`` that ``python -m`` and ``-c`` put first, absent under ``PYTHONSAFEPATH``), so a folder of the user's own
+``trainers/`` or ``agentgym_bench/`` is not imported."""
 
 
 def cli(*args: str) -> list[str]:

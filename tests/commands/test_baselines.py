@@ -1,4 +1,5 @@
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -451,9 +452,11 @@ def test_a_step_never_imports_a_trainers_folder_of_the_folder_it_runs_in(tmp_pat
     (tmp_path / "trainers").mkdir()
     (tmp_path / "trainers" / "__init__.py").write_text("raise ImportError('the user project of the same name')\n")
     monkeypatch.chdir(tmp_path)
-    out = subprocess.run(cli("train", "--list"), capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "baseline-gigpo" in out.stdout
+    for safe in ("", "1"):  # PYTHONSAFEPATH: no current folder on sys.path to begin with
+        out = subprocess.run(cli("train", "--list"), capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONSAFEPATH": safe})
+        assert out.returncode == 0, out.stderr
+        assert "baseline-gigpo" in out.stdout
 
 
 def test_outside_a_clone_the_job_says_where_the_checkpoint_is_instead_of_starting_from_scratch(tmp_path):
