@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -174,8 +172,6 @@ def test_default_rooms_are_neither_trivial_nor_out_of_ragen_budget():
 def test_generation_is_bounded_by_a_count_of_search_states(monkeypatch):
     # 30x30 with 8 boxes never finds a start within the per-topology cap; a smaller total budget keeps this fast.
     monkeypatch.setattr(generator, "MAX_TOTAL_STATES", 400_000)
-    started = time.perf_counter()
     with pytest.raises(generator.GenerationError, match="no solvable 30x30 room with 8 boxes") as error:
         generate_room(np.random.default_rng(0), 30, 30, 8, 300)
-    assert time.perf_counter() - started < 30
     assert "400,000 states" in str(error.value) and "fewer boxes" in str(error.value)
