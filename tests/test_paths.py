@@ -88,7 +88,7 @@ def test_a_typo_of_a_local_name_suggests_it_and_asks_no_hub(home, hub, typo, nam
 
 
 def test_a_missing_built_model_points_to_the_published_checkpoint(home, monkeypatch, tmp_path):
-    """In a clone, a model the newcomer has not built names the one they have; outside one, nothing is offered."""
+    """In a clone, a model the newcomer has not built names the one they have; outside one, where to get it."""
     with pytest.raises(UserError, match="published checkpoint .*: leaderboards/agentgym-v2/models/default-model-sft$"):
         resolve_model("warmstart")
     with pytest.raises(UserError, match="published checkpoint"):
@@ -96,7 +96,8 @@ def test_a_missing_built_model_points_to_the_published_checkpoint(home, monkeypa
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UserError) as error:
         resolve_model("warmstart")
-    assert "published" not in str(error.value)
+    assert "comes with a clone of the repository" in str(error.value)
+    assert "or use the published checkpoint" not in str(error.value)
 
 
 def test_an_unreachable_hub_fails_at_once_naming_it(home, monkeypatch):
