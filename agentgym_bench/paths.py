@@ -1,9 +1,10 @@
 """Where agentgym-bench keeps what it builds: one home directory, ``$AGENTGYM_BENCH_HOME``; and where a repository's
 root is.
 
-``AGENTGYM_BENCH_HOME`` defaults to ``~/.cache/agentgym-bench``; models live in ``<home>/models/<name>``
-(``default``: the freshly built local model, ``warmstart``: it after supervised warm start). The variable is read at
-call time, so setting it in a running process (or a test) moves everything.
+``AGENTGYM_BENCH_HOME`` defaults to ``~/.cache/agentgym-bench`` (``$XDG_CACHE_HOME/agentgym-bench`` where that is
+set); models live in ``<home>/models/<name>`` (``default``: the freshly built local model, ``warmstart``: it after
+supervised warm start). The variables are read at call time, so setting them in a running process (or a test) moves
+everything.
 
 A *repository* is a folder that holds a ``leaderboards/`` folder (a clone of agentgym-bench, or any folder laid out
 like one): :func:`repository_root`. Results files name a model folder inside a repository by its path relative to
@@ -34,9 +35,14 @@ BOARD_INDEX = "board.json"
 
 
 def home() -> Path:
-    """``$AGENTGYM_BENCH_HOME`` (``~`` and variables expanded), or ``~/.cache/agentgym-bench``."""
+    """``$AGENTGYM_BENCH_HOME`` (``~`` and variables expanded), or ``agentgym-bench`` in the user's cache folder:
+    ``$XDG_CACHE_HOME`` where set (the XDG base-directory rule, which Hugging Face's cache follows too), else
+    ``~/.cache``."""
     value = os.environ.get("AGENTGYM_BENCH_HOME")
-    return expand(value) if value else Path.home() / ".cache" / "agentgym-bench"
+    if value:
+        return expand(value)
+    cache = os.environ.get("XDG_CACHE_HOME")
+    return (expand(cache) if cache else Path.home() / ".cache") / "agentgym-bench"
 
 
 def model_dir(name: str = "default") -> Path:

@@ -30,6 +30,16 @@ def test_a_bare_name_resolves_under_the_home_set_at_call_time(home, monkeypatch)
         resolve_model("warmstart")
 
 
+def test_without_its_own_variable_home_follows_the_xdg_cache_folder(home, monkeypatch):
+    monkeypatch.delenv("AGENTGYM_BENCH_HOME")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert model_dir("warmstart") == home / "user" / ".cache" / "agentgym-bench" / "models" / "warmstart"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "xdg"))
+    assert model_dir("warmstart") == home / "xdg" / "agentgym-bench" / "models" / "warmstart"
+    monkeypatch.setenv("AGENTGYM_BENCH_HOME", str(home / "bench"))
+    assert model_dir("warmstart") == home / "bench" / "models" / "warmstart"
+
+
 def test_tilde_and_variables_are_expanded(home, monkeypatch):
     (home / "user" / "m").mkdir()
     assert resolve_model("~/m") == str(home / "user" / "m")

@@ -229,3 +229,12 @@ def test_clip_ratio_c_must_be_above_one():
     assert TrainConfig(clip_ratio_c=3.0).dual_clip_bound == 3.0 and TrainConfig().dual_clip_bound is None
     with pytest.raises(ConfigError, match=r"clip_ratio_c=1.0 must be > 1 .*, or null"):
         config_from_dict({"clip_ratio_c": 1.0})
+
+
+def test_the_default_start_is_the_warm_start_under_the_home_set_at_call_time(tmp_path, monkeypatch):
+    """The default ``pretrain`` is the name ``warmstart``, so it follows ``AGENTGYM_BENCH_HOME`` like every name."""
+    from agentgym_bench.paths import resolve_model
+
+    monkeypatch.setenv("AGENTGYM_BENCH_HOME", str(tmp_path))
+    (tmp_path / "models" / "warmstart").mkdir(parents=True)
+    assert resolve_model(TrainConfig().pretrain) == str(tmp_path / "models" / "warmstart")

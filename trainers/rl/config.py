@@ -6,7 +6,7 @@ for the optimiser (``learning_rate``, ``weight_decay``, ``lr_scheduler_type``, `
 reads naturally::
 
     preset: starpo_s
-    pretrain: ~/.cache/agentgym-bench/models/warmstart
+    pretrain: warmstart
     rollout_batch_size: 128
     reward_normalization: {grouping: traj_group_id, method: identity}
     train_env_manager: {num_env_groups: 8, group_size: 16, tags: [AgentFrozenLake-v0]}
@@ -208,8 +208,9 @@ class TrainConfig:
     preset: str | None = None
     """``starpo``, ``starpo_s``, ``starpo_s_grpo`` (StarPO-S without the critic), ``gigpo`` or ``starpo_snr`` (StarPO
     with signal-aware sampling): settings applied before the file's own (see trainers/rl/presets.py)."""
-    pretrain: str = "~/.cache/agentgym-bench/models/warmstart"
-    """Model folder, a name under ``$AGENTGYM_BENCH_HOME/models`` or a hub id to start from (ROLL ``pretrain``;
+    pretrain: str = "warmstart"
+    """Model folder, a name under ``$AGENTGYM_BENCH_HOME/models`` (the default: the warm start that
+    ``agentgym-bench warmstart`` writes there) or a hub id to start from (ROLL ``pretrain``;
     :func:`agentgym_bench.paths.resolve_model`); the critic starts from the same weights."""
     output_dir: str = "runs/train"
     """Run folder: ``metrics.jsonl``, ``curves.png``, ``config.yaml``, ``checkpoint-N/``."""

@@ -73,8 +73,8 @@ Model:
 
 Command line: ``agentgym-bench init-model [--path DIR] [--seed N] ...`` (see ``--help``). Default folder:
 ``agentgym_bench.paths.model_dir("default")`` (``$AGENTGYM_BENCH_HOME/models/default``, ``AGENTGYM_BENCH_HOME``
-defaulting to ``~/.cache/agentgym-bench``, read at call time); :func:`~agentgym_bench.rollout.hf.load_model` finds
-it by the name ``"default"``.
+defaulting to ``~/.cache/agentgym-bench``: :func:`agentgym_bench.paths.home`);
+:func:`~agentgym_bench.rollout.hf.load_model` finds it by the name ``"default"``.
 """
 
 from __future__ import annotations
