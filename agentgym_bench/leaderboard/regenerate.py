@@ -11,7 +11,7 @@ batches make an honest file's replies come back identical on the machine that ev
 
 The work is metered as it is done (2 x parameters x tokens forward-pass FLOPs, the parameters read from the weight
 files: :func:`parameter_count`) and stops once it passes the cap (:data:`REGENERATION_CAP`). Before anything is
-generated, the cap is checked against the suite's first prompts only (:func:`first_turn_tokens`,
+generated, the cap is checked against the suite's first prompts only (:func:`prompt_tokens`,
 :func:`regeneration_cost_blocker`): their number and text are the suite's and the envs', so nothing the file holds
 moves that line; past them, each call reads only replies that earlier calls re-generated identically.
 
@@ -35,6 +35,7 @@ from agentgym_bench.benchmark.suites import Suite
 from agentgym_bench.paths import is_machine_path, published_board
 from agentgym_bench.progress import progress as progress_bar
 from agentgym_bench.rollout.specs import WEIGHT_SUFFIXES, locate_model, model_sha256, sampling_of
+from agentgym_bench.rollout.tokens import encode_many, render_many
 
 
 def model_folder(model: str | None, root: str | os.PathLike | None = None,
@@ -344,32 +345,30 @@ def _safetensors_parameters(path: Path) -> int | None:
         return None
 
 
-def first_turn_tokens(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]],
-                      tokenizer: Any) -> int:
-    """The prompt tokens of the first turn of every episode (of a match: each seat's first move), rendered with the
-    model's chat template as ``generate`` renders them. Their number is the suite's, and their text the env's (the
-    first turn reads no reply), so nothing the file holds changes the count; re-generation reads at least these
-    tokens."""
-    total = 0
-    for call in evaluation_batches(results, suite, texts):
-        for move in call:
-            if move.key[-1] != 0:  # the key's last element: the turn (a seat's move) it samples
-                continue
-            prompt = tokenizer.apply_chat_template(move.messages, tools=move.tools or None, add_generation_prompt=True,
-                                                   tokenize=False)
-            total += len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
-    return total
+def prompt_tokens(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]], tokenizer: Any,
+                  first_turns: bool = False) -> int:
+    """The prompt tokens of every reply of the file's model (``first_turns``: of each episode's first turn only; of
+    a match, each seat's first move), rendered with the model's chat template and tokenised as ``generate`` does
+    (:func:`~agentgym_bench.rollout.tokens.render_many`, :func:`~agentgym_bench.rollout.tokens.encode_many`). The
+    first turns' number is the suite's and their text the env's (they read no reply), so nothing the file holds
+    changes that count, which re-generation reads at least; every later prompt reads the file's own replies, so the
+    whole count is what evaluating those replies read (``metadata.compute.prompt_tokens``)."""
+    moves = [move for call in evaluation_batches(results, suite, texts) for move in call
+             if not first_turns or move.key[-1] == 0]  # the key's last element: the turn (a seat's move) it samples
+    prompts = render_many(tokenizer, [m.messages for m in moves], [m.tools or None for m in moves])
+    encoded = encode_many(tokenizer, prompts)
+    return sum(len(encoded[p]) for p in prompts)
 
 
 def regeneration_cost_blocker(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]],
                               folder: str, tokenizer: Any, cap: float = REGENERATION_CAP) -> str | None:
-    """Why check 7 is not attempted here, or ``None``: the first turns' prompts alone (:func:`first_turn_tokens`,
+    """Why check 7 is not attempted here, or ``None``: the first turns' prompts alone (:func:`prompt_tokens`,
     read once by a forward pass of ``2 x parameters`` FLOPs a token, parameters from the weight files here) are
     above ``cap`` FLOPs. Everything comes from the suite's episodes and the verifier's copy of the model; nothing the
     file claims (its replies, ``metadata.compute``) enters. Work past the first turns is metered while it is done
     (:func:`regenerate_all`)."""
     parameters = parameter_count(folder)
-    tokens = first_turn_tokens(results, suite, texts, tokenizer)
+    tokens = prompt_tokens(results, suite, texts, tokenizer, first_turns=True)
     flops = 2.0 * parameters * tokens
     if flops <= cap:
         return None

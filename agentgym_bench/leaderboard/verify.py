@@ -40,7 +40,9 @@ that names what is wrong:
    which refuses a file naming weights found here that is unkeyed or leaves a reply without ``token_ids``, and one
    naming a published model with other weights). Then every reply must be the
    decoding of its tokens under the model's tokenizer (:func:`check_decoding`; else the file is **rejected**, naming
-   the turn), so the text replay plays and the tokens re-generation compares are one reply. Every reply of the file
+   the turn), so the text replay plays and the tokens re-generation compares are one reply, and
+   ``metadata.compute.prompt_tokens`` must be what the replies' prompts hold under that tokenizer
+   (:func:`check_prompt_tokens`; else **rejected**). Every reply of the file
    is then re-generated from the replayed observations in the evaluation's batches and compared in text and tokens,
    stopping at the first call that differs (:func:`~agentgym_bench.leaderboard.regenerate.regenerate_all`). It is
    capped at ``regeneration_cap`` FLOPs (:data:`~agentgym_bench.leaderboard.regenerate.REGENERATION_CAP`): not
@@ -100,6 +102,7 @@ from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard.regenerate import (
     REGENERATION_CAP,
     check_published_name,
+    prompt_tokens,
     published_models,
     regenerate_all,
     regeneration_blocker,
@@ -242,6 +245,21 @@ def check_decoding(results: Results, tokenizer: Any, stop_ids: Sequence[int]) ->
             raise ResultsError(f"{where}: the reply text is not the decoding of its token_ids under the model's "
                                f"tokenizer (the text {turn.reply[:80]!r}, the tokens {decoded[:80]!r}); a reply's "
                                "text and tokens must agree")
+
+
+def check_prompt_tokens(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]],
+                        tokenizer: Any) -> None:
+    """``metadata.compute.prompt_tokens`` of a local model's file is what its replies' prompts hold, rendered and
+    tokenised by the model's own tokenizer (:func:`~agentgym_bench.leaderboard.regenerate.prompt_tokens`: the
+    replayed observations and the file's replies, as evaluation read them); else a :class:`ResultsError`. ``null``
+    (a file that does not report it) is accepted."""
+    claimed = results.metadata["compute"].get("prompt_tokens")
+    if claimed is None:
+        return
+    counted = prompt_tokens(results, suite, texts, tokenizer)
+    if claimed != counted:
+        raise ResultsError(f"metadata.compute.prompt_tokens is {json.dumps(claimed)}, but the prompts of the file's "
+                           f"replies hold {counted} tokens under the model's tokenizer")
 
 
 def model_free_policy(results: Results, suite: Suite) -> ModelFree | None:
@@ -433,6 +451,7 @@ def verify(source: str | os.PathLike | bytes, suite: Suite | None = None, *,
     if model_free is None and blocker is None:
         tokenizer, stop_ids = load_tokenizer(folder)
         check_decoding(results, tokenizer, stop_ids)
+        check_prompt_tokens(results, suite, texts, tokenizer)
     check_compute(results)
     if screen is not None:  # whatever follows (nothing, or minutes of re-generation), before it is said
         screen(results, digest)

@@ -13,7 +13,7 @@ import pytest
 from agentgym_bench.benchmark.kinds import replay_entry
 from agentgym_bench.benchmark.results import ResultsError, loads
 from agentgym_bench.cli import main
-from agentgym_bench.leaderboard.regenerate import first_turn_tokens, parameter_count
+from agentgym_bench.leaderboard.regenerate import parameter_count, prompt_tokens
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, verify
 from agentgym_bench.rollout.hf import load_tokenizer
 from tests.leaderboard.test_verify import edit
@@ -23,7 +23,7 @@ def first_turns(raw: bytes, suite, folder) -> tuple[float, int]:
     """``(FLOPs, tokens)`` of the opening prompts of ``raw``'s episodes under the model in ``folder``."""
     results = loads(raw)
     texts = {e.name: replay_entry(e, keep={ep.seed for ep in e.episodes}) for e in results.entries}
-    tokens = first_turn_tokens(results, suite, texts, load_tokenizer(folder)[0])
+    tokens = prompt_tokens(results, suite, texts, load_tokenizer(folder)[0], first_turns=True)
     return 2.0 * parameter_count(folder) * tokens, tokens
 
 
@@ -48,7 +48,7 @@ def test_a_model_file_over_the_cap_stays_replayed_and_says_why(suite, hf_bytes, 
     """The default model's file on the tiny suite, with the cap set just below its first turns' cost: not
     re-generated, marked replayed with the estimate; just above it, re-generation starts and stops after the first
     call, whose replies cost more; with room for all, re-generated in full. The file's own token counts play no
-    part: its prompt tokens are not read, and its generated tokens must be its replies' count."""
+    part: they must be what its prompts and replies hold, or the file is refused."""
     flops, tokens = first_turns(hf_bytes, suite, models[0])
     parameters = parameter_count(models[0])
     assert flops == 2.0 * parameters * tokens and tokens > 200
@@ -58,11 +58,11 @@ def test_a_model_file_over_the_cap_stays_replayed_and_says_why(suite, hf_bytes, 
         f"not re-generated here: a model of {parameters:,} parameters reading the {tokens:,} prompt tokens of the "
         f"first turns alone is about {flops:.1e} FLOPs, above this verifier's re-generation cap of {flops * 0.99:.1e} "
         "(submit --regeneration-cap); re-generate it with `agentgym-bench reproduce` on a GPU")
-    understated = edit(hf_bytes, lambda d: d["metadata"]["compute"].update(prompt_tokens=1))
-    assert verify(understated, suite, regeneration_cap=flops * 0.99).regeneration == verified.regeneration
-    with pytest.raises(ResultsError, match=r"metadata.compute.generated_tokens is 1, but the file's episodes count "):
-        verify(edit(hf_bytes, lambda d: d["metadata"]["compute"].update(generated_tokens=1)), suite,
-               regeneration_cap=flops * 0.99)
+    for field, refusal in (("prompt_tokens", "the prompts of the file's replies hold"),
+                           ("generated_tokens", "the file's episodes count")):
+        with pytest.raises(ResultsError, match=rf"metadata.compute.{field} is 1, but {refusal} "):
+            verify(edit(hf_bytes, lambda d, f=field: d["metadata"]["compute"].update({f: 1})), suite,
+                   regeneration_cap=flops * 0.99)
     stopped = verify(hf_bytes, suite, regeneration_cap=flops * 1.0001)
     assert stopped.mark == REPLAYED
     assert stopped.regeneration.startswith("re-generation stopped at this verifier's cap of "), stopped.regeneration

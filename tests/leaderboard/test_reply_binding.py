@@ -12,7 +12,7 @@ import pytest
 
 from agentgym_bench.benchmark.kinds import replay_entry
 from agentgym_bench.benchmark.results import ResultsError, loads
-from agentgym_bench.leaderboard.regenerate import first_turn_tokens
+from agentgym_bench.leaderboard.regenerate import prompt_tokens
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, verify
 from agentgym_bench.rollout.hf import decode_reply, load_tokenizer
 from tests.leaderboard.conftest import play, tree_digest
@@ -108,7 +108,7 @@ def test_padded_replies_cannot_buy_their_way_out_of_regeneration(suite, hf_bytes
     for raw in (hf_bytes, padded):
         results = loads(raw)
         texts = {e.name: replay_entry(e, keep={ep.seed for ep in e.episodes}) for e in results.entries}
-        costs.append(first_turn_tokens(results, suite, texts, tokenizer))
+        costs.append(prompt_tokens(results, suite, texts, tokenizer, first_turns=True))
     assert costs[0] == costs[1]
     from agentgym_bench.leaderboard.regenerate import parameter_count
 
@@ -171,3 +171,19 @@ def test_a_reply_text_padded_with_white_space_is_not_its_tokens(suite, hf_bytes,
 
     with pytest.raises(ResultsError, match=r"turn 1: the reply text is not the decoding of its token_ids"):
         verify(edit(hf_bytes, padded), suite)
+
+
+@pytest.mark.parametrize("change", [1, -1, 10**9])
+def test_a_claimed_prompt_token_count_is_what_the_prompts_hold(suite, hf_bytes, change):
+    """``metadata.compute.prompt_tokens`` is bound to the replies' prompts under the model's tokenizer: an honest
+    file's count is theirs, and one off either way is refused naming the field; ``null`` (not reported) passes."""
+    claimed = _data(hf_bytes)["metadata"]["compute"]["prompt_tokens"]
+    assert isinstance(claimed, int) and claimed > 0
+
+    def claim(value):
+        return lambda d: d["metadata"]["compute"].update(prompt_tokens=value)
+
+    with pytest.raises(ResultsError, match=rf"metadata.compute.prompt_tokens is {claimed + change}, but the prompts "
+                                           rf"of the file's replies hold {claimed} tokens"):
+        verify(edit(hf_bytes, claim(claimed + change)), suite, regenerate=True)
+    assert verify(edit(hf_bytes, claim(None)), suite).mark == REPRODUCED
