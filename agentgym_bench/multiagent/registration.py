@@ -15,6 +15,7 @@ import gymnasium as gym
 
 from agentgym_bench.agent.env import LLMAgentEnv
 from agentgym_bench.agent.prompts import RAGEN, PromptTemplate
+from agentgym_bench.errors import UserError
 from agentgym_bench.multiagent.textarena_bridge import textarena_available
 from agentgym_bench.multiagent.textarena_catalog import SINGLE_PLAYER
 from agentgym_bench.multiagent.textarena_game import TextArenaGame
@@ -47,8 +48,14 @@ def agent_id(game: str) -> str:
     return f"AgentTextArena/{name}-v0"
 
 
-def make_textarena_agent_env(*, game: str, render_mode: str | None = None, **agent_kwargs: Any) -> LLMAgentEnv:
-    """``LLMAgentEnv(TextArenaGame(game, render_mode), **agent_kwargs)`` over :data:`TEXTARENA_AGENT_DEFAULTS`."""
+def make_textarena_agent_env(*, game: str | None = None, render_mode: str | None = None,
+                             **agent_kwargs: Any) -> LLMAgentEnv:
+    """``LLMAgentEnv(TextArenaGame(game, render_mode), **agent_kwargs)`` over :data:`TEXTARENA_AGENT_DEFAULTS`;
+    ``gym.make("AgentTextArena-v0")`` without ``game=`` is a :class:`~agentgym_bench.errors.UserError` naming it."""
+    if game is None:
+        raise UserError("AgentTextArena-v0 plays the TextArena game named by game=, e.g. "
+                        f"gym.make('AgentTextArena-v0', game='{SINGLE_PLAYER[0]}'); each curated game also has its "
+                        f"own id, e.g. {agent_id(SINGLE_PLAYER[0])}")
     return LLMAgentEnv(TextArenaGame(game, render_mode=render_mode), **{**TEXTARENA_AGENT_DEFAULTS, **agent_kwargs})
 
 

@@ -14,6 +14,7 @@ pytest.importorskip("textarena", reason="TextArena games need the multiagent ext
 
 import agentgym_bench  # noqa: E402,F401  (registers the ids)
 from agentgym_bench.agent import LLMAgentEnv  # noqa: E402
+from agentgym_bench.errors import UserError  # noqa: E402
 from agentgym_bench.multiagent.registration import agent_id  # noqa: E402
 from agentgym_bench.multiagent.textarena_catalog import SINGLE_PLAYER  # noqa: E402
 from agentgym_bench.multiagent.textarena_game import NOTHING_YET, TextArenaGame  # noqa: E402
@@ -80,6 +81,12 @@ def test_a_game_that_shows_only_its_instructions_says_so_on_the_first_turn():
 def test_unknown_game_is_a_clear_error():
     with pytest.raises(ValueError, match="not a TextArena id.*Minesweeper-v0"):
         TextArenaGame("Minesweeper-v9")
+
+
+def test_the_generic_id_without_a_game_names_what_it_needs():
+    with pytest.raises(UserError, match=r"AgentTextArena-v0 plays the TextArena game named by game=, e.g. "
+                                        rf"gym.make\('AgentTextArena-v0', game='{SINGLE_PLAYER[0]}'\)"):
+        gym.make("AgentTextArena-v0")
 
 
 def play(env_id, seed, moves):
