@@ -1,7 +1,9 @@
 """Files written whole: a reader, or a writer killed half-way, finds each file old or new, never half written.
 
 - :func:`write_atomic`: one file, through a temporary file and a rename;
-- :func:`move_into`: a folder's files (a model just saved) moved over another folder's.
+- :func:`move_into`: a folder's files (a model just saved) moved over another folder's;
+- :func:`usual_modes`: a folder's modes set as the user's umask says (writers that make temporary files, as
+  safetensors does, leave them readable by their owner only).
 """
 
 from __future__ import annotations
@@ -25,11 +27,26 @@ def write_atomic(path: Path, data: bytes) -> Path:
     return path
 
 
+def usual_modes(folder: Path) -> Path:
+    """Give ``folder``, and every folder and file in it, the mode a plain ``open``/``mkdir`` would: ``0o666`` (files)
+    or ``0o777`` (folders) less the process's umask; returns ``folder``. safetensors 0.8 writes its files ``0o600``
+    and :func:`tempfile.mkdtemp` makes ``0o700`` folders, so a model saved through either is readable by its owner
+    only, whatever the umask."""
+    umask = os.umask(0o022)  # the only portable way to read it; set back at once
+    os.umask(umask)
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
+    return folder
+
+
 def move_into(source: Path, target: Path) -> Path:
     """Move the files of folder ``source`` into folder ``target`` and remove ``source``; returns ``target``. A missing
     or empty ``target`` becomes ``source`` by one rename (a killed mover leaves the old folder or the whole new one);
     otherwise each file is renamed over its namesake, so a reader or a killed mover finds every file whole, old or
-    new, never half written. ``source`` must be on ``target``'s filesystem (a sibling, or inside it)."""
+    new, never half written. ``source`` must be on ``target``'s filesystem (a sibling, or inside it). What is moved
+    gets :func:`usual_modes`."""
+    usual_modes(source)
     if not target.exists() or (target.is_dir() and not any(target.iterdir())):
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(source, target)

@@ -3,6 +3,10 @@ The kills themselves are in the trainers' tests (tests/trainers/test_train.py, t
 
 from __future__ import annotations
 
+import os
+import stat
+from pathlib import Path
+
 from agentgym_bench.files import move_into, write_atomic
 
 
@@ -34,3 +38,27 @@ def test_move_into_a_model_folder_replaces_its_files_and_keeps_the_rest(tmp_path
     move_into(source, target)
     assert (target / "model.safetensors").read_bytes() == b"new weights" and (target / "metrics.jsonl").is_file()
     assert sorted(p.name for p in target.iterdir()) == ["metrics.jsonl", "model.safetensors"]
+
+
+def test_a_moved_model_gets_the_users_umask_not_its_writers_private_modes(tmp_path):
+    """safetensors 0.8 writes its files 0o600 and mkdtemp makes 0o700 folders; moved into place, a model is
+    readable as the umask says (0o022 here: 0o644 files, 0o755 folders; 0o077: private again)."""
+    import tempfile
+
+    import torch
+    from safetensors.torch import save_file
+
+    old = os.umask(0o022)
+    try:
+        for umask, file_mode, folder_mode in ((0o022, 0o644, 0o755), (0o077, 0o600, 0o700)):
+            os.umask(umask)
+            staged = Path(tempfile.mkdtemp(dir=tmp_path))
+            (staged / "sub").mkdir()
+            save_file({"w": torch.zeros(2)}, str(staged / "sub" / "model.safetensors"))
+            (staged / "config.json").write_text("{}")
+            target = move_into(staged, tmp_path / f"model-{umask:o}")
+            assert stat.S_IMODE(target.stat().st_mode) == folder_mode
+            assert stat.S_IMODE((target / "sub").stat().st_mode) == folder_mode
+            assert {stat.S_IMODE(p.stat().st_mode) for p in target.rglob("*") if p.is_file()} == {file_mode}
+    finally:
+        os.umask(old)

@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from agentgym_bench.errors import UserError
+from agentgym_bench.files import usual_modes
 from agentgym_bench.leaderboard.board import MODELS, board_path, slugify
 
 
@@ -45,6 +46,7 @@ def publish_model(source: str | os.PathLike, board: str | os.PathLike, name: str
     with no_progress_bars():
         model.to(torch.bfloat16).save_pretrained(staging)
         tokenizer.save_pretrained(staging)
+    usual_modes(staging)
     if target.exists():
         shutil.rmtree(target)
     staging.rename(target)

@@ -50,7 +50,7 @@ import torch  # noqa: TID253 - trainers/ runs on torch
 
 from agentgym_bench import run_folder
 from agentgym_bench.benchmark.resume import flat
-from agentgym_bench.files import write_atomic
+from agentgym_bench.files import usual_modes, write_atomic
 from agentgym_bench.rollout.specs import model_sha256
 from trainers.runtime import fsdp, lora
 from trainers.runtime.config_loading import ConfigError
@@ -239,7 +239,9 @@ def save(output_dir: Path, step: int, models: Any, optimizers: dict[str, Any], s
 
 def _complete(output_dir: Path, tmp: Path, final: Path, keep: int) -> None:
     """The checkpoint rule's last step: the finished ``tmp`` renamed to ``final``, then only the ``keep`` latest
-    complete checkpoints of ``output_dir`` kept."""
+    complete checkpoints of ``output_dir`` kept; the files get the user's umask (:func:`~agentgym_bench.files.
+    usual_modes`)."""
+    usual_modes(tmp)
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     for old in run_folder.checkpoints(output_dir)[:-keep]:

@@ -309,8 +309,9 @@ def build_default_model(path: str | os.PathLike | None = None, *, seed: int = 0,
     model = build_model(len(built), pad_id=built.pad_token_id, eos_id=built.eos_token_id, size=size, seed=seed)
     path = model_dir("default") if path is None else expand(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staged = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))  # moved in whole: a kill leaves no
-    staged.chmod(0o755)  # folder with a config and no weights, which a later run would take for a model
+    # Saved aside and moved in whole: a kill leaves no folder with a config and no weights, which a later run would
+    # take for a model.
+    staged = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     with no_progress_bars():
         built.save_pretrained(staged)
         model.save_pretrained(staged)
