@@ -1,9 +1,10 @@
 """Re-run the curation of TextArena games: ``python -m agentgym_bench.multiagent.curate [--check]``.
 
 For every TextArena id (wrapper variants aside), with sockets blocked and a 60 s limit per id: make the ``-raw``
-variant, reset it (1 player, else 2, ...), play one move, and reset it twice with the same seed. Prints one JSON
-line per id (``players``, ``state`` class, ``error``); with ``--check`` it compares the result with
-:mod:`~agentgym_bench.multiagent.textarena_catalog` and exits 1 on a difference. Unix only (``signal.alarm``).
+variant, reset it (1 player, else 2, ...), play one move and two invalid ones (read as the bridge reads them), and
+reset it twice with the same seed. Prints one JSON line per id (``players``, ``state`` class, ``error``); with
+``--check`` it compares the result with :mod:`~agentgym_bench.multiagent.textarena_catalog` and exits 1 on a
+difference. Unix only (``signal.alarm``).
 It is a maintenance tool, not part of the library: it blocks sockets in its own process.
 """
 
@@ -16,7 +17,7 @@ import socket
 import sys
 from typing import Any
 
-from agentgym_bench.multiagent.textarena_bridge import TextArenaMatch, registered_ids
+from agentgym_bench.multiagent.textarena_bridge import TextArenaMatch, registered_ids, split_messages
 from agentgym_bench.multiagent.textarena_catalog import LEFT_OUT, SINGLE_PLAYER, TWO_PLAYER
 
 
@@ -42,7 +43,11 @@ def probe(game: str) -> dict[str, Any]:
                 last = error
                 continue
             first = match.observe()
-            match.step("[1]")
+            for move in ("[1]", "[not a move]", "[not a move]"):  # a move, then two invalid ones: the game's end
+                if match.step(move):
+                    break
+                split_messages(match.observe()[1], match.state.current_player_id)  # as the bridge reads them
+            match.rewards()
             match.reset(seed=0)
             match.reset(seed=0)
             row.update(players=players, state=type(match.state).__name__, reproducible=str(match.observe()) ==

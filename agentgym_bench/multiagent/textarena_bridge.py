@@ -124,6 +124,8 @@ def split_messages(messages: list[tuple[int, str, Any]], player_id: int) -> Rece
     """Sort the messages ``player_id`` received (see :class:`Received`)."""
     prompts, news, board = [], [], ""
     for from_id, text, kind in messages:
+        if not hasattr(kind, "name"):  # textarena 0.7.4's Countdown, Cryptarithm and Slitherlink pass a move's echo
+            from_id, text, kind = text, kind, from_id  # to add_observation as (player, move, type), in that order
         text = str(text).strip()
         if kind.name == "PROMPT":
             prompts.append(text)
@@ -142,6 +144,21 @@ def to_charset(text: str) -> str:
     return sanitize(text.translate(ASCII_SPELLING))
 
 
+class _InvalidMoveInEitherOrder:
+    """A ``SinglePlayerState``'s ``set_invalid_move(reason, reward)`` that also takes its arguments the other way
+    round, as textarena 0.7.4's Countdown, Cryptarithm, Slitherlink and ThreeCardMonte pass them (``(progress,
+    "Bad action ...")``): else the game's message reads "Reason: 0.0" and a second invalid move sets a text reward.
+    A class, not a closure, so that a game holding it still pickles and deep-copies."""
+
+    def __init__(self, state: Any):
+        self.state = state
+
+    def __call__(self, reason: Any = None, reward: Any = -1.0) -> Any:
+        if isinstance(reason, (int, float)) and isinstance(reward, str):
+            reason, reward = reward, reason
+        return type(self.state).set_invalid_move(self.state, reason, reward)
+
+
 class TextArenaMatch:
     """One TextArena game instance (the ``-raw`` variant: message lists, no TextArena wrappers), RNG-isolated.
 
@@ -149,8 +166,9 @@ class TextArenaMatch:
         game: a TextArena id, e.g. ``"Minesweeper-v0"`` or ``"TicTacToe-v0"``.
         num_players: players of the game (1 or 2 here).
 
-    Every method runs TextArena under :class:`PrivateGlobalRNG`; ``reset(seed)`` reseeds it, so the match depends
-    only on ``(game, seed)`` and the moves.
+    Every method runs TextArena under :class:`PrivateGlobalRNG`; ``reset(seed)`` reseeds it and makes a fresh game
+    instance (some games keep state across their own resets: KuhnPoker shuffles its deck in place, so a reused
+    instance dealt another match for the same seed), so the match depends only on ``(game, seed)`` and the moves.
     """
 
     def __init__(self, game: str, num_players: int):
@@ -163,15 +181,19 @@ class TextArenaMatch:
             raise ValueError(f"game={game!r} is not a TextArena id" + (f"; close: {close}" if close else ""))
         self.game, self.num_players = game, num_players
         self.rng = PrivateGlobalRNG()
-        raw = f"{game}-raw" if f"{game}-raw" in ENV_REGISTRY else game
+        self.raw = f"{game}-raw" if f"{game}-raw" in ENV_REGISTRY else game
         with self.rng.active():
-            self.env = ta.make(raw)
+            self.env = ta.make(self.raw)
         self.done = True
 
     def reset(self, seed: int) -> None:
+        ta = import_textarena()  # outside active(): both take the swap lock
         self.rng.seed(seed)
         with self.rng.active():
+            self.env = ta.make(self.raw)
             self.env.reset(num_players=self.num_players, seed=seed)
+        if isinstance(self.env.state, ta.SinglePlayerState):
+            self.env.state.set_invalid_move = _InvalidMoveInEitherOrder(self.env.state)
         self.done = False
 
     @property

@@ -41,7 +41,7 @@ TWO_PLAYER = (
     "SimpleTak-v0-medium", "SimpleTak-v0-large", "SimpleTak-v0-extreme",
     "Tak-v0", "Tak-v0-medium", "Tak-v0-hard", "TicTacToe-v0", "TruthAndDeception-v0", "TruthAndDeception-v0-long",
     "TruthAndDeception-v0-extreme", "TwoDollar-v0", "UltimateTicTacToe-v0", "IteratedUltimatumGame-v0",
-    "IteratedUltimatumGame-v0-alternate", "WildTicTacToe-v0", "NewRecruit-v0",
+    "IteratedUltimatumGame-v0-alternate", "WildTicTacToe-v0", "NewRecruit-v0", "SpiteAndMalice-v0", "Stratego-v0",
 )
 """Two-player ids that run offline and use ``TwoPlayerState`` (an invalid move: a warning, then a loss)."""
 
@@ -54,17 +54,12 @@ REASONS = {
     "OLD_GYM": "needs the legacy gym package",
     "BROKEN": "crashes on reset in textarena 0.7.4 (State.add_observation called without observation_type)",
     "MANY_PLAYERS": "three or more players (or team/N-player state): outside the two-player bridge",
-    "BROKEN_STATE": "fails in play in textarena 0.7.4 (AttributeError: the state has no 'logs': its reset skips "
-                    "State.standard_resets)",
-    "HANGS": "a second reset of the same instance never returns (its board set-up loops)",
     "FFA_TWO_PLAYER": "two players on FFAMultiPlayerState: an invalid move eliminates instead of ending the game, "
                       "another rule set than TwoPlayerState; not bridged in this version",
 }
 """Why a group of ids is left out."""
 
 LEFT_OUT = {
-    "SpiteAndMalice-v0": "BROKEN_STATE",
-    "Stratego-v0": "HANGS",
     "GuessWho-v0": "API_KEY",
     "Hangman-v0": "NLTK_DATA",
     "Hangman-v0-hardcore": "NLTK_DATA",

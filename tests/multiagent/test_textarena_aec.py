@@ -100,6 +100,17 @@ def test_same_seed_same_game_and_caller_rng_untouched():
     assert random.getstate() == py and np.array_equal(np.random.get_state()[1], npy[1])
 
 
+@pytest.mark.parametrize("game", ["KuhnPoker-v0", "Stratego-v0"])
+def test_a_reused_env_deals_the_seeds_match_as_a_fresh_one_does(game):
+    """KuhnPoker shuffles its deck in place and Stratego's second reset of one instance never returned: the bridge
+    makes a fresh game per reset, so a seed's match is the same on a reused env."""
+    replies = {"player_0": [answer("[bet]")] * 10, "player_1": [answer("[call]")] * 10}
+    env = TextArenaAECEnv(game)
+    first = play(game, 3, replies, env=env)
+    play(game, 4, replies, env=env)
+    assert play(game, 3, replies, env=env) == first == play(game, 3, replies)
+
+
 FUZZ = ["", "é😀√" * 5000, "<answer>" * 20_000, "<think><answer>[4]</answer></think>", None, 42, b"[4]",
         "<think></think><answer>" + "[4]" * 300_000 + "</answer>", "<think></think><answer>\x00\x1b[31m</answer>",
         "<think></think><answer><answer>[4]</answer></answer>"]

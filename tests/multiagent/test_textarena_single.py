@@ -83,6 +83,21 @@ def test_unknown_game_is_a_clear_error():
         TextArenaGame("Minesweeper-v9")
 
 
+@pytest.mark.parametrize(("game", "move", "reason"), [
+    ("Countdown-v0", "[9 9 +]", "Invalid indices"), ("Cryptarithm-v0", "[Z 1]", "Letter Z not in puzzle"),
+    ("Slitherlink-v0", "[h 99 99]", "Edge outside board"), ("ThreeCardMonte-v0", "[w]", "Bad action")])
+def test_games_that_pass_their_arguments_the_other_way_round_play_by_their_rules(game, move, reason):
+    """textarena 0.7.4's Countdown, Cryptarithm, Slitherlink and ThreeCardMonte call ``set_invalid_move(reward,
+    reason)`` and echo a move as ``add_observation(player, move, type)``: the bridge mends both, so a move is read,
+    the warning names the reason, and a second invalid move ends the game with a number for its reward."""
+    env = gym.make(agent_id(game))
+    env.reset(seed=1)
+    obs, reward, terminated, _, info = env.step(f"<think></think><answer>{move}</answer>")
+    assert not terminated and info["invalid_actions"] == [move] and f"Reason: {reason}" in obs
+    obs, reward, terminated, _, info = env.step(f"<think></think><answer>{move}</answer>")
+    assert terminated and isinstance(reward, float) and info["reason"].startswith(f"Invalid Move: {reason}")
+
+
 def test_the_generic_id_without_a_game_names_what_it_needs():
     with pytest.raises(UserError, match=r"AgentTextArena-v0 plays the TextArena game named by game=, e.g. "
                                         rf"gym.make\('AgentTextArena-v0', game='{SINGLE_PLAYER[0]}'\)"):
