@@ -108,14 +108,19 @@ def test_test_goals_need_a_held_out_test_seed(split):
     g = WebShopGame(split=split)
     assert g.reset(seed=TEST_SEED_START + 3)[1]["goal_index"] == 3
     assert g.reset(seed=V1_TEST_SEEDS.start + 3)[1]["goal_index"] == 3  # agentgym-v1's episodes replay
+    # an unseeded reset (a vector env's autoreset) after a held-out test seed stays on the test goals
+    assert g.reset()[1]["split"] == "test" and g.reset()[1]["goal_index"] < 500
     if split == "test":
-        for seed in (None, 0, 9_999, TRAIN_SEED_START, 5 * 10**9):
+        for seed in (0, 9_999, TRAIN_SEED_START, 5 * 10**9, None):
             with pytest.raises(ValueError, match="test goals are held out.*seed is"):
                 g.reset(seed=seed)
         with pytest.raises(ValueError, match="test goals are held out"):
             g.reset(options={"goal_index": 3})
+        with pytest.raises(ValueError, match="test goals are held out.*seed is None"):
+            WebShopGame(split=split).reset()
     else:
-        assert [g.reset(seed=s)[1]["split"] for s in (None, 0, TRAIN_SEED_START)] == ["train", "validation", "train"]
+        assert [g.reset(seed=s)[1]["split"] for s in (None, 0, None, TRAIN_SEED_START, None)] == [
+            "test", "validation", "validation", "train", "train"]
 
 
 def test_seedless_reset_draws_from_np_random():

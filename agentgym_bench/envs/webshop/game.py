@@ -190,13 +190,15 @@ class WebShopGame(gym.Env):
       agentgym-v1's retired ones from 1,000,000,000) plays the test goals, a validation seed (0..9,999) the
       validation goals, a training seed the training goals, each as above (so the test and validation suites'
       seeds give the same episodes as ``split="test"`` and ``"validation"``); ``goal_index`` needs
-      a named split. No seed draws a goal of the split (``"by_seed"``: of the training goals) from ``np_random``.
-      ``info["split"]`` says which split the episode's goal is from. The test goals are held out: with any split, a
-      reset that would play a test goal without a held-out test seed (a training or validation seed, or none) raises
-      ``ValueError``. So is their content: a training goal that asks for exactly what a test or validation goal asks
-      for (:meth:`~agentgym_bench.envs.webshop.catalog.Catalog.held_out_twins`: 3 of the bundled store's 1,792) is
-      never played; a seed or draw that lands on one plays the next training goal instead, and ``goal_index``
-      naming one raises ``ValueError``.
+      a named split. No seed draws a goal of the split from ``np_random``; with ``"by_seed"``, of the split of the
+      last seeded reset (the training goals if there was none), as every env of the package keeps its last seed's
+      content split (:func:`agentgym_bench.seeds.seed_content_split`), so a vector env's autoreset after a held-out
+      seed stays held out. ``info["split"]`` says which split the episode's goal is from. The test goals are held
+      out: with any split, a reset that would play a test goal where the last seed was not a held-out test seed (a
+      training or validation seed, or none) raises ``ValueError``. So is their content: a training goal that asks
+      for exactly what a test or validation goal asks for (:meth:`~agentgym_bench.envs.webshop.catalog.Catalog.
+      held_out_twins`: 3 of the bundled store's 1,792) is never played; a seed or draw that lands on one plays the
+      next training goal instead, and ``goal_index`` naming one raises ``ValueError``.
     - ``backend="local"``: ``"local"`` or ``"http"``.
     - ``base_url=None``: the server for ``backend="http"`` (required then, e.g. ``"http://127.0.0.1:36001"``).
     - ``timeout=10.0``, ``retries=2``: seconds allowed for one HTTP request attempt (connect to last byte) and retries
@@ -236,6 +238,7 @@ class WebShopGame(gym.Env):
         timeout = arguments.number("timeout", timeout, low=0.0, low_open=True)
         retries = arguments.integer("retries", retries, low=0)
         self.split, self.render_mode = split, render_mode
+        self.seeded_split = "train"  # seeds.seed_split of the last seeded reset, which unseeded resets keep
         if backend == "local":
             if base_url is not None:
                 raise ValueError(f"base_url={base_url!r} is only used with backend='http'")
@@ -312,13 +315,14 @@ class WebShopGame(gym.Env):
         if options and "goal_index" in options and self.split == BY_SEED:
             raise ValueError(f"options['goal_index'] needs a named split (split='test', 'validation' or 'train'); "
                              f"with split={BY_SEED!r} the seed picks the split")
-        split = self.split
-        if split == BY_SEED:
-            split = "train" if seed is None else seed_split(seed)
-        if split == "test" and (seed is None or seed_split(seed) != "test"):
+        if seed is not None:
+            self.seeded_split = seed_split(seed)
+        split = self.seeded_split if self.split == BY_SEED else self.split
+        if split == "test" and self.seeded_split != "test":
             raise ValueError(f"the test goals are held out: only a held-out test seed plays them (reset(seed=s), s "
-                             f"from {TEST_SEEDS.start:,}); this reset's seed is {seed!r}. Train and tune on the "
-                             "default split='by_seed' with training and validation seeds")
+                             f"from {TEST_SEEDS.start:,}, and unseeded resets after one); this reset's seed is "
+                             f"{seed!r}. Train and tune on the default split='by_seed' with training and validation "
+                             "seeds")
         start, stop = self.split_range(split)
         size = stop - start
         if options and "goal_index" in options:
