@@ -166,7 +166,7 @@ def make_agent_env(*, game: str, **kwargs: Any) -> LLMAgentEnv:
 
     Raises:
         UnknownArgumentError: an argument neither the game nor the wrapper takes (a ``TypeError``; the message lists
-            what both take).
+            what both take), or one both take (whose it is would be a guess).
     """
     game_cls = load_class(GAMES.get(game, game))
     game_params, agent_params = _parameters(game_cls.__init__), _parameters(LLMAgentEnv.__init__)
@@ -174,6 +174,11 @@ def make_agent_env(*, game: str, **kwargs: Any) -> LLMAgentEnv:
     if unknown:
         raise UnknownArgumentError(f"unknown argument(s) {unknown} for game {game_cls.__name__}: the game takes "
                         f"{sorted(game_params)}, the agent wrapper takes {sorted(agent_params)}")
+    both = sorted(set(kwargs) & game_params & agent_params)
+    if both:
+        raise UnknownArgumentError(f"argument(s) {both} are taken by both game {game_cls.__name__} and the agent "
+                                   f"wrapper, so gym.make cannot tell whose they are: build LLMAgentEnv("
+                                   f"{game_cls.__name__}(...), ...) yourself")
     game_env = game_cls(**{k: v for k, v in kwargs.items() if k in game_params})
     return LLMAgentEnv(game_env, **{k: v for k, v in kwargs.items() if k in agent_params})
 

@@ -275,7 +275,7 @@ class LLMAgentEnv(gym.Env):
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._done:
-            raise RuntimeError("step() called after the episode ended; call reset() first")
+            raise RuntimeError("step() called before reset() or after the episode ended; call reset() first")
         if self.action_format == "tool":
             parsed = parse_tool_reply(action, enable_think=self.enable_think)
         else:

@@ -109,18 +109,21 @@ class BanditGame(gym.Env):
         self.arms: tuple[str, str] = (low_arm, high_arm)
         self.pulled: str | None = None
         self.payoff = 0.0
+        self._started = False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         super().reset(seed=seed)
         swap = bool(self.np_random.integers(2))
         self.arms = (self.high_arm, self.low_arm) if swap else (self.low_arm, self.high_arm)
-        self.pulled, self.payoff = None, 0.0
+        self.pulled, self.payoff, self._started = None, 0.0, True
         info = self._info()
         info["instructions"] = self.instructions()
         info["legend"] = ""
         return self.observation(), info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        if not self._started:  # its arms and draws come from reset's seed
+            raise RuntimeError("call reset() before step()")
         word = action.strip().lower() if isinstance(action, str) else None
         arm = next((a for a in self.arms if a.lower() == word), None)
         if arm is None or self.pulled is not None:

@@ -147,6 +147,8 @@ class FrozenLakeGame(gym.Env):
         return self.grid_text(), info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        if not self.desc:
+            raise RuntimeError("call reset() before step()")
         direction = _LOOKUP.get(action.strip().lower()) if isinstance(action, str) else None
         if direction is None or self.terminated:
             return self.grid_text(), 0.0, self.terminated, False, self._info(valid=False, effective=False)
@@ -221,6 +223,8 @@ class FrozenLakeGame(gym.Env):
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'rgb_array'.")
             return None
+        if not self.desc:
+            raise RuntimeError("call reset() before render()")
         if self.render_mode == "ansi":
             return self.grid_text()
         cell = 32

@@ -154,3 +154,18 @@ def test_action_words_the_model_cannot_write_are_warned_of_and_init_model_env_ad
     assert unknown_words(published, ["<answer>Uno</answer>", "ocho"]) == ["Uno", "ocho"]
     warn_unwritable_actions(config, mine)
     assert capsys.readouterr().err == ""
+
+
+def test_an_argument_both_the_game_and_the_wrapper_take_is_refused_not_guessed(monkeypatch):
+    """registration's rule: ``gym.make`` routes each keyword to whichever of the game and the wrapper takes it, and
+    one that both take (here a game of one's own with ``max_turns``) is an error naming it, not sent to both."""
+    from agentgym_bench.registration import UnknownArgumentError, make_agent_env
+
+    class TurnsGuess(GuessGame):
+        def __init__(self, render_mode=None, max_turns=99):
+            super().__init__(render_mode=render_mode)
+
+    monkeypatch.setattr(sys.modules[__name__], "TurnsGuess", TurnsGuess, raising=False)
+    with pytest.raises(UnknownArgumentError, match=r"\['max_turns'\] are taken by both game TurnsGuess and the agent"):
+        make_agent_env(game=f"{__name__}:TurnsGuess", max_turns=3)
+    assert make_agent_env(game=f"{__name__}:TurnsGuess", max_actions_per_turn=1).max_actions_per_turn == 1

@@ -164,6 +164,16 @@ def test_every_game_of_the_package_keeps_the_contract(env_id):
     check_game(gym.make(env_id, render_mode="ansi"))  # render() is the observation
 
 
+@pytest.mark.parametrize("env_id", [*agentgym_bench.AGENT_ENVS])
+def test_a_step_before_any_reset_says_to_reset_first(env_id):
+    """Unwrapped (gym.make's order enforcing aside), the game and the agent env refuse a step before reset by
+    name, as Sokoban always did (FrozenLake raised an IndexError, WebShop answered a finished episode)."""
+    agent = gym.make(env_id).unwrapped
+    for env in (agent.game, agent):
+        with pytest.raises(RuntimeError, match=r"reset\(\) (before|first)"):
+            env.step("Up")
+
+
 def test_a_third_partys_game_written_to_the_contract_passes():
     check_game(GuessGame())
     check_game(GuessGame(render_mode="ansi"))

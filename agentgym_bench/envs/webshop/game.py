@@ -351,6 +351,8 @@ class WebShopGame(gym.Env):
         return self._obs, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.goal_index < 0:
+            raise RuntimeError("call reset() before step()")
         parsed = None if self._done else parse_action(action, self._available["has_search_bar"],
                                                       self._available["clickables"])
         if parsed is None:
