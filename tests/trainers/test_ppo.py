@@ -146,6 +146,22 @@ def test_critic_warmup_leaves_the_actor_alone(tiny_model, tmp_path):
         assert torch.equal(actor.actor_module.state_dict()[name], value), name
 
 
+def test_the_actors_schedule_runs_over_the_iterations_that_update_it(tiny_model, tmp_path):
+    """With a critic warm-up the actor steps its schedule only when it is updated, so its schedule spans
+    ``max_steps - critic_warmup`` iterations and decays to 0 at the last one, as the critic's does over all."""
+    config = config_from_dict(tiny_config_dict(tiny_model, tmp_path, "starpo_s", critic_warmup=4, max_steps=10,
+                                               lr_scheduler_type="linear", warmup_steps=0))
+    _, schedulers = make_optimizers(config, load_models(config, CPU))
+    for name, updates in (("actor", 6), ("critic", 10)):
+        scheduler, rates = schedulers[name], []
+        for _ in range(updates):
+            rates.append(scheduler.get_last_lr()[0])
+            scheduler.step()
+        start = config.learning_rate if name == "actor" else config.critic_learning_rate
+        assert rates[0] == start and rates == sorted(rates, reverse=True) and rates[-1] > 0, (name, rates)
+        assert scheduler.get_last_lr()[0] == 0, name
+
+
 def test_gradient_checkpointing_makes_the_same_update(tiny_model, rows, monkeypatch):
     n = len(rows)
     assert not may_share_prompts(config_from_dict(tiny_config_dict(tiny_model, Path("unused"), "starpo_s",

@@ -91,11 +91,12 @@ class RewardNormalization:
     """``identity`` (raw score), ``mean`` (score - group mean) or ``mean_std`` ((score - mean) / (std + 1e-6));
     ROLL's ``asym_clip`` is read as ``mean_std`` (what ROLL computes for it)."""
     norm_mean_type: str | None = None
-    """ROLL's explicit form, which takes priority over ``method``: ``group`` (the ``grouping`` groups), ``batch`` or
-    null (no mean subtracted). Resolved into ``method`` / ``grouping`` when read."""
+    """ROLL's explicit form, which takes priority over ``method``: ``group`` (the ``grouping`` groups) or ``batch``.
+    Null (the default) leaves ``method`` in charge, so raw scores are ``method: identity``, not nulls here.
+    Resolved into ``method`` / ``grouping`` when read."""
     norm_std_type: str | None = None
-    """ROLL's explicit form: ``group``, ``batch`` or null (no division by the std). Must use the same scope as
-    ``norm_mean_type`` (the mixed forms are not implemented)."""
+    """ROLL's explicit form: ``group``, ``batch`` or null (no division by the std, where ``norm_mean_type`` is set).
+    Must use the same scope as ``norm_mean_type`` (the mixed forms are not implemented)."""
 
     def __post_init__(self) -> None:
         if self.method == "asym_clip":
@@ -274,8 +275,8 @@ class TrainConfig:
     enable_old_logprobs_recompute: bool = True
     """ROLL's meaning: score the sampled tokens with the actor before the update. ``false`` takes the old log-probs
     from the update's own first forward pass instead (exact while the weights have not moved; cached for later
-    epochs); as in ROLL, recomputing is forced when the iteration takes more than one optimiser step, for ``gigpo``,
-    and with a reward KL (``add_token_level_kl``)."""
+    epochs); as in ROLL, recomputing is forced when an epoch takes more than one mini-batch (the weights move before
+    later mini-batches are seen), for ``gigpo``, and with a reward KL (``add_token_level_kl``)."""
     use_sampler_logprobs: bool = False
     """Use the log-probs the sampler reported as old log-probs (no scoring pass; ours, not ROLL's). Needs
     ``top_p: 1``, a backend that reports them, and rows holding exactly the sampled tokens: check
@@ -408,7 +409,9 @@ class TrainConfig:
     critic_learning_rate: float = 1e-3
     """Critic learning rate (RAGEN: 10x the actor's)."""
     critic_warmup: int = 0
-    """Iterations at the start that update only the critic, not the actor (ROLL; ``gae`` only)."""
+    """Iterations at the start that update only the critic, not the actor (ROLL; ``gae`` only). The actor's
+    learning-rate schedule (warm-up, then decay) runs over the ``max_steps - critic_warmup`` iterations that update
+    it."""
     weight_decay: float = 0.01
     """AdamW weight decay (RAGEN 0.01)."""
     adam_betas: tuple[float, float] = (0.9, 0.999)
@@ -486,7 +489,7 @@ class TrainConfig:
 
     @property
     def groups_kept(self) -> int:
-        """Env groups left after the StarPO-S filter (``max(1, floor(ratio * groups))``)."""
+        """Env groups left after the StarPO-S filter (``floor(ratio * groups)``; a ratio keeping none is refused)."""
         groups = self.train_env_manager.num_env_groups
         return groups if self.rollout_filter_ratio >= 1 else int(self.rollout_filter_ratio * groups + 1e-9)
 

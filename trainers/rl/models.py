@@ -175,12 +175,15 @@ def trainable(model: torch.nn.Module) -> list[torch.nn.Parameter]:
 
 
 def make_optimizers(config: TrainConfig, models: Models) -> tuple[dict[str, Any], dict[str, Any]]:
-    """AdamW for the actor (and critic), each with a per-iteration LambdaLR schedule."""
+    """AdamW for the actor (and critic), each with a per-iteration LambdaLR schedule over the iterations that update
+    it: the critic's every one (``max_steps``), the actor's those after ``critic_warmup`` (its schedule counts its
+    own steps, so it ends where the config says, at ``max_steps``)."""
     params = {"actor": (trainable(models.actor_module), config.learning_rate)}
     if models.critic is not None:
         params["critic"] = (trainable(models.critic_module), config.critic_learning_rate)
-    schedule = iteration_schedule(config.lr_scheduler_type, config.warmup_steps, config.max_steps)
+    steps = {"actor": config.max_steps - config.critic_warmup, "critic": config.max_steps}
     optimizers = {name: torch.optim.AdamW(p, lr=lr, betas=config.adam_betas, weight_decay=config.weight_decay)
                   for name, (p, lr) in params.items()}
-    schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, schedule) for name, opt in optimizers.items()}
+    schedulers = {name: torch.optim.lr_scheduler.LambdaLR(opt, iteration_schedule(
+                      config.lr_scheduler_type, config.warmup_steps, steps[name])) for name, opt in optimizers.items()}
     return optimizers, schedulers
