@@ -318,8 +318,9 @@ SAFETENSORS_HEADER_BYTES = 16 << 20
 def parameter_count(folder: str | os.PathLike) -> int:
     """The parameters of the weight files in a model folder (those :func:`~agentgym_bench.rollout.specs.
     model_sha256` hashes), read without loading them: a ``.safetensors`` file's header lists its tensors' shapes;
-    any other weight file (``.bin``, ``.pt``, ``.gguf``, or a header that cannot be read) counts as its size in bytes
-    / 2, as 16-bit weights (32-bit ones are counted twice over, which errs towards not re-generating)."""
+    any other weight file (``.bin``, ``.pt``, ``.gguf``, or a header that cannot be read or claims more than its
+    bytes hold) counts as its size in bytes / 2, as 16-bit weights (32-bit ones are counted twice over, which errs
+    towards not re-generating)."""
     root = Path(folder)
     total = 0
     for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES)):
@@ -329,7 +330,9 @@ def parameter_count(folder: str | os.PathLike) -> int:
 
 
 def _safetensors_parameters(path: Path) -> int | None:
-    """The element count of every tensor a ``.safetensors`` header lists; ``None`` if the header is not one."""
+    """The element count of every tensor a ``.safetensors`` header lists; ``None`` if the header is not one, or if
+    a tensor claims more elements than its bytes hold (``data_offsets`` inside the file's data, at least half a byte
+    an element: the narrowest dtype is 4 bits), so that a header cannot claim parameters its file does not have."""
     size = path.stat().st_size
     try:
         with path.open("rb") as f:
@@ -337,8 +340,14 @@ def _safetensors_parameters(path: Path) -> int | None:
             if not 2 <= length <= min(SAFETENSORS_HEADER_BYTES, size - 8):
                 return None
             header = json.loads(f.read(length))
-        shapes = [t["shape"] for name, t in header.items() if name != "__metadata__"]
-        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for shape in shapes for n in shape):
+        tensors = [t for name, t in header.items() if name != "__metadata__"]
+        shapes, spans = [t["shape"] for t in tensors], [t["data_offsets"] for t in tensors]
+        numbers = [n for shape in shapes for n in shape] + [n for span in spans for n in span]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
+            return None
+        data = size - 8 - length
+        if not all(len(span) == 2 and span[0] <= span[1] <= data and math.prod(shape) <= 2 * (span[1] - span[0])
+                   for shape, span in zip(shapes, spans, strict=True)):
             return None
         return sum(math.prod(shape) for shape in shapes)
     except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):

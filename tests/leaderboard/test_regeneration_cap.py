@@ -44,6 +44,17 @@ def test_other_weight_files_and_unreadable_headers_count_as_16_bit_weights(tmp_p
     assert parameter_count(tmp_path) == 500 + 54 + size // 2 + 12
 
 
+@pytest.mark.parametrize("claim", [{"dtype": "F32", "shape": [10**6, 10**6], "data_offsets": [0, 0]},
+                                   {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 4800]}])
+def test_a_header_claiming_more_than_its_bytes_hold_counts_as_its_size(tmp_path, claim):
+    """A trillion parameters in no data, or data past the file's end: not believed, so a file dropped into a
+    published model's folder cannot push every file naming that model over the re-generation cap."""
+    header = json.dumps({"a": claim}).encode()
+    path = tmp_path / "pad.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 48)
+    assert parameter_count(tmp_path) == path.stat().st_size // 2
+
+
 def test_a_model_file_over_the_cap_stays_replayed_and_says_why(suite, hf_bytes, models):
     """The default model's file on the tiny suite, with the cap set just below its first turns' cost: not
     re-generated, marked replayed with the estimate; just above it, re-generation starts and stops after the first
