@@ -28,9 +28,8 @@ it. It also takes one sampling seed, :data:`SAMPLING_SEED`, from a policy that s
 so that a model has one read. A board anywhere else (``runs/board``, the main job's work folder) is private to the
 machine that made it and takes such paths and seeds.
 
-:func:`rebuild` re-renders a board from its stored submissions (checking each file's SHA-256 against the index);
-the verification marks stay those found when each file was submitted. It also takes a submission off the board
-(``remove``), with its results file, transcripts and published weights.
+:func:`rebuild` re-renders a board from its stored submissions (checking each file's SHA-256 against the index),
+keeping the marks found at submission; with ``remove`` it takes a submission off, with its files and weights.
 
 A board's files are data, never code paths. :func:`read_index`, the one place a board is read from, checks the index
 against :data:`INDEX_SCHEMA` (every field the code uses, with its type; slugs that are their names' file-name
@@ -64,7 +63,7 @@ from agentgym_bench.errors import UserError
 from agentgym_bench.files import write_atomic
 from agentgym_bench.leaderboard import render
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, Verified, check_name
-from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board
+from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board, repository_root
 from agentgym_bench.schema_check import violation
 
 BOARD_FORMAT = "agentgym-bench-board"
@@ -96,11 +95,7 @@ def board_path(folder: str | os.PathLike, *parts: str) -> Path:
     """``folder/parts...``, after checking that neither it nor a folder between ``folder`` and it is a symbolic link:
     the gate of every path a board writes, renames onto or deletes, so nothing is written or deleted outside the
     board (a link's target could be anywhere). ``folder`` itself may be a link (the user named it). Each part is one
-    plain name.
-
-    Raises:
-        UserError: naming the link (the board left as it is).
-    """
+    plain name. A :class:`UserError` names a link (the board left as it is)."""
     path = Path(folder)
     for part in parts:
         if part in ("", ".", "..") or "/" in part or "\\" in part:
@@ -494,8 +489,9 @@ def submit(verified: Verified, name: str, folder: str | os.PathLike, *, replace:
 def rebuild(folder: str | os.PathLike, *, progress: bool = False, remove: str | None = None) -> dict[str, Any]:
     """Re-render a board from its stored submissions (all transcripts included); returns the index. ``remove``: the
     name (or slug) of a submission to take off the board first, with its results file, transcripts and published
-    weights (``models/<slug>``). A :class:`UserError` (nothing written) for no board in ``folder``, no submission
-    ``remove``, or one whose weights another entry's trainer record names as its start (remove that entry first)."""
+    weights (``models/<slug>``, kept while another entry names them). A :class:`UserError` (nothing written) for no
+    board in ``folder``, no submission ``remove``, or one whose weights another entry's trainer record names as its
+    start (remove that entry first)."""
     folder = Path(folder)
     index = read_index(folder)
     if index is None:
@@ -513,9 +509,17 @@ def rebuild(folder: str | os.PathLike, *, progress: bool = False, remove: str | 
             r.update(training_json(stored[r["slug"]].metadata))
         write_board(folder, suite, records, stored, new={}, transcripts_for={r["slug"] for r in records},
                     progress=progress)
-        if remove is not None:
+        if remove is not None and not weights_in_use(folder, slugify(remove), records):
             shutil.rmtree(board_path(folder, MODELS, slugify(remove)), ignore_errors=True)
     return read_index(folder) or {}
+
+
+def weights_in_use(folder: Path, slug: str, records: list[dict[str, Any]]) -> bool:
+    """Whether ``models/<slug>`` of board ``folder`` is the model of one of ``records`` or of a sibling board's."""
+    boards = [read_index(b) for b in folder.parent.iterdir() if b.is_dir() and b.resolve() != folder.resolve()]
+    models = [r["model"] for r in records + [r for i in boards if i for r in i["submissions"]] if r["model"]]
+    return any(Path(repository_root(folder) or folder, m).resolve() == (folder / MODELS / slug).resolve()
+               for m in models)
 
 
 def without(folder: Path, records: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
@@ -534,11 +538,7 @@ def without(folder: Path, records: list[dict[str, Any]], name: str) -> list[dict
 
 def load_stored(folder: Path, record: dict[str, Any]) -> Results:
     """The results file of the board's submission ``record`` (an entry of its index), checked against the SHA-256
-    the index records.
-
-    Raises:
-        UserError: the file is missing or was changed after it was verified.
-    """
+    the index records: a :class:`UserError` if the file is missing or was changed after it was verified."""
     path = board_path(folder, "submissions", f"{record['slug']}.json.gz")
     if not path.is_file():
         raise UserError(f"board {folder}: the file of submission {record['name']!r} ({path}) is missing")

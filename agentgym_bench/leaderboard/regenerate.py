@@ -4,8 +4,9 @@ cost cap.
 Every reply the file's model wrote is generated again from the published weights (the model folder the file names,
 found and hash-checked by :func:`regeneration_blocker`), from the replayed observations, with the recorded sampling
 settings and history window, under the evaluation's keys and in the evaluation's batches
-(:func:`evaluation_batches`), and compared in text and tokens; :func:`regenerate_all` stops at the first
-``generate`` call in which a reply differs. Every reply is re-generated, none sampled, so nothing the submitter
+(:func:`evaluation_batches`), and compared in text and tokens; :func:`regenerate_all` tolerates a few differing
+replies, each (with its episode's later ones) a keyed draw of the weights (:func:`check_draws`), and refuses the file
+past :func:`allowed_differences`. Every reply is re-generated, none sampled, so nothing the submitter
 controls decides what is checked; and since a reply's last logit bits depend on the rows batched with it, the same
 batches make an honest file's replies come back identical on the machine that evaluated it.
 

@@ -43,8 +43,9 @@ that names what is wrong:
    the turn), so the text replay plays and the tokens re-generation compares are one reply, and
    ``metadata.compute.prompt_tokens`` must be what the replies' prompts hold under that tokenizer
    (:func:`check_prompt_tokens`; else **rejected**). Every reply of the file
-   is then re-generated from the replayed observations in the evaluation's batches and compared in text and tokens,
-   stopping at the first call that differs (:func:`~agentgym_bench.leaderboard.regenerate.regenerate_all`). It is
+   is then re-generated from the replayed observations in the evaluation's batches and compared in text and tokens
+   (:func:`~agentgym_bench.leaderboard.regenerate.regenerate_all`; a few differing replies are tolerated, each of
+   them and every later reply of its episode a keyed draw of the weights, more reject the file). It is
    capped at ``regeneration_cap`` FLOPs (:data:`~agentgym_bench.leaderboard.regenerate.REGENERATION_CAP`): not
    attempted when the suite's first prompts alone cost more (:func:`~agentgym_bench.leaderboard.regenerate.
    regeneration_cost_blocker`), and stopped when its metered work passes the cap; the file then stays *replayed*,
@@ -53,9 +54,11 @@ that names what is wrong:
 After replay (and before any model is re-generated), what the file claims of its cost must be what its episodes count
 (:func:`check_compute`). A file that passes 1-5 is *replayed*; one that also passes 6 or 7 is *reproduced*. A failed
 check 6 rejects the file: a model-free policy has no hardware-dependent logits, so a difference means the replies are
-not that policy's. A re-generation in check 7 that differs does not reject the file (other hardware can change the
-last bit of a logit, and with it a sampled token), it keeps the mark *replayed* and the reason is shown on the board;
-a reply whose text is not its tokens' decoding is rejected (decoding has no hardware to blame). Re-generation is what
+not that policy's. A re-generation in check 7 that differs in a few replies (at most
+:func:`~agentgym_bench.leaderboard.regenerate.allowed_differences`, each still a keyed draw of the named weights:
+other hardware can change the last bit of a logit, and with it a sampled token) keeps the mark *replayed*, the
+reason shown on the board; more differences, or one that is not such a draw, reject the file, as does a reply whose
+text is not its tokens' decoding (decoding has no hardware to blame). Re-generation is what
 catches a file whose replies came from another policy or model than the one its metadata names.
 
 Match entries (multi-agent suites) are checked the same way, with what a match adds
@@ -291,9 +294,10 @@ def model_free_policy(results: Results, suite: Suite) -> ModelFree | None:
 def check_model_free_claims(results: Results) -> None:
     """A model-free policy's file claims no model, weights or training, and sampling settings the policy does not
     read stay at what ``eval`` records (:class:`~agentgym_bench.rollout.specs.Sampling`'s defaults; the seed is the
-    policy's): re-generation binds the replies, and this binds the rest of the record the board shows, so a
-    *reproduced* random file cannot present itself as a trained model or take another model's weights hash. A
-    :class:`ResultsError` names the first field."""
+    policy's): re-generation binds the replies, and this binds what would make the record another policy's, so a
+    *reproduced* random file cannot present itself as a trained model or take another model's weights hash. Left to
+    the file: ``history`` (the prompt window, which these policies never read) and the seed, whose replies
+    re-generation binds. A :class:`ResultsError` names the first field."""
     meta, defaults = results.metadata, Sampling()
     policy, kind = meta["policy"], meta["policy"]["kind"]
     expected = {"metadata.policy.model": (policy["model"], None),
@@ -384,6 +388,8 @@ def read_checked(path: str, suite: Suite | None, base: Results | None = None) ->
         if mine is not None:
             suite = quick_check(suite, mine["episodes"], mine["entries"])[0]
         check_entries(results, suite)
+        check_reply_claims(results)
+        check_within_reach(results, suite)
     except ResultsError as error:
         raise UserError(f"{path}: {error}") from None
     return results, suite

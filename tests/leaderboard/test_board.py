@@ -325,3 +325,33 @@ def test_board_remove_refuses_an_entry_that_others_started_from(tmp_path, capsys
     err = capsys.readouterr().err
     assert "'default model + SFT + StarPO', 'default model + SFT + StarPO-S' started from the weights of" in err
     assert tree_digest(board) == before
+
+
+def test_published_weights_another_entry_names_are_kept_when_an_entry_is_removed(tmp_path):
+    """``board --remove`` deletes ``models/<slug>`` only where no entry left on the board (or a sibling board's)
+    names that folder as its model: their weights stay, and they stay re-generable."""
+    from agentgym_bench.leaderboard.board import weights_in_use
+
+    board = tmp_path / "leaderboards" / "mine"
+    (board / "models" / "m").mkdir(parents=True)
+    (tmp_path / "leaderboards" / "not-a-board").mkdir()
+    assert weights_in_use(board, "m", [{"model": None}, {"model": "leaderboards/mine/models/m"}])
+    assert not weights_in_use(board, "m", [{"model": None}, {"model": "leaderboards/mine/models/other"}])
+
+
+def test_compare_results_reads_a_file_with_verifys_claim_and_reach_checks(tmp_path):
+    """``read_checked`` (compare-results) runs all of check 4: successes out of any policy's reach are refused
+    before a p-value is printed for them."""
+    import gzip
+
+    from agentgym_bench.errors import UserError
+    from agentgym_bench.leaderboard.verify import read_checked
+
+    data = json.loads(gzip.decompress((ROOT / "leaderboards/agentgym-v2/submissions/oracle.json.gz").read_bytes()))
+    entry = next(e for e in data["entries"] if e["name"] == "frozenlake")
+    for episode in entry["episodes"]:
+        episode["success"] = True
+    path = tmp_path / "forged.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(data).encode()))
+    with pytest.raises(UserError, match=r"entry frozenlake: 400 successes in 400 episodes, where the optimal"):
+        read_checked(str(path), None)
