@@ -51,4 +51,3 @@ def publish_model(source: str | os.PathLike, board: str | os.PathLike, name: str
         shutil.rmtree(target)
     staging.rename(target)
     return target
-
