@@ -79,8 +79,9 @@ def regeneration_blocker(results: Results, root: str | os.PathLike | None = None
     ``root`` and ``models``: where the model may be (:func:`model_folder`).
 
     A file that names weights found here is bound to them: a :class:`~agentgym_bench.benchmark.results.ResultsError`
-    refuses it if their hash matches but it was not sampled with keyed draws or leaves a reply without
-    ``token_ids``. ``eval`` writes neither, and such a file could only be replayed while the board showed the
+    refuses it if their hash matches but it leaves a reply without ``token_ids`` (a model's file that was not
+    sampled with keyed draws is refused before: :func:`~agentgym_bench.leaderboard.verify.verify`). ``eval`` writes
+    neither, and such a file could only be replayed while the board showed the
     model's name beside it (:func:`check_published_name` binds a published board's names and hashes)."""
     policy = results.metadata["policy"]
     kind, model = policy["kind"], policy["model"]
@@ -93,10 +94,6 @@ def regeneration_blocker(results: Results, root: str | os.PathLike | None = None
     recorded = policy["model_sha256"]
     if recorded is None or model_sha256(path) != recorded:
         return None, f"the weights of model {model} here do not match the recorded model_sha256"
-    if not policy["sampling"]["keyed"]:
-        raise ResultsError(f"metadata.policy.sampling.keyed is false, but eval samples a model with keyed draws; the "
-                           f"file names the weights of {model}, which are here, and so is re-generated, which needs "
-                           "the evaluation's keys")
     untokened = next((where for where, turn in policy_turns(results) if turn.token_ids is None), None)
     if untokened is not None:
         raise ResultsError(f"{untokened} records no token_ids, but eval records them for every reply of a model; "

@@ -14,7 +14,8 @@ that names what is wrong:
 4. the seeds: exactly the entry's seeds, no missing, foreign or duplicated seed (a quick check of a part of the
    suite, ``eval --episodes`` / ``--entries``, says so in ``metadata.quick_check`` and is refused first); and what
    the file claims of its replies (:func:`check_reply_claims`): a model-free policy's turns record no
-   ``token_ids``, and a reply's ``token_ids`` are at most the file's own ``max_new_tokens``; and no entry holds
+   ``token_ids``, and a reply's ``token_ids`` are at most the file's own ``max_new_tokens``; a model's sampling is
+   keyed, as ``eval`` records it for every model; and no entry holds
    more successes (or, against the random bargainer, payoff) than any policy reaches without knowing the env's
    random draws (:func:`check_within_reach`);
 5. **replay** (:func:`~agentgym_bench.benchmark.kinds.replay_entry`, as the entry's kind replays it): every
@@ -37,7 +38,7 @@ that names what is wrong:
    ``hf`` policies where it can run here: the model folder is found (:func:`~agentgym_bench.rollout.specs.
    locate_model`: a relative path under the repository root ``root``; on a published board, inside its ``models/``
    folder) with the recorded weights hash (:func:`~agentgym_bench.leaderboard.regenerate.regeneration_blocker`,
-   which refuses a file naming weights found here that is unkeyed or leaves a reply without ``token_ids``, and one
+   which refuses a file naming weights found here that leaves a reply without ``token_ids``, and one
    naming a published model with other weights). Then every reply must be the
    decoding of its tokens under the model's tokenizer (:func:`check_decoding`; else the file is **rejected**, naming
    the turn), so the text replay plays and the tokens re-generation compares are one reply, and
@@ -157,10 +158,15 @@ class Verified:
 
 def check_reply_claims(results: Results) -> None:
     """What a file may claim of its policy's replies (check 4b): a model-free policy writes text, so its turns record
-    no ``token_ids``; a reply's ``token_ids`` are at most the file's own ``sampling.max_new_tokens``. A
-    :class:`ResultsError` names the first turn that breaks either."""
+    no ``token_ids``; a reply's ``token_ids`` are at most the file's own ``sampling.max_new_tokens``; a model's
+    replies are keyed draws (``sampling.keyed``), as ``eval`` records for every model. A :class:`ResultsError` names
+    the first turn (or the field) that breaks one."""
     policy = results.metadata["policy"]
     kind, budget = policy["kind"], policy["sampling"]["max_new_tokens"]
+    if kind not in MODEL_FREE and not policy["sampling"]["keyed"]:
+        raise ResultsError("metadata.policy.sampling.keyed is false, but eval samples a model with keyed draws "
+                           "(rollout.specs.policy_record): only the oracle and scripted policies record false, and "
+                           "re-generation needs the evaluation's keys")
     for where, turn in policy_turns(results):
         if turn.token_ids is None:
             continue

@@ -230,6 +230,7 @@ def test_reproduced_rows_rank_above_replayed_ones(tmp_path, suite_file, random_b
     folder = tmp_path / "board"
     def endpoint(d):
         d["metadata"]["policy"].update(kind="openai", model="frontier-model")
+        d["metadata"]["policy"]["sampling"]["keyed"] = True  # as eval records it for every model
 
     for name, raw in (("random", random_bytes), ("frontier", edit(oracle_bytes, endpoint))):
         path = tmp_path / f"{name}.json.gz"
