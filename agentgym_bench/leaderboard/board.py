@@ -516,7 +516,7 @@ def rebuild(folder: str | os.PathLike, *, progress: bool = False, remove: str | 
 
 def weights_in_use(folder: Path, slug: str, records: list[dict[str, Any]]) -> bool:
     """Whether ``models/<slug>`` of board ``folder`` is the model of one of ``records`` or of a sibling board's."""
-    boards = [read_index(b) for b in folder.parent.iterdir() if b.is_dir() and b.resolve() != folder.resolve()]
+    boards = [read_index(b) for b in folder.parent.iterdir() if (b / INDEX).is_file() and not b.samefile(folder)]
     models = [r["model"] for r in records + [r for i in boards if i for r in i["submissions"]] if r["model"]]
     return any(Path(repository_root(folder) or folder, m).resolve() == (folder / MODELS / slug).resolve()
                for m in models)

@@ -80,9 +80,9 @@ def regeneration_blocker(results: Results, root: str | os.PathLike | None = None
 
     A file that names weights found here is bound to them: a :class:`~agentgym_bench.benchmark.results.ResultsError`
     refuses it if their hash matches but it leaves a reply without ``token_ids`` (a model's file that was not
-    sampled with keyed draws is refused before: :func:`~agentgym_bench.leaderboard.verify.verify`). ``eval`` writes
-    neither, and such a file could only be replayed while the board showed the
-    model's name beside it (:func:`check_published_name` binds a published board's names and hashes)."""
+    sampled with keyed draws is refused before, by :func:`~agentgym_bench.leaderboard.verify.check_reply_claims`).
+    ``eval`` writes neither, and such a file could only be replayed while the board showed the model's name beside
+    it (:func:`check_published_name` binds a published board's names and hashes)."""
     policy = results.metadata["policy"]
     kind, model = policy["kind"], policy["model"]
     if kind != "hf":
