@@ -29,7 +29,8 @@ from agentgym_bench.benchmark.scores import format_summary, summarize
 from agentgym_bench.benchmark.suites import available_suites, check_ceilings, load_suite, parse_suite
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard import board as boards
-from agentgym_bench.leaderboard.board import check_free, check_open, read_index, slugify, submit
+from agentgym_bench.leaderboard.board import check_free, check_open, read_index, submit
+from agentgym_bench.leaderboard.folder import slugify
 from agentgym_bench.leaderboard.regenerate import REGENERATION_CAP
 from agentgym_bench.leaderboard.verify import check_name, verify
 from agentgym_bench.paths import default_board, enclosing_board, repository_root

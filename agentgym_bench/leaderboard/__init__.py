@@ -5,6 +5,8 @@
 - ``regenerate.py``: re-generation of a local model's replies from its weights, in the evaluation's batches, and its
   cost cap;
 - ``board.py``: a board's folder: the accepted results files, their index, and what is rendered from them;
+- ``folder.py``: a board folder's files: the names it writes, the gate against links, its lock, and the
+  all-or-nothing rename of a write into place (put back if stopped part way);
 - ``render.py``: what a board shows: the Markdown table, the PNG chart, the HTML page and its transcripts;
 - ``weights.py``: published weights: each model entry's weights, shipped beside its board;
 - ``reproduction.py``: a submission re-run (``agentgym-bench reproduce``) and its agreement with the record;

@@ -13,10 +13,12 @@ Layout of a board folder (``leaderboards/<suite>/`` in the repository, or any fo
     .lock, .gitignore            the submit lock (never committed) and the ignore file that says so
 
 :func:`submit` is all-or-nothing. The results file is verified first (nothing is written if it fails); then, under an
-exclusive ``fcntl`` lock on ``.lock`` (so concurrent submits queue, each waiting at most :data:`LOCK_TIMEOUT`
-seconds), the index is re-read, the name checked, everything rendered into a staging folder inside the board, and
-the files renamed into place one by one, ``board.json`` last. A rejected submission leaves the folder byte for byte
-as it was. A name is taken if its slug is: submitting it again is refused unless ``replace``.
+exclusive ``fcntl`` lock on ``.lock`` (so concurrent submits queue, each waiting at most
+:data:`~agentgym_bench.leaderboard.folder.LOCK_TIMEOUT` seconds), the index is re-read, the name checked, everything
+rendered into a staging folder inside the board, and the files renamed into place one by one, ``board.json`` last
+(:func:`~agentgym_bench.leaderboard.folder.rename_into_place`: a write stopped part way is put back as it was). A
+rejected submission leaves the folder byte for byte as it was. A name is taken if its slug is: submitting it again is
+refused unless ``replace``.
 
 A board in a repository's ``leaderboards/`` folder (a published board) also refuses a file whose
 ``metadata.policy.model`` is a path on the machine that evaluated it (:func:`check_model_name`): absolute, or with
@@ -42,16 +44,11 @@ files it wrote for an entry no longer on the board (``submissions/<slug>.json.gz
 
 from __future__ import annotations
 
-import fcntl
 import gzip
 import hashlib
 import json
 import os
-import re
 import shutil
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -60,64 +57,27 @@ from agentgym_bench.benchmark.results import Results
 from agentgym_bench.benchmark.scores import Summary, summarize
 from agentgym_bench.benchmark.suites import SUITE_SCHEMA, Suite, parse_suite, suite_to_dict
 from agentgym_bench.errors import UserError
-from agentgym_bench.files import write_atomic
 from agentgym_bench.leaderboard import render
+from agentgym_bench.leaderboard.folder import (
+    INDEX,
+    MODELS,
+    SLUG,
+    STAGING,
+    board_path,
+    check_no_links,
+    interrupted_writes,
+    locked,
+    rename_into_place,
+    roll_back,
+    slugify,
+)
 from agentgym_bench.leaderboard.verify import REPLAYED, REPRODUCED, Verified, check_name
-from agentgym_bench.paths import BOARD_INDEX, is_machine_path, published_board, repository_root
+from agentgym_bench.paths import is_machine_path, published_board, repository_root
 from agentgym_bench.schema_check import violation
 
 BOARD_FORMAT = "agentgym-bench-board"
-INDEX, LOCK = BOARD_INDEX, ".lock"
-LOCK_TIMEOUT = 600.0
 SAMPLING_SEED = 0
 """The one sampling seed a published board takes (:func:`check_sampling_seed`)."""
-
-
-def slugify(name: str) -> str:
-    """The file-name form of a submission name: lower case, runs of other characters as one ``-``."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-
-
-MODELS = "models"
-"""The folder of a board that holds its published models, one sub-folder per entry slug
-(:mod:`~agentgym_bench.leaderboard.weights`)."""
-
-OWN_FOLDERS = ("submissions", "transcripts", MODELS, "incoming")
-"""The board's folders: what it stores, renders and publishes, and where pull requests add files."""
-OWN_FILES = (INDEX, "README.md", "scores.png", "index.html", ".gitignore", LOCK)
-"""The board's files (in its folder itself); ``submissions/`` and ``transcripts/`` hold one file per submission."""
-SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-"""What :func:`slugify` makes of a name with a letter or digit: the only file names the board writes or deletes in
-``submissions/`` and ``transcripts/`` (with their suffix)."""
-
-
-def board_path(folder: str | os.PathLike, *parts: str) -> Path:
-    """``folder/parts...``, after checking that neither it nor a folder between ``folder`` and it is a symbolic link:
-    the gate of every path a board writes, renames onto or deletes, so nothing is written or deleted outside the
-    board (a link's target could be anywhere). ``folder`` itself may be a link (the user named it). Each part is one
-    plain name. A :class:`UserError` names a link (the board left as it is)."""
-    path = Path(folder)
-    for part in parts:
-        if part in ("", ".", "..") or "/" in part or "\\" in part:
-            raise UserError(f"board {folder}: {part!r} is not a file name of a board")
-        path = path / part
-        if path.is_symlink():
-            raise UserError(f"board {folder}: {path} is a symbolic link (to {os.readlink(path)}); a board writes and "
-                            "deletes only its own files and folders, never through a link: replace the link by the "
-                            "folder or file itself")
-    return path
-
-
-def check_no_links(folder: Path) -> None:
-    """Refuse (:class:`UserError`, one line naming it) a symbolic link among the board's folders and files
-    (:data:`OWN_FOLDERS`, :data:`OWN_FILES`, the files of ``submissions/`` and ``transcripts/``): every command that
-    reads a board calls this first (:func:`read_index`), before anything is read, written or deleted."""
-    for name in (*OWN_FOLDERS, *OWN_FILES):
-        board_path(folder, name)
-    for sub in ("submissions", "transcripts"):
-        if (folder / sub).is_dir():
-            for p in sorted((folder / sub).iterdir()):
-                board_path(folder, sub, p.name)
 
 
 _STRING, _INTEGER, _NUMBER = {"type": "string"}, {"type": "integer"}, {"type": "number"}
@@ -279,31 +239,6 @@ def summary_json(s: Summary) -> dict[str, Any]:
             entries[e.name].update({k: None if r is None else {"count": r.successes, "rate": r.rate, "low": r.low,
                                                                "high": r.high} for k, r in rates.items()})
     return {"entries": entries, "score": list(s.score)}
-
-
-@contextmanager
-def locked(folder: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
-    """Hold the board's exclusive lock (``folder/.lock``), waiting at most ``timeout`` seconds for it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore = board_path(folder, ".gitignore")
-    if not ignore.exists():
-        board_path(folder, f".{ignore.name}.tmp{os.getpid()}")  # write_atomic's temporary file
-        write_atomic(ignore, b".lock\n.staging-*/\n")
-    lock = os.open(board_path(folder, LOCK), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
-    with open(lock, "a") as handle:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise UserError(f"board {folder} stayed locked by another submit for {timeout:.0f}s") from None
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def check_free(index: dict[str, Any] | None, name: str, suite: Suite, replace: bool) -> None:
@@ -544,6 +479,9 @@ def load_stored(folder: Path, record: dict[str, Any]) -> Results:
         raise UserError(f"board {folder}: the file of submission {record['name']!r} ({path}) is missing")
     raw = path.read_bytes()
     if hashlib.sha256(raw).hexdigest() != record["sha256"]:
+        if interrupted_writes(folder):
+            raise UserError(f"board {folder}: a write to it was stopped part way ({interrupted_writes(folder)[0]}); "
+                            f"`agentgym-bench board --board {folder}` puts it back as it was")
         raise UserError(f"board {folder}: {path} does not match the SHA-256 in {INDEX}; it was changed after it "
                         "was verified")
     # the same bytes passed the schema when submitted: parse without validating again (10x faster)
@@ -561,9 +499,7 @@ def write_board(folder: Path, suite: Suite, records: list[dict[str, Any]], store
         transcripts_for: slugs whose transcripts are (re-)written.
     """
     records = sorted(records, key=render.rank_order)
-    for stale in sorted(Path(folder).glob(".staging-*")):  # a writer killed mid-write left it; we hold the lock
-        shutil.rmtree(board_path(folder, stale.name), ignore_errors=True)
-    staging = board_path(folder, f".staging-{os.getpid()}")
+    staging = board_path(folder, f"{STAGING}{os.getpid()}")
     try:
         staging.mkdir()
         (staging / "submissions").mkdir()
@@ -580,18 +516,18 @@ def write_board(folder: Path, suite: Suite, records: list[dict[str, Any]], store
         (staging / "index.html").write_text(render.html(suite, records, comparisons), encoding="utf-8")
         index = {"format": BOARD_FORMAT, "format_version": 1, "suite": suite_to_dict(suite), "submissions": records}
         (staging / INDEX).write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        moves = [(staging / sub / p.name, board_path(folder, sub, p.name))
-                 for sub in ("submissions", "transcripts") for p in sorted((staging / sub).iterdir())]
-        moves += [(staging / n, board_path(folder, n)) for n in ("README.md", "scores.png", "index.html", INDEX)]
+        names = [(sub, p.name) for sub in ("submissions", "transcripts") for p in sorted((staging / sub).iterdir())]
         for sub in ("submissions", "transcripts"):
             board_path(folder, sub).mkdir(exist_ok=True)
-        for source, target in moves:  # every target checked first: a link refuses before anything moves
-            os.replace(source, target)
+        rename_into_place(folder, staging, names + [(n,) for n in ("README.md", "scores.png", "index.html", INDEX)])
         keep = {r["slug"] for r in records}
         for sub, suffix in (("submissions", ".json.gz"), ("transcripts", ".js")):
             for p in sorted(board_path(folder, sub).iterdir()):
                 slug = p.name[: -len(suffix)] if p.name.endswith(suffix) else ""
                 if SLUG.fullmatch(slug) and slug not in keep:  # only a file the board wrote, of a removed entry
                     board_path(folder, sub, p.name).unlink()
-    finally:
+    except BaseException:
+        roll_back(folder, staging)  # if this fails too, the staging folder stays for the next lock holder's recover
         shutil.rmtree(staging, ignore_errors=True)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)

@@ -21,7 +21,8 @@ import yaml
 from agentgym_bench import run_folder
 from agentgym_bench.benchmark.provenance import published_entry
 from agentgym_bench.errors import UserError
-from agentgym_bench.leaderboard.board import read_index, slugify
+from agentgym_bench.leaderboard.board import read_index
+from agentgym_bench.leaderboard.folder import slugify
 from agentgym_bench.leaderboard.weights import published_path
 from agentgym_bench.processes import end_with_parent
 from agentgym_bench.rollout.specs import model_sha256

@@ -18,8 +18,9 @@ from agentgym_bench.benchmark.results import EntryResults, Results
 from agentgym_bench.benchmark.scores import summarize
 from agentgym_bench.benchmark.suites import Suite
 from agentgym_bench.errors import UserError
-from agentgym_bench.leaderboard.board import read_index, slugify
+from agentgym_bench.leaderboard.board import read_index
 from agentgym_bench.leaderboard.comparison import excludes_zero
+from agentgym_bench.leaderboard.folder import slugify
 from agentgym_bench.leaderboard.render import compare
 from agentgym_bench.leaderboard.verify import MODEL_FREE
 from agentgym_bench.rollout.specs import locate_model, model_sha256

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agentgym_bench.errors import UserError
 from agentgym_bench.files import usual_modes
-from agentgym_bench.leaderboard.board import MODELS, board_path, slugify
+from agentgym_bench.leaderboard.folder import MODELS, board_path, slugify
 
 
 def published_path(board: str | os.PathLike, name: str) -> Path:
