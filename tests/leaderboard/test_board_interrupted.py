@@ -5,7 +5,6 @@ refuse the board ("does not match the SHA-256")."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -52,21 +51,17 @@ def run_and_die(after: int, code: str, *, recovery: bool = False) -> None:
     assert proc.returncode == 9, proc.stdout + proc.stderr
 
 
-def replace_killed_after(after: int, board: Path, path: Path, suite_file: Path) -> None:
+def replace_killed_after(after: int, folder: Path, path: Path, suite_file: Path) -> None:
     run_and_die(after, f"""
         from agentgym_bench.cli import main
-        main(["submit", {str(path)!r}, "--name", "oracle", "--board", {str(board)!r}, "--suite", {str(suite_file)!r},
+        main(["submit", {str(path)!r}, "--name", "oracle", "--board", {str(folder)!r}, "--suite", {str(suite_file)!r},
               "--replace"])
     """)
 
 
-def stored_sha256(board: Path) -> str:
-    return json.loads((board / "board.json").read_text())["submissions"][0]["sha256"]
-
-
 @pytest.mark.parametrize("after", [1, 2, RENAMES - 1])
-def test_a_replace_killed_between_renames_is_put_back_by_the_next_command(board, tmp_path, suite_file, random_bytes,
-                                                                          after):
+def test_a_replace_killed_between_renames_is_put_back_by_the_next_command(board, tmp_path,  # noqa: F811
+                                                                          suite_file, random_bytes, after):
     path = tmp_path / "random.json.gz"
     path.write_bytes(random_bytes)
     before = tree_digest(board)
@@ -84,7 +79,8 @@ def test_a_replace_killed_between_renames_is_put_back_by_the_next_command(board,
     assert (board / "submissions" / "oracle.json.gz").read_bytes() == random_bytes
 
 
-def test_a_replace_killed_after_board_json_keeps_the_new_board(board, tmp_path, suite_file, random_bytes):
+def test_a_replace_killed_after_board_json_keeps_the_new_board(board, tmp_path, suite_file,  # noqa: F811
+                                                               random_bytes):
     path = tmp_path / "random.json.gz"
     path.write_bytes(random_bytes)
     replace_killed_after(RENAMES, board, path, suite_file)  # every rename done: killed before the staging was removed
@@ -97,7 +93,8 @@ def test_a_replace_killed_after_board_json_keeps_the_new_board(board, tmp_path, 
     boards.load_stored(board, index["submissions"][0])
 
 
-def test_a_recovery_killed_part_way_is_finished_by_the_next(board, tmp_path, suite_file, random_bytes):
+def test_a_recovery_killed_part_way_is_finished_by_the_next(board, tmp_path, suite_file,  # noqa: F811
+                                                            random_bytes):
     path = tmp_path / "random.json.gz"
     path.write_bytes(random_bytes)
     before = tree_digest(board)
@@ -113,8 +110,8 @@ def test_a_recovery_killed_part_way_is_finished_by_the_next(board, tmp_path, sui
     assert tree_digest(board) == before
 
 
-def test_a_write_interrupted_in_process_puts_the_board_back_itself(board, tmp_path, suite_file, random_bytes,
-                                                                   monkeypatch):
+def test_a_write_interrupted_in_process_puts_the_board_back_itself(board, tmp_path, suite_file,  # noqa: F811
+                                                                   random_bytes, monkeypatch):
     path = tmp_path / "random.json.gz"
     path.write_bytes(random_bytes)
     before = tree_digest(board)
