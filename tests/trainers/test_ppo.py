@@ -301,13 +301,15 @@ def test_the_update_clips_the_ratio_at_clip_high_for_a_positive_advantage(tiny_m
     assert wide["loss/clipfrac"] == 0.0 and narrow["loss/clipfrac"] == pytest.approx(1.0)
 
 
-def test_the_entropy_bonus_raises_the_entropy(tiny_model, rows):
-    """No advantage, only the entropy term: the policy's entropy on the same rows rises step after step."""
+@pytest.mark.parametrize("coef", [1.0, -1.0])
+def test_the_entropy_term_moves_the_entropy_its_way(tiny_model, rows, coef):
+    """No advantage, only the entropy term: the policy's entropy on the same rows rises step after step under a
+    bonus (coef > 0) and falls under a penalty (coef < 0, entropy minimisation)."""
     def no_advantage(batch):
         return dataclasses.replace(batch, advantages=torch.zeros_like(batch.advantages))
 
-    first, config, models, optimizers = _one_update(tiny_model, rows, no_advantage, entropy_loss_coef=1.0,
+    first, config, models, optimizers = _one_update(tiny_model, rows, no_advantage, entropy_loss_coef=coef,
                                                     learning_rate=1e-2)
     batch = no_advantage(compute_advantages(config, rows, score_samples(config, models, rows, CPU))[0])
     second = ppo_update(config, models, optimizers, batch, CPU, np.random.default_rng(0))
-    assert second["loss/entropy"] > first["loss/entropy"]
+    assert (second["loss/entropy"] - first["loss/entropy"]) * coef > 0

@@ -378,7 +378,8 @@ class TrainConfig:
     value_clip: float | None = 0.5
     """Clip range of the value loss (ROLL ``value_clip``; RAGEN ``cliprange_value`` 0.5)."""
     entropy_loss_coef: float = 0.001
-    """Entropy bonus coefficient (ROLL; RAGEN ``entropy_coeff`` 0.001)."""
+    """Entropy bonus coefficient (ROLL; RAGEN ``entropy_coeff`` 0.001). Negative: an entropy penalty, which sharpens
+    the policy toward its own most likely replies (entropy minimisation, Agarwal et al. 2025, arXiv 2505.15134)."""
     add_token_level_kl: bool = False
     """Add the per-token penalty ``-init_kl_coef * KL(pi || pi_ref)`` to the rewards (ROLL: ``init_kl_coef`` acts
     only with it). The ``starpo`` preset turns it on (RAGEN's vanilla StarPO: 0.001, k1)."""
@@ -685,9 +686,8 @@ class TrainConfig:
 
     def _check_ranges(self) -> None:
         for name, low, high in [("temperature", 0, None), ("val_temperature", 0, None), ("gamma", 0, 1),
-                                ("lambd", 0, 1), ("step_reward_gamma", 0, 1), ("entropy_loss_coef", 0, None),
-                                ("init_kl_coef", 0, None), ("kl_loss_coef", 0, None), ("weight_decay", 0, None),
-                                ("progress_weight", 0, None)]:
+                                ("lambd", 0, 1), ("step_reward_gamma", 0, 1), ("init_kl_coef", 0, None),
+                                ("kl_loss_coef", 0, None), ("weight_decay", 0, None), ("progress_weight", 0, None)]:
             value = getattr(self, name)
             if value < low or (high is not None and value > high):
                 raise ConfigError(f"{name}={value} must be in [{low}, {high if high is not None else 'inf'})")
