@@ -234,7 +234,7 @@ def test_config_file_round_trip_for_the_subprocess(tiny_model, tmp_path):
 def test_sampled_logprobs_are_the_recomputed_ones(tiny_model, episodes):
     from trainers.rl.models import load_models
     from trainers.rl.ppo import score_samples
-    from trainers.rl.train import sampled_logprobs
+    from trainers.rl.train import sampler_logprob_batch
     from trainers.runtime.distributed import Dist
 
     _, windowed, tokenizer = episodes
@@ -242,7 +242,7 @@ def test_sampled_logprobs_are_the_recomputed_ones(tiny_model, episodes):
     samples = step_samples(windowed, tokenizer)
     models = load_models(config, Dist(0, 1, torch.device("cpu")))
     recomputed = score_samples(config, models, samples, Dist(0, 1, torch.device("cpu")))["old_logprob"]
-    sampled = sampled_logprobs(windowed, samples, step_rows=True)
+    sampled = sampler_logprob_batch(windowed, samples, step_rows=True)
     mask = samples.loss_mask[:, 1:]
     assert int(mask.sum()) > 20
     torch.testing.assert_close(sampled[mask], recomputed[mask], atol=1e-4, rtol=0)

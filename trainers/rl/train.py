@@ -183,11 +183,11 @@ def train_step(config: TrainConfig, models: Models, optimizers: dict[str, Any], 
     scored = score_samples(config, models, samples, dist, old_logprob=recompute)
     record["time/score"] = time.perf_counter() - tick
     if config.use_sampler_logprobs:
-        scored["old_logprob"] = sampled_logprobs(trajectories, samples, config.step_rows)
+        scored["old_logprob"] = sampler_logprob_batch(trajectories, samples, config.step_rows)
     batch, info = compute_advantages(config, samples, scored, kl_coef)
     record.update(info)
     if asynchronous:  # decoupled PPO: the sampler's log-probs are the (stale) behaviour policy's
-        batch.behav_logprob = sampled_logprobs(trajectories, samples, config.step_rows)
+        batch.behav_logprob = sampler_logprob_batch(trajectories, samples, config.step_rows)
         record.update(behaviour_metrics(batch, config.async_rollout.behaviour_weight_cap))
     if config.target_kl is not None:
         record["reward/next_kl_coef"] = adaptive_kl_coef(info["reward/kl_coef"], info["reward/kl"], config.target_kl,
@@ -249,7 +249,7 @@ def _scatter_rows(rows: list[list[float]], mask: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def sampled_logprobs(trajectories: list[Trajectory], samples: Samples, step_rows: bool) -> torch.Tensor:
+def sampler_logprob_batch(trajectories: list[Trajectory], samples: Samples, step_rows: bool) -> torch.Tensor:
     """(B, T-1) the sampler's log-probs of each row's generated tokens, aligned like
     :func:`trainers.rl.ppo.token_logprobs`.
 
