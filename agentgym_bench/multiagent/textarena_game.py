@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentgym_bench.multiagent.textarena_bridge import TextArenaMatch, split_messages, to_charset
+from agentgym_bench.multiagent.textarena_catalog import LEFT_OUT, TWO_PLAYER
 from agentgym_bench.spaces import text_space
 
 MAX_STATE_LENGTH = 1 << 16
@@ -61,7 +62,8 @@ class TextArenaGame(gym.Env):
 
     Arguments:
         game: a single-player TextArena id, e.g. ``"Minesweeper-v0"`` (see ``docs/multiagent.md`` for the ones
-            that run offline).
+            that run offline); a game of two or more players is refused (``ValueError``) with the PettingZoo env
+            that plays it.
         render_mode: ``"ansi"`` (the observation) or ``None``.
 
     Version History:
@@ -73,6 +75,11 @@ class TextArenaGame(gym.Env):
     def __init__(self, game: str, render_mode: str | None = None):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode={render_mode!r} must be None or 'ansi'")
+        if game in TWO_PLAYER or LEFT_OUT.get(game) in ("MANY_PLAYERS", "FFA_TWO_PLAYER"):
+            raise ValueError(f"game={game!r} is a game of two or more players; this env plays single-player games "
+                             "(docs/multiagent.md lists them). A two-player TextArena game is a PettingZoo env: "
+                             f"TextArenaAECEnv({game!r}) from agentgym_bench.multiagent.textarena_aec, or "
+                             f"make_multiagent_env('TextArena/{game}') for self-play")
         self.game = game
         self.match = TextArenaMatch(game, num_players=1)
         self.render_mode = render_mode

@@ -83,6 +83,13 @@ def test_unknown_game_is_a_clear_error():
         TextArenaGame("Minesweeper-v9")
 
 
+@pytest.mark.parametrize("game", ["TicTacToe-v0", "ThreePlayerTicTacToe-v0"])
+def test_a_game_of_two_or_more_players_is_refused_with_its_pettingzoo_env(game):
+    """It crashed on the first reset (TextArena's assert on the number of players)."""
+    with pytest.raises(ValueError, match=f"two or more players.*TextArenaAECEnv\\('{game}'\\)"):
+        gym.make("AgentTextArena-v0", game=game)
+
+
 @pytest.mark.parametrize(("game", "move", "reason"), [
     ("Countdown-v0", "[9 9 +]", "Invalid indices"), ("Cryptarithm-v0", "[Z 1]", "Letter Z not in puzzle"),
     ("Slitherlink-v0", "[h 99 99]", "Edge outside board"), ("ThreeCardMonte-v0", "[w]", "Bad action")])
