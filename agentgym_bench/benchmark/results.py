@@ -287,6 +287,16 @@ def check_free_form(data: dict[str, Any]) -> None:
 
 def loads(raw: bytes) -> Results:
     """Parse, check and build results from the bytes of a file (gzip or plain JSON); see :func:`parse_json`."""
+    data = parse_json(json_text(raw))
+    validate(data)
+    check_free_form(data)
+    return Results.from_dict(data)
+
+
+def json_text(raw: bytes) -> str:
+    """The JSON text of a results file's bytes (gzip or plain), within the size caps every reader of a file keeps:
+    :data:`MAX_FILE_BYTES` compressed, :data:`MAX_JSON_BYTES` (a gzip bomb stops there) and about
+    :data:`MAX_JSON_VALUES` values. A :class:`ResultsError` names the cap."""
     if len(raw) > MAX_FILE_BYTES:
         raise ResultsError(f"results file is {len(raw):,} bytes; the limit is {MAX_FILE_BYTES:,}")
     if raw[:2] == b"\x1f\x8b":
@@ -301,13 +311,9 @@ def loads(raw: bytes) -> Results:
     if values > MAX_JSON_VALUES:
         raise ResultsError(f"results file holds about {values:,} JSON values; the limit is {MAX_JSON_VALUES:,}")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ResultsError(f"results file is not UTF-8: {e}") from None
-    data = parse_json(text)
-    validate(data)
-    check_free_form(data)
-    return Results.from_dict(data)
 
 
 def read_results(path: str | os.PathLike) -> Results:

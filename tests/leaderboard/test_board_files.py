@@ -7,13 +7,17 @@ they were. Run on copies of the committed agentgym-v2 board."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from agentgym_bench.benchmark import results
+from agentgym_bench.benchmark.results import ResultsError
 from agentgym_bench.cli import main
+from agentgym_bench.leaderboard.board import load_stored
 from tests.leaderboard.conftest import tree_digest
 from tests.leaderboard.test_board import board, cli_submit  # noqa: F401 - the board fixture
 
@@ -214,3 +218,16 @@ def test_publish_model_refuses_a_linked_models_folder(tmp_path, capsys):
                  "--replace"]) == 2
     assert f"{private / 'models'} is a symbolic link (to {outside})" in _one_line(capsys)
     assert tree_digest(outside) == before
+
+
+def test_a_stored_file_is_read_within_the_caps_of_every_results_reader(board):  # noqa: F811
+    """A stored file and its SHA-256 in board.json, both rewritten (a gzip bomb): ``board`` refuses it by the cap
+    instead of decompressing without bound (the stored file skips the schema check, not the size caps)."""
+    bomb = gzip.compress(b" " * (results.MAX_JSON_BYTES + 10))
+    (board / "submissions" / "oracle.json.gz").write_bytes(bomb)
+    index = json.loads((board / "board.json").read_text())
+    index["submissions"][0]["sha256"] = hashlib.sha256(bomb).hexdigest()
+    (board / "board.json").write_text(json.dumps(index))
+    record = index["submissions"][0]
+    with pytest.raises(ResultsError, match="more than .* bytes of JSON"):
+        load_stored(board, record)
