@@ -25,10 +25,10 @@ from agentgym_bench import run_folder
 from agentgym_bench.errors import UserError
 
 BUILT_MODELS = {"default": "agentgym-bench init-model", "warmstart": "agentgym-bench warmstart"}
+"""The model names this package builds under :func:`model_dir`, and the command that builds each."""
 PUBLISHED_CHECKPOINT = "leaderboards/agentgym-v2/models/default-model-sft"
 """The published checkpoint, relative to a clone's root: the board's "default model + SFT", from which the main job's
 RL starts (what a newcomer has after cloning, where ``default`` and ``warmstart`` are built only on request)."""
-"""The model names this package builds under :func:`model_dir`, and the command that builds each."""
 BOARD_INDEX = "board.json"
 """A board folder's index of its entries (``leaderboards/<board>/board.json``, written by
 :mod:`agentgym_bench.leaderboard.board`); a published model folder's entry is read from it."""
