@@ -127,7 +127,10 @@ def rename_into_place(folder: Path, staging: Path, names: list[tuple[str, ...]])
     board_path(staging, UNDO).mkdir()
     for i, target in enumerate(targets):
         if target.exists():
-            os.link(target, staging / UNDO / str(i))
+            try:
+                os.link(target, staging / UNDO / str(i))
+            except OSError:  # a filesystem without hard links: a copy keeps the old bytes as well
+                shutil.copy2(target, staging / UNDO / str(i))
     write_atomic(staging / JOURNAL, json.dumps([list(name) for name in names]).encode())
     for name, target in zip(names, targets, strict=True):
         os.replace(board_path(staging, *name), target)
