@@ -1,5 +1,6 @@
 """``agentgym-bench board``: re-render a leaderboard (table, chart, page, transcripts) from its stored submissions,
-or take a submission off it.
+or take a submission off it. A write to the board that was stopped part way (a ``submit`` killed between its
+renames) is put back as it was first.
 
 Examples::
 
