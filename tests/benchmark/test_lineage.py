@@ -72,10 +72,11 @@ def test_a_start_without_a_record_leaves_the_record_as_it_was(tmp_path, model_di
 
 
 def test_the_committed_board_shows_the_warm_starts_envs_for_the_rl_entries():
-    """The StarPO and StarPO-S results files (2026-11-27) name the published checkpoint as their pretrain but carry
-    no started_from; the board takes it from that checkpoint's entry, so "Trained on" includes sokoban-8x8-2box. The
-    GiGPO entry (2026-11-29) was evaluated since ``eval --trained-by`` records the start's training itself, as were
-    the three RL entries from the weaker start (the short SFT, which never saw sokoban-8x8-2box)."""
+    """Every RL entry's results file records its start's training (``eval --trained-by``: ``started_from``), so
+    "Trained on" includes what the start learned: sokoban-8x8-2box for the RL entries from the published checkpoint,
+    not for the three from the weaker start (the short SFT, which never saw it). A record without ``started_from``
+    (a file evaluated before it was recorded, as the StarPO entries of 2026-11-27 were) takes it from its start's
+    entry on the board, and reads the same."""
     board = json.loads((BOARD / "board.json").read_text())
     records, suite = board["submissions"], load_suite("agentgym-v2")
     rl_entries = [r for r in records if r["trainer"] in ("gigpo", "starpo", "starpo_s")]
@@ -87,11 +88,14 @@ def test_the_committed_board_shows_the_warm_starts_envs_for_the_rl_entries():
     for r in short:
         assert r["trainer_config"]["started_from"]["envs"] == RL_ENVS  # the short SFT's four envs
         assert training_summary(suite, r, records)["text"] == "all but bandit-heldout-arms, sokoban-8x8-2box, webshop"
-    assert "started_from" in rl["gigpo"]["trainer_config"]
-    for name in ("starpo", "starpo_s"):
-        r = rl[name]
-        assert "started_from" not in r["trainer_config"]
-        assert training_summary(suite, r)["text"] == "all but bandit-heldout-arms, sokoban-8x8-2box, webshop"
+    for r in rl.values():
+        assert "started_from" in r["trainer_config"]
+        bare = {**r, "trainer_config": {k: v for k, v in r["trainer_config"].items() if k != "started_from"}}
+        assert training_summary(suite, bare, records) == training_summary(suite, r, records)
+    for name in ("starpo", "starpo_s"):  # their own mix leaves sokoban-8x8-2box out: the start is what adds it
+        bare = {**rl[name], "trainer_config": {k: v for k, v in rl[name]["trainer_config"].items()
+                                               if k != "started_from"}}
+        assert training_summary(suite, bare)["text"] == "all but bandit-heldout-arms, sokoban-8x8-2box, webshop"
     for r in rl.values():
         summary = training_summary(suite, r, records)
         assert summary["text"] == "all but bandit-heldout-arms, webshop"

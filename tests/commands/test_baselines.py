@@ -398,7 +398,8 @@ def test_the_short_sft_recipe_trains_the_three_from_the_published_start_with_roo
 
 def test_the_final_summary_puts_each_trained_model_against_its_start():
     """Paired on the same test episodes of the committed board: the short SFT's StarPO is above its start, StarPO-S
-    is not; from the published checkpoint StarPO-S is below it (the entries of 2026-11-27 and 2026-11-29)."""
+    is not (the entries of 2026-11-29); from the published checkpoint StarPO-S is not either (2026-12-03), and the
+    random policy, read against it as a start, is below it."""
     board = Path(__file__).resolve().parents[2] / "leaderboards" / "agentgym-v2"
     short = against_start(board, "default model + short SFT",
                           [f"default model + short SFT + {a}" for a in ("StarPO", "StarPO-S")] + ["absent"])
@@ -406,8 +407,9 @@ def test_the_final_summary_puts_each_trained_model_against_its_start():
     assert "  default model + short SFT + StarPO: 0.420, +0.017 [+0.002, +0.032]: above its start" in short
     assert "  default model + short SFT + StarPO-S: 0.412, +0.008 [-0.006, +0.022]: no clear difference" in short
     assert "  absent: not on the board" in short
-    full = against_start(board, "default model + SFT", ["default model + SFT + StarPO-S"])
-    assert "default model + SFT + StarPO-S: 0.548, -0.020 [-0.035, -0.006]: below its start" in full
+    full = against_start(board, "default model + SFT", ["default model + SFT + StarPO-S", "random"])
+    assert "default model + SFT + StarPO-S: 0.559, -0.008 [-0.021, +0.005]: no clear difference" in full
+    assert "  random: 0.244, -0.324 [-0.346, -0.301]: below its start (per env, uncorrected: bandit -0.517," in full
     assert against_start(board, "no such start", []).startswith("(no entry 'no such start' on")
 
 
