@@ -153,12 +153,12 @@ def hardware() -> dict[str, Any]:
     try:
         import torch
 
-        version = torch.__version__
+        version, threads = torch.__version__, torch.get_num_threads()
         gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     except ImportError:
-        version, gpu = None, None
+        version, threads, gpu = None, None, None
     return {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count(),
-            "torch": version, "gpu": gpu}
+            "torch": version, "torch_threads": threads, "gpu": gpu}
 
 
 def check_entries_start(suite: Suite, prompts: dict[str, str], action_format: str | None = None) -> None:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -197,6 +199,24 @@ def allowed_differences(regenerated: int) -> int:
     return max(least, int(share * regenerated))
 
 
+@contextmanager
+def evaluation_threads(recorded: Any) -> Iterator[None]:
+    """torch's CPU threads set to the evaluation's (``metadata.hardware.torch_threads``, at most the cores here) while
+    re-generating, and restored after; unchanged for a file that does not record them. A CPU's matrix products round
+    their last bits by the thread count: re-generated on two threads, a file evaluated on one had 1 of its 10,572
+    replies flip (2026-12-03), and the entry was *replayed*, not *reproduced*. The count is the file's word, bounded
+    by the machine: it can only make re-generation slower, and the FLOP cap meters the work either way."""
+    import torch  # noqa: PLC0415 - heavy: only where a model is re-generated
+
+    before = torch.get_num_threads()
+    if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded >= 1:
+        torch.set_num_threads(min(recorded, os.cpu_count() or 1))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, EpisodeText]], model: str,
                    progress: bool = False, cap: float = math.inf) -> str | None:
     """Re-generate every reply of the file's model in the evaluation's batches (:func:`evaluation_batches`), call by
@@ -223,7 +243,8 @@ def regenerate_all(results: Results, suite: Suite, texts: dict[str, dict[int, Ep
     parameters = parameter_count(model) if cap < math.inf else 0
     total = sum(len(c) for c in calls)
     flops, done, differing, diverged = 0.0, 0, [], set()
-    with progress_bar(total, "re-generation", "turn", enabled=progress) as bar:
+    with (evaluation_threads(results.metadata["hardware"].get("torch_threads")),
+          progress_bar(total, "re-generation", "turn", enabled=progress) as bar):
         for i, whole in enumerate(calls):
             call = [m for m in whole if m.episode not in diverged]
             later = [m for m in whole if m.episode in diverged]

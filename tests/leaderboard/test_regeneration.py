@@ -181,3 +181,30 @@ def test_a_file_played_entry_by_entry_is_regenerated_in_its_own_batches(suite, m
     assert len(recorder.calls[0][0]) == suite.entries[0].episodes  # turn 1 of the first entry alone
     assert _rebuilt_calls(raw, suite) == recorder.calls
     assert verify(raw, suite, root=model_dir.parent).mark == REPRODUCED
+
+
+def test_re_generation_runs_on_the_evaluations_torch_threads(suite, hf_bytes, monkeypatch):
+    """``eval`` records torch's thread count, and re-generation runs on as many (at most the cores here) and restores
+    the caller's: on a CPU the last bits of a matrix product depend on it (one reply in ten thousand flipped between
+    one and two threads, 2026-12-03). A value the file makes up (0, a string, true, 10^5) cannot do more than that."""
+    import os
+
+    import torch
+
+    from agentgym_bench.benchmark.evaluate import hardware
+    from agentgym_bench.leaderboard import regenerate
+
+    assert hardware()["torch_threads"] == torch.get_num_threads()
+    before, cores = torch.get_num_threads(), os.cpu_count() or 1
+    for recorded, inside in [(1, 1), (10**5, cores), (0, before), ("1", before), (True, before), (None, before)]:
+        with regenerate.evaluation_threads(recorded):
+            assert torch.get_num_threads() == inside, recorded
+        assert torch.get_num_threads() == before
+    seen = []
+    real = regenerate.check_draws
+    monkeypatch.setattr(regenerate, "check_draws", lambda *a: seen.append(torch.get_num_threads()) or real(*a))
+    recorded = 2 if before == 1 else 1  # not the threads this process runs on, where the machine allows
+    other = edit(hf_bytes, lambda d: d["metadata"]["hardware"].update(torch_threads=recorded))
+    verified = verify(other, suite)
+    assert verified.mark == REPRODUCED and seen and set(seen) == {min(recorded, cores)}
+    assert torch.get_num_threads() == before
