@@ -142,7 +142,14 @@ def roll_back(folder: Path, staging: Path) -> None:
     ``staging``, and each replaced file is put back from ``undo/``."""
     if not (staging / JOURNAL).is_file():
         return  # stopped before the first rename
-    names = json.loads((staging / JOURNAL).read_text(encoding="utf-8"))
+    try:
+        names = json.loads((staging / JOURNAL).read_text(encoding="utf-8"))
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(n, list) and n and all(isinstance(p, str) for p in n)
+                                              for n in names):  # not what rename_into_place writes
+        raise UserError(f"board {folder}: {staging / JOURNAL} is not a write's journal (a list of paths); remove "
+                        f"{staging} if the board reads as it should")
     moves = [(board_path(staging, *name), board_path(folder, *name)) for name in names]
     if not moves or not moves[-1][0].exists():
         return  # the commit point was passed

@@ -130,3 +130,14 @@ def test_a_write_interrupted_in_process_puts_the_board_back_itself(board, tmp_pa
     assert len(done) == 4 and tree_digest(board) == before  # no staging folder left either
     recover(board)
     assert tree_digest(board) == before
+
+
+def test_a_journal_that_is_not_a_journal_is_one_line_naming_it(board):  # noqa: F811
+    staging = board / ".staging-99999"
+    (staging / "undo").mkdir(parents=True)
+    (staging / "journal.json").write_text('{"not": "a list of names"}')
+    with pytest.raises(UserError, match="journal.json is not a write's journal"):
+        recover(board)
+    (staging / "journal.json").write_text('[["..", "x"]]')
+    with pytest.raises(UserError, match="is not a file name of a board"):
+        recover(board)
