@@ -79,6 +79,20 @@ def test_a_replace_killed_between_renames_is_put_back_by_the_next_command(board,
     assert (board / "submissions" / "oracle.json.gz").read_bytes() == random_bytes
 
 
+def test_a_submit_after_a_killed_one_puts_the_board_back_first_and_lands(board, tmp_path,  # noqa: F811
+                                                                         suite_file, random_bytes):
+    path = tmp_path / "random.json.gz"
+    path.write_bytes(random_bytes)
+    oracle = (board / "submissions" / "oracle.json.gz").read_bytes()
+    replace_killed_after(2, board, path, suite_file)
+    assert list(board.glob(".staging-*"))
+    assert cli_submit(path, "random", board, suite_file) == 0  # its checks read oracle's stored file: put back first
+    assert not list(board.glob(".staging-*"))
+    assert (board / "submissions" / "oracle.json.gz").read_bytes() == oracle
+    assert (board / "submissions" / "random.json.gz").read_bytes() == random_bytes
+    assert main(["board", "--board", str(board)]) == 0
+
+
 def test_a_replace_killed_after_board_json_keeps_the_new_board(board, tmp_path, suite_file,  # noqa: F811
                                                                random_bytes):
     path = tmp_path / "random.json.gz"
