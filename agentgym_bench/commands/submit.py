@@ -30,7 +30,7 @@ from agentgym_bench.benchmark.suites import available_suites, check_ceilings, lo
 from agentgym_bench.errors import UserError
 from agentgym_bench.leaderboard import board as boards
 from agentgym_bench.leaderboard.board import check_free, check_open, read_index, submit
-from agentgym_bench.leaderboard.folder import interrupted_writes, locked, slugify
+from agentgym_bench.leaderboard.folder import put_back_interrupted, slugify
 from agentgym_bench.leaderboard.regenerate import REGENERATION_CAP
 from agentgym_bench.leaderboard.verify import check_name, verify
 from agentgym_bench.paths import default_board, enclosing_board, repository_root
@@ -83,9 +83,8 @@ def run(args: argparse.Namespace) -> int:
     board = Path(args.board) if args.board else default_board(suite.name if suite else named()) if root else None
     if board is not None and board.exists() and not board.is_dir():
         raise UserError(f"--board {board} is a file: give a board's folder (a new folder starts a board)")
-    if board is not None and not args.check and interrupted_writes(board):
-        with locked(board):  # a write stopped part way is put back (recover) before anything reads the board
-            pass
+    if board is not None and not args.check:
+        put_back_interrupted(board)  # the checks below read the other entries' stored files before the lock
     index = read_index(board) if board is not None else None
     played = suite or (parse_suite(index["suite"]) if index is not None else None) or (
         load_suite(named()) if named() in available_suites() else None)

@@ -478,8 +478,8 @@ def load_stored(folder: Path, record: dict[str, Any]) -> Results:
         raise UserError(f"board {folder}: the file of submission {record['name']!r} ({path}) is missing")
     raw = path.read_bytes()
     if hashlib.sha256(raw).hexdigest() != record["sha256"]:
-        if interrupted_writes(folder):
-            raise UserError(f"board {folder}: a write to it was stopped part way ({interrupted_writes(folder)[0]}); "
+        if stopped := interrupted_writes(folder):
+            raise UserError(f"board {folder}: a write to it was stopped part way ({stopped[0]}); "
                             f"`agentgym-bench board --board {folder}` puts it back as it was")
         raise UserError(f"board {folder}: {path} does not match the SHA-256 in {INDEX}; it was changed after it "
                         "was verified")

@@ -118,6 +118,14 @@ def recover(folder: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def put_back_interrupted(folder: Path) -> None:
+    """Put back the writes that were stopped part way in board ``folder``, if any, taking the lock to do it (what
+    :func:`locked` does first), so that a command reading the board before it takes the lock reads it whole."""
+    if interrupted_writes(folder):
+        with locked(folder):
+            pass
+
+
 def rename_into_place(folder: Path, staging: Path, names: list[tuple[str, ...]]) -> None:
     """Rename each file ``staging/name...`` onto ``folder/name...`` (the staging folder mirrors the board's layout) in
     order, the last rename being the commit point, so that :func:`roll_back` can undo the renames before it: the files
